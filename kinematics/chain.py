@@ -1,0 +1,199 @@
+"""A serial chain cut out of a URDF, with batched forward kinematics and the analytic geometric Jacobian.
+
+``SerialChainKinematics.from_urdf`` walks the URDF tree from the end link up to the root link, keeps the
+movable joints on that path (revolute, continuous, prismatic), folds fixed joints into the next transform,
+and ignores every joint off the path (fingers, other branches, mimic joints). Nothing robot-specific lives here.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import yourdfpy
+from torch import nn
+
+from kinematics.errors import LinkNotFoundError, NotAChainError, URDFError
+
+REVOLUTE, PRISMATIC = 0, 1
+_MOVABLE = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
+
+
+@dataclass(frozen=True)
+class JointSpec:
+    """One movable joint of the chain: its name, kind, and limits (``-inf``/``inf`` when unbounded)."""
+
+    name: str
+    kind: int
+    lower: float
+    upper: float
+
+
+def _parse(urdf_text: str) -> yourdfpy.URDF:
+    try:
+        return yourdfpy.URDF.load(
+            io.BytesIO(urdf_text.encode()),
+            build_scene_graph=False,
+            load_meshes=False,
+            build_collision_scene_graph=False,
+            load_collision_meshes=False,
+        )
+    except Exception as exc:  # yourdfpy raises lxml / assertion errors of several kinds.
+        raise URDFError(f"could not parse the URDF text: {exc}") from exc
+
+
+def _chain_joints(urdf: yourdfpy.URDF, root_link: str, end_link: str) -> list:
+    links = {link.name for link in urdf.robot.links}
+    for role, name in (("root_link_name", root_link), ("end_link_name", end_link)):
+        if name not in links:
+            close = sorted(n for n in links if name.split("_")[-1] in n)[:5]
+            hint = f"; similar names: {close}" if close else ""
+            raise LinkNotFoundError(f"{role}={name!r} is not a link of this URDF{hint}")
+    parent_joint = {joint.child: joint for joint in urdf.robot.joints}
+    path, link = [], end_link
+    while link != root_link:
+        if link not in parent_joint:
+            raise NotAChainError(f"{root_link!r} is not an ancestor of {end_link!r}: no serial chain between them")
+        joint = parent_joint[link]
+        path.append(joint)
+        link = joint.parent
+    return path[::-1]
+
+
+class SerialChainKinematics(nn.Module):
+    """Geometry of a serial chain as buffers, and batched FK plus geometric Jacobian in torch.
+
+    For movable joint ``i`` the transform is ``T_i = T_{i-1} @ O_i @ M_i(q_i)``, with ``O_i`` the joint origin
+    (preceded by any folded fixed joints) and ``M_i`` a rotation about (or translation along) the joint axis.
+    The local rotation is precomputed as ``O_i R(q) = A_i + sin(q) B_i + (1 - cos(q)) C_i`` so that one
+    vectorised step builds every joint's local transform.
+    """
+
+    def __init__(
+        self,
+        joints: list[JointSpec],
+        origins: np.ndarray,
+        axes: np.ndarray,
+        tail: np.ndarray,
+        root_link_name: str,
+        end_link_name: str,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        if not joints:
+            raise NotAChainError(f"the chain {root_link_name!r} -> {end_link_name!r} has no movable joint")
+        self.joints = tuple(joints)
+        self.root_link_name = root_link_name
+        self.end_link_name = end_link_name
+        kinds = np.array([j.kind for j in joints])
+        axes = axes / np.linalg.norm(axes, axis=-1, keepdims=True)
+        rev = (kinds == REVOLUTE)[:, None, None]
+        k = np.zeros((len(joints), 3, 3))
+        k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -axes[:, 2], axes[:, 1], -axes[:, 0]
+        k = k - k.transpose(0, 2, 1)
+        rot0 = origins[:, :3, :3]
+        as_t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device=device)  # noqa: E731
+        self.register_buffer("rot_a", as_t(rot0))
+        self.register_buffer("rot_b", as_t(np.where(rev, rot0 @ k, 0.0)))
+        self.register_buffer("rot_c", as_t(np.where(rev, rot0 @ k @ k, 0.0)))
+        self.register_buffer("trans_0", as_t(origins[:, :3, 3]))
+        # Prismatic joints move along the axis expressed in the parent frame: O_i's rotation times the axis.
+        self.register_buffer("trans_dir", as_t(np.where(rev[..., 0], 0.0, np.einsum("nij,nj->ni", rot0, axes))))
+        self.register_buffer("axes", as_t(axes))
+        self.register_buffer("revolute_mask", as_t((kinds == REVOLUTE).astype(float)))
+        self.register_buffer("tail", as_t(tail))
+        self.register_buffer("lower", as_t([j.lower for j in joints]))
+        self.register_buffer("upper", as_t([j.upper for j in joints]))
+        digest = hashlib.sha256()
+        for array in (origins, axes, kinds, tail):
+            digest.update(np.ascontiguousarray(array, dtype=np.float64).round(12).tobytes())
+        digest.update("|".join(j.name for j in joints).encode())
+        self._fingerprint = digest.hexdigest()
+
+    @classmethod
+    def from_urdf(
+        cls,
+        urdf_text: str,
+        end_link_name: str,
+        root_link_name: str | None = None,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> SerialChainKinematics:
+        """Build the chain from ``root_link_name`` (default: the URDF's root) to ``end_link_name``."""
+        urdf = _parse(urdf_text)
+        root = root_link_name if root_link_name is not None else urdf.base_link
+        joints, origins, axes = [], [], []
+        pending = np.eye(4)
+        for joint in _chain_joints(urdf, root, end_link_name):
+            origin = np.eye(4) if joint.origin is None else np.asarray(joint.origin, dtype=np.float64)
+            pending = pending @ origin
+            if joint.type == "fixed":
+                continue
+            if joint.type not in _MOVABLE:
+                raise URDFError(f"joint {joint.name!r} has unsupported type {joint.type!r} for a serial chain")
+            axis = np.array([1.0, 0.0, 0.0]) if joint.axis is None else np.asarray(joint.axis, dtype=np.float64)
+            if np.linalg.norm(axis) < 1e-12:
+                raise URDFError(f"joint {joint.name!r} has a zero axis")
+            bounded = joint.type != "continuous" and joint.limit is not None and joint.limit.lower is not None
+            lower = float(joint.limit.lower) if bounded else -np.inf
+            upper = float(joint.limit.upper) if bounded and joint.limit.upper is not None else np.inf
+            joints.append(JointSpec(joint.name, _MOVABLE[joint.type], lower, upper))
+            origins.append(pending)
+            axes.append(axis)
+            pending = np.eye(4)
+        return cls(joints, np.stack(origins) if origins else np.zeros((0, 4, 4)), np.array(axes),
+                   pending, root, end_link_name, device, dtype)
+
+    @property
+    def dof(self) -> int:
+        return len(self.joints)
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        return tuple(j.name for j in self.joints)
+
+    @property
+    def fingerprint(self) -> str:
+        """SHA-256 of the chain's geometry (origins, axes, joint kinds and names, fixed tail)."""
+        return self._fingerprint
+
+    def forward_kinematics(self, q: torch.Tensor, tcp: torch.Tensor | None = None) -> torch.Tensor:
+        """TCP pose in the root frame, ``(..., dof) -> (..., 4, 4)``."""
+        return self.fk_and_jacobian(q, tcp, with_jacobian=False)[0]
+
+    def fk_and_jacobian(
+        self, q: torch.Tensor, tcp: torch.Tensor | None = None, with_jacobian: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """TCP pose ``(..., 4, 4)`` and geometric Jacobian ``(..., 6, dof)`` (linear rows first, root-frame axes
+        at the TCP: Pinocchio's LOCAL_WORLD_ALIGNED), both from one pass over the chain."""
+        s, c = torch.sin(q)[..., None, None], torch.cos(q)[..., None, None]
+        local_rot = self.rot_a + s * self.rot_b + (1.0 - c) * self.rot_c
+        local_trans = self.trans_0 + q[..., None] * self.trans_dir
+        local = torch.cat((local_rot, local_trans[..., None]), -1)  # (..., dof, 3, 4)
+        rot, trans = local[..., 0, :, :3], local[..., 0, :, 3]
+        rots, transs = [rot], [trans]
+        for i in range(1, self.dof):
+            nxt = rot @ local[..., i, :, :]
+            rot, trans = nxt[..., :, :3], nxt[..., :, 3] + trans
+            rots.append(rot)
+            transs.append(trans)
+        end = self.tail if tcp is None else self.tail @ tcp
+        tip = rot @ end[:3, :]
+        p_tip = tip[..., 3] + trans
+        pose = torch.cat((torch.cat((tip[..., :3], p_tip[..., None]), -1),
+                          self.tail.new_tensor([[0.0, 0.0, 0.0, 1.0]]).expand(*p_tip.shape[:-1], 1, 4)), -2)
+        if not with_jacobian:
+            return pose, None
+        rots_all = torch.stack(rots, -3)  # (..., dof, 3, 3)
+        origins = torch.stack(transs, -2)  # (..., dof, 3)
+        z = (rots_all @ self.axes[..., None])[..., 0]  # joint axes in the root frame
+        arm = p_tip[..., None, :] - origins
+        rev = self.revolute_mask[:, None]
+        linear = rev * torch.linalg.cross(z, arm) + (1.0 - rev) * z
+        angular = rev * z
+        jac = torch.cat((linear, angular), -1).transpose(-1, -2)
+        return pose, jac

@@ -1,0 +1,50 @@
+"""The project's typed errors: every bad input raises a subclass of ``ProjectError``."""
+
+from __future__ import annotations
+
+
+class ProjectError(Exception):
+    """Base class of every error this project raises on purpose."""
+
+
+class URDFError(ProjectError, ValueError):
+    """The URDF text could not be parsed or describes an unsupported joint."""
+
+
+class LinkNotFoundError(ProjectError, KeyError):
+    """A link name is not in the URDF."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message.
+        return str(self.args[0]) if self.args else ""
+
+
+class NotAChainError(ProjectError, ValueError):
+    """The root link is not an ancestor of the end link, so there is no serial chain between them."""
+
+
+class ShapeError(ProjectError, ValueError):
+    """A tensor has the wrong shape."""
+
+
+class NonFiniteError(ProjectError, ValueError):
+    """A tensor holds NaN or infinity."""
+
+
+class DtypeDeviceMismatchError(ProjectError, TypeError):
+    """An input's dtype or device differs from the module's."""
+
+
+class InvalidTargetError(ProjectError, ValueError):
+    """A target transform is not a valid SE(3) element."""
+
+
+class CheckpointMismatchError(ProjectError, RuntimeError):
+    """A state dict was saved from a layer built on another chain, TCP or configuration schema."""
+
+
+class MissingAssetError(ProjectError, FileNotFoundError):
+    """A robot description the project needs is not installed."""
+
+
+class ConfigError(ProjectError, ValueError):
+    """A configuration value is out of its valid range."""
