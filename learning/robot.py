@@ -1,0 +1,23 @@
+"""The Franka Panda as the experiment uses it: a ``KinematicsLayer`` from the root link to ``panda_hand_tcp``."""
+
+from __future__ import annotations
+
+import torch
+
+import assets
+from kinematics import KinematicsLayer, SerialChainKinematics
+
+
+def franka_kinematics(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> KinematicsLayer:
+    """The 7-DoF Panda arm with its URDF joint limits; FK gives ``T_root_tcp``."""
+    chain = SerialChainKinematics.from_urdf(
+        assets.urdf_text(), end_link_name=assets.TCP_LINK, root_link_name=assets.ROOT_LINK, device=device, dtype=dtype
+    )
+    if chain.joint_names != assets.ARM_JOINTS:
+        raise AssertionError(f"unexpected Panda chain {chain.joint_names}")
+    return KinematicsLayer(chain)
+
+
+def ready_pose(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """``(7,)`` the Panda's ready configuration."""
+    return torch.tensor(assets.READY_POSE, device=device, dtype=dtype)
