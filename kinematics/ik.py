@@ -68,6 +68,7 @@ class DifferentiableIKLayer(nn.Module):
         super().__init__()
         self.kinematics = kinematics
         self.cfg = cfg if cfg is not None else DifferentiableIKCfg()
+        self._register_load_state_dict_pre_hook(self._check_checkpoint)
 
     def forward(self, target: torch.Tensor, seed: torch.Tensor | None = None) -> torch.Tensor:
         """``(..., 4, 4)`` targets -> ``(..., dof)`` joints (the final iterate)."""
@@ -114,6 +115,10 @@ class DifferentiableIKLayer(nn.Module):
 
     def get_extra_state(self) -> dict:
         return {"cfg": asdict(self.cfg)}
+
+    def _check_checkpoint(self, state_dict, prefix, *args) -> None:
+        # Check chain and TCP before set_extra_state replaces cfg, so that a mismatching load changes nothing.
+        self.kinematics._check_checkpoint(state_dict, prefix + "kinematics.", *args)
 
     def set_extra_state(self, state: dict) -> None:
         known = {f.name for f in fields(DifferentiableIKCfg)}

@@ -110,7 +110,11 @@ class KinematicsLayer(nn.Module):
         return ((q >= self.lower) & (q <= self.upper)).all(-1)
 
     def get_extra_state(self) -> dict:
-        return {"geometry_fingerprint": self.model.fingerprint, "joint_names": list(self.joint_names)}
+        return {
+            "geometry_fingerprint": self.model.fingerprint,
+            "joint_names": list(self.joint_names),
+            "chain": f"{self.model.root_link_name} -> {self.model.end_link_name}",
+        }
 
     def set_extra_state(self, state: dict) -> None:
         pass  # Checked in the pre-hook, before any buffer is overwritten.
@@ -121,8 +125,10 @@ class KinematicsLayer(nn.Module):
             raise CheckpointMismatchError("the state dict has no geometry fingerprint; it was not saved by this layer")
         if extra.get("geometry_fingerprint") != self.model.fingerprint:
             raise CheckpointMismatchError(
-                f"the state dict was saved from another chain (joints {extra.get('joint_names')}); this layer's "
-                f"chain has joints {list(self.joint_names)}. Rebuild the same chain before loading."
+                f"the state dict was saved from another chain ({extra.get('chain', 'links unknown')}, joints "
+                f"{extra.get('joint_names')}); this layer's chain is {self.model.root_link_name} -> "
+                f"{self.model.end_link_name} with joints {list(self.joint_names)}, and its geometry differs. "
+                f"Rebuild the same chain before loading."
             )
         tcp = state_dict.get(prefix + "tcp")
         if tcp is not None and not torch.allclose(tcp.to(torch.float64), self.tcp.to(torch.float64), atol=1e-6):

@@ -63,8 +63,11 @@ def so3_log(rotation: torch.Tensor) -> torch.Tensor:
     col_norm_sq = (column * column).sum(-1, keepdim=True)
     col_norm = torch.where(near_pi[..., None], col_norm_sq, torch.ones_like(col_norm_sq)).clamp_min(1e-30).sqrt()
     axis = column / col_norm
-    sign = torch.where((axis * v).sum(-1, keepdim=True) < 0, -1.0, 1.0).to(r.dtype)
-    pi_branch = axis * sign * theta[..., None]
+    # v = sin(theta) a, so |axis . v| is sin(theta) without the small-sine guard above (which would turn a
+    # half turn into atan2(1, -1) = 3 pi / 4); abs has a finite derivative at an exact half turn.
+    along = (axis * v).sum(-1, keepdim=True)
+    sign = torch.where(along < 0, -1.0, 1.0).to(r.dtype)
+    pi_branch = axis * sign * torch.atan2(along.abs(), cos[..., None])
     return torch.where(near_pi[..., None], pi_branch, generic)
 
 
@@ -103,6 +106,8 @@ def validate_transform(transform: torch.Tensor, name: str = "target") -> None:
         raise ShapeError(f"{name} must have shape (..., 4, 4), got {tuple(transform.shape)}")
     if not torch.isfinite(transform).all():
         raise NonFiniteError(f"{name} contains NaN or infinite entries")
+    if transform.numel() == 0:
+        return  # An empty batch is valid (and max() has nothing to reduce).
     tol = rotation_tolerance(transform.dtype)
     bottom = transform[..., 3, :]
     expected = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=transform.dtype, device=transform.device)

@@ -1,0 +1,102 @@
+"""The Franka Panda assets: URDF and meshes resolve from example-robot-data, the TCP sits where it
+should at the ready pose, and a missing distribution is a typed, actionable error."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import math
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+import assets
+import assets.franka
+from kinematics import MissingAssetError, ProjectError
+
+
+def test_panda_urdf_resolves():
+    path = assets.urdf_path()
+    assert isinstance(path, Path) and path.is_file()
+    assert path.as_posix().endswith("example-robot-data/robots/panda_description/urdf/panda.urdf")
+    text = assets.urdf_text()
+    assert text == path.read_text()
+    for name in (assets.ROOT_LINK, assets.TCP_LINK, *assets.ARM_JOINTS, *assets.franka.FINGER_JOINTS):
+        assert f'name="{name}"' in text, name
+
+
+def test_every_mesh_uri_resolves_to_an_existing_file(panda_urdf):
+    uris = re.findall(r'<mesh\s+filename="([^"]+)"', panda_urdf)
+    assert len(uris) >= 20
+    assert any(u.endswith(".dae") for u in uris) and any(u.endswith(".stl") for u in uris)
+    for uri in uris:
+        assert uri.startswith("package://example-robot-data/robots/panda_description/meshes/"), uri
+        resolved = Path(assets.resolve_package_uri(uri))
+        assert resolved.is_absolute() and resolved.is_file() and resolved.stat().st_size > 0, uri
+        assert resolved.name == uri.rsplit("/", 1)[-1]
+
+
+def test_missing_mesh_and_missing_file_raise_missing_asset():
+    with pytest.raises(MissingAssetError, match="nope.dae"):
+        assets.resolve_package_uri(
+            "package://example-robot-data/robots/panda_description/meshes/visual/nope.dae"
+        )
+    with pytest.raises(MissingAssetError, match="reinstall"):
+        assets.robot_file("example-robot-data/robots/no_such_robot/robot.urdf")
+    assert issubclass(MissingAssetError, ProjectError) and issubclass(MissingAssetError, FileNotFoundError)
+
+
+def test_tcp_at_the_ready_pose(panda64, ready_pose):
+    pose = panda64(ready_pose())
+    torch.testing.assert_close(
+        pose[:3, 3], torch.tensor([0.307, 0.0, 0.487], dtype=torch.float64), rtol=0, atol=2e-3
+    )
+    # Pointing down: the TCP z axis is the root's -z.
+    torch.testing.assert_close(
+        pose[:3, 2], torch.tensor([0.0, 0.0, -1.0], dtype=torch.float64), rtol=0, atol=1e-9
+    )
+    assert assets.READY_POSE == pytest.approx(
+        (0, -math.pi / 4, 0, -3 * math.pi / 4, 0, math.pi / 2, math.pi / 4)
+    )
+
+
+def test_learning_robot_builds_the_same_panda(panda64, ready_pose):
+    from learning.robot import franka_kinematics
+    from learning.robot import ready_pose as learning_ready_pose
+
+    layer = franka_kinematics(dtype=torch.float64)
+    assert layer.joint_names == assets.ARM_JOINTS
+    assert layer.model.fingerprint == panda64.model.fingerprint
+    torch.testing.assert_close(layer(learning_ready_pose(dtype=torch.float64)), panda64(ready_pose()))
+    assert franka_kinematics().dtype == torch.float32
+
+
+@pytest.fixture
+def without_distribution(monkeypatch):
+    """example-robot-data looks uninstalled; the cached share folder is forgotten before and after."""
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    assets.franka.share_dir.cache_clear()
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    yield
+    assets.franka.share_dir.cache_clear()
+
+
+def test_missing_distribution_raises_missing_asset(without_distribution):
+    for call in (assets.urdf_path, assets.urdf_text, assets.franka.share_dir):
+        with pytest.raises(MissingAssetError, match="pip install example-robot-data") as info:
+            call()
+        assert isinstance(info.value.__cause__, importlib.metadata.PackageNotFoundError)
+    with pytest.raises(MissingAssetError):
+        assets.resolve_package_uri(
+            "package://example-robot-data/robots/panda_description/meshes/visual/hand.dae"
+        )
+
+
+def test_share_dir_recovers_after_the_distribution_returns():
+    """The fixture above must not leave a poisoned cache behind."""
+    assets.franka.share_dir.cache_clear()
+    assert (assets.franka.share_dir() / assets.franka.URDF_RELATIVE).is_file()
