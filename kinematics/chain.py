@@ -87,6 +87,7 @@ class SerialChainKinematics(nn.Module):
         if not joints:
             raise NotAChainError(f"the chain {root_link_name!r} -> {end_link_name!r} has no movable joint")
         self.joints = tuple(joints)
+        self.all_revolute = all(j.kind == REVOLUTE for j in joints)
         self.root_link_name = root_link_name
         self.end_link_name = end_link_name
         kinds = np.array([j.kind for j in joints])
@@ -106,6 +107,7 @@ class SerialChainKinematics(nn.Module):
         self.register_buffer("axes", as_t(axes))
         self.register_buffer("revolute_mask", as_t((kinds == REVOLUTE).astype(float)))
         self.register_buffer("tail", as_t(tail))
+        self.register_buffer("homogeneous_row", as_t([[0.0, 0.0, 0.0, 1.0]]))
         self.register_buffer("lower", as_t([j.lower for j in joints]))
         self.register_buffer("upper", as_t([j.upper for j in joints]))
         digest = hashlib.sha256()
@@ -125,7 +127,9 @@ class SerialChainKinematics(nn.Module):
     ) -> SerialChainKinematics:
         """Build the chain from ``root_link_name`` (default: the URDF's root) to ``end_link_name``."""
         urdf = _parse(urdf_text)
-        root = root_link_name if root_link_name is not None else urdf.base_link
+        children = {joint.child for joint in urdf.robot.joints}
+        roots = [link.name for link in urdf.robot.links if link.name not in children]
+        root = root_link_name if root_link_name is not None else roots[0]
         joints, origins, axes = [], [], []
         pending = np.eye(4)
         for joint in _chain_joints(urdf, root, end_link_name):
@@ -169,31 +173,37 @@ class SerialChainKinematics(nn.Module):
         self, q: torch.Tensor, tcp: torch.Tensor | None = None, with_jacobian: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor | None]:
         """TCP pose ``(..., 4, 4)`` and geometric Jacobian ``(..., 6, dof)`` (linear rows first, root-frame axes
-        at the TCP: Pinocchio's LOCAL_WORLD_ALIGNED), both from one pass over the chain."""
-        s, c = torch.sin(q)[..., None, None], torch.cos(q)[..., None, None]
-        local_rot = self.rot_a + s * self.rot_b + (1.0 - c) * self.rot_c
-        local_trans = self.trans_0 + q[..., None] * self.trans_dir
-        local = torch.cat((local_rot, local_trans[..., None]), -1)  # (..., dof, 3, 4)
-        rot, trans = local[..., 0, :, :3], local[..., 0, :, 3]
-        rots, transs = [rot], [trans]
+        at the TCP: Pinocchio's LOCAL_WORLD_ALIGNED), both from one pass over the chain.
+
+        ``q``: ``(..., dof)``; ``tcp``: optional ``(4, 4)`` offset after the chain's end link.
+        """
+        s, one_minus_c = torch.sin(q)[..., None, None], (1.0 - torch.cos(q))[..., None, None]
+        local_rot = torch.addcmul(torch.addcmul(self.rot_a, s, self.rot_b), one_minus_c, self.rot_c)
+        if self.all_revolute:
+            local_trans = self.trans_0.expand(*q.shape, 3)
+        else:
+            local_trans = torch.addcmul(self.trans_0, q[..., None], self.trans_dir)
+        local = torch.cat((local_rot, local_trans[..., None]), -1)  # (..., dof, 3, 4): [R | p] per joint
+        frame = local[..., 0, :, :]
+        frames = [frame]
         for i in range(1, self.dof):
-            nxt = rot @ local[..., i, :, :]
-            rot, trans = nxt[..., :, :3], nxt[..., :, 3] + trans
-            rots.append(rot)
-            transs.append(trans)
+            nxt = frame[..., :3] @ local[..., i, :, :]
+            nxt[..., 3] += frame[..., 3]
+            frame = nxt
+            frames.append(frame)
         end = self.tail if tcp is None else self.tail @ tcp
-        tip = rot @ end[:3, :]
-        p_tip = tip[..., 3] + trans
-        pose = torch.cat((torch.cat((tip[..., :3], p_tip[..., None]), -1),
-                          self.tail.new_tensor([[0.0, 0.0, 0.0, 1.0]]).expand(*p_tip.shape[:-1], 1, 4)), -2)
+        tip = frame[..., :3] @ end[:3, :]
+        tip[..., 3] += frame[..., 3]
+        pose = torch.cat((tip, self.homogeneous_row.expand(*tip.shape[:-2], 1, 4)), -2)
         if not with_jacobian:
             return pose, None
-        rots_all = torch.stack(rots, -3)  # (..., dof, 3, 3)
-        origins = torch.stack(transs, -2)  # (..., dof, 3)
-        z = (rots_all @ self.axes[..., None])[..., 0]  # joint axes in the root frame
-        arm = p_tip[..., None, :] - origins
-        rev = self.revolute_mask[:, None]
-        linear = rev * torch.linalg.cross(z, arm) + (1.0 - rev) * z
-        angular = rev * z
-        jac = torch.cat((linear, angular), -1).transpose(-1, -2)
+        stacked = torch.stack(frames, -3)  # (..., dof, 3, 4) joint frames in the root frame
+        z = (stacked[..., :3] @ self.axes[..., None])[..., 0]  # joint axes in the root frame
+        arm = tip[..., None, :, 3] - stacked[..., 3]
+        if self.all_revolute:
+            jac = torch.cat((torch.linalg.cross(z, arm), z), -1).transpose(-1, -2)
+        else:
+            rev = self.revolute_mask[:, None]
+            linear = rev * torch.linalg.cross(z, arm) + (1.0 - rev) * z
+            jac = torch.cat((linear, rev * z), -1).transpose(-1, -2)
         return pose, jac

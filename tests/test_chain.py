@@ -349,11 +349,6 @@ def test_every_chain_error_is_a_project_error():
         assert issubclass(error, ProjectError)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AttributeError,
-    reason="chain.py: root_link_name=None uses yourdfpy's base_link, which is None without a scene graph",
-)
 def test_root_defaults_to_the_urdf_root(panda_urdf):
     chain = SerialChainKinematics.from_urdf(panda_urdf, end_link_name=PANDA_TCP, dtype=torch.float64)
     assert chain.root_link_name == PANDA_ROOT

@@ -669,11 +669,6 @@ def test_cuda_solve_matches_cpu(make_panda_layer):
 
 
 @CUDA
-@pytest.mark.xfail(
-    strict=True,
-    reason="chain.py fk_and_jacobian builds the pose's last row with tail.new_tensor(...), a host-to-device "
-    "copy that synchronises on every FK call",
-)
 def test_cuda_solve_runs_without_host_sync(make_panda_layer):
     """With validated-elsewhere inputs, the solve issues no synchronising CUDA operation."""
     gpu = DifferentiableIKLayer(make_panda_layer(), DifferentiableIKCfg(validate_inputs=False)).to("cuda")
