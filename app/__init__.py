@@ -1,0 +1,1 @@
+"""The Viser viewer (``python -m app``): the Franka Panda in a browser, posed through this project's FK."""
