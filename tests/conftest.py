@@ -6,6 +6,12 @@ the shared ones as read-only; a test that moves or reloads a module builds its o
 
 from __future__ import annotations
 
+import os
+
+# Passive OpenMP waiting: with spinning threads a 2-core machine shared with the viewer, the browser or another
+# process slows torch by an order of magnitude. Must be set before torch is imported.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 import math
 from collections.abc import Callable
 

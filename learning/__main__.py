@@ -1,0 +1,60 @@
+"""Command line of the grasp-yaw experiment.
+
+    python -m learning train --preset smoke|full [--run DIR]   # splits, teacher labels, training, evaluation
+    python -m learning evaluate --run DIR                       # re-evaluate a trained run
+    python -m learning report --run DIR                         # print the split table of a run's report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import learning.threads  # noqa: F401  (before torch)
+from kinematics.errors import ProjectError
+from learning.config import PRESETS, preset
+from learning.experiment import evaluate_run, train_run
+from learning.report import render_markdown
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m learning", description=__doc__.splitlines()[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    train = commands.add_parser("train", help="make splits, train every seed, evaluate, write the report")
+    train.add_argument("--preset", choices=sorted(PRESETS), default="smoke")
+    train.add_argument("--run", type=Path, default=None, help="run folder (default runs/<preset>-<time>)")
+    train.add_argument("--device", default=None, help="torch device (default: the preset's, cpu)")
+    for name, text in (("evaluate", "evaluate a trained run"), ("report", "print a run's split table")):
+        sub = commands.add_parser(name, help=text)
+        sub.add_argument("--run", type=Path, required=True)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "train":
+            cfg = preset(args.preset)
+            if args.device:
+                import dataclasses
+
+                cfg = dataclasses.replace(cfg, device=args.device)
+            run = args.run or Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
+            train_run(cfg, run)
+            report = evaluate_run(run)
+            print(render_markdown(report))
+            print(f"run folder: {run}")
+        elif args.command == "evaluate":
+            print(render_markdown(evaluate_run(args.run)))
+        else:
+            path = args.run / "report.json"
+            if not path.is_file():
+                raise ProjectError(f"{path} does not exist; run `python -m learning evaluate --run {args.run}`")
+            print(render_markdown(json.loads(path.read_text())))
+    except ProjectError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Yaw choosers that need no training: heading, the hand's present yaw, an angular grid, online optimisation,
+and the teacher (dense grid plus local refinement), the numerical reference.
+
+Every chooser returns unit yaw vectors ``(N, 2)``; the searches solve IK from ``q0`` for each candidate.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+
+from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer
+from learning.task import CostWeights, grasp_pose, hand_yaw, heading, smooth_cost, yaw_cost, yaw_vector
+
+_CHUNK = 16384  # IK rows per batched call: bounds memory of the searches
+
+
+def ik_layer(kinematics: KinematicsLayer, iterations: int) -> DifferentiableIKLayer:
+    """The DLS layer at the default settings with ``iterations`` steps (inputs are valid by construction)."""
+    return DifferentiableIKLayer(kinematics, DifferentiableIKCfg(max_iterations=iterations, validate_inputs=False))
+
+
+def heading_yaw(p: torch.Tensor) -> torch.Tensor:
+    return yaw_vector(heading(p))
+
+
+def current_yaw(kinematics: KinematicsLayer, q0: torch.Tensor) -> torch.Tensor:
+    """Keep the hand's present yaw (read from FK of ``q0``); blind to joint limits."""
+    return yaw_vector(hand_yaw(kinematics, q0))
+
+
+@dataclass
+class SearchResult:
+    yaw: torch.Tensor  # (N, 2) chosen yaw vectors
+    cost: torch.Tensor  # (N,) cost of the choice at the search's own IK iterations
+    ik_solves: int  # IK solves spent
+
+
+@torch.no_grad()
+def candidate_costs(
+    ik: DifferentiableIKLayer, p: torch.Tensor, q0: torch.Tensor, psi: torch.Tensor, weights: CostWeights, penalty: float
+) -> torch.Tensor:
+    """``(N, M)`` cost of each candidate yaw ``psi`` ``(N, M)`` for goals ``p`` ``(N, 3)`` from ``q0`` ``(N, dof)``."""
+    n, m = psi.shape
+    flat_p = p[:, None, :].expand(n, m, 3).reshape(-1, 3)
+    flat_q0 = q0[:, None, :].expand(n, m, q0.shape[-1]).reshape(-1, q0.shape[-1])
+    flat_psi = psi.reshape(-1)
+    costs = []
+    for start in range(0, n * m, _CHUNK):
+        rows = slice(start, start + _CHUNK)
+        result = ik.solve(grasp_pose(flat_p[rows], yaw_vector(flat_psi[rows])), flat_q0[rows])
+        costs.append(yaw_cost(result, flat_q0[rows], weights, penalty))
+    return torch.cat(costs).reshape(n, m)
+
+
+def angular_grid(
+    ik: DifferentiableIKLayer, p: torch.Tensor, q0: torch.Tensor, yaws: int, weights: CostWeights, penalty: float
+) -> SearchResult:
+    """``yaws`` evenly spaced candidates on the full circle (offset from heading), the cheapest kept."""
+    offsets = torch.arange(yaws, dtype=p.dtype, device=p.device) * (2 * math.pi / yaws)
+    psi = heading(p)[:, None] + offsets
+    cost = candidate_costs(ik, p, q0, psi, weights, penalty)
+    best = cost.argmin(-1)
+    chosen = psi.gather(-1, best[:, None])[:, 0]
+    return SearchResult(yaw_vector(chosen), cost.gather(-1, best[:, None])[:, 0], p.shape[0] * yaws)
+
+
+def teacher(
+    ik: DifferentiableIKLayer,
+    p: torch.Tensor,
+    q0: torch.Tensor,
+    yaws: int,
+    refine: int,
+    weights: CostWeights,
+    penalty: float,
+) -> SearchResult:
+    """The numerical reference: a dense grid, then ``refine`` candidates spanning one grid cell around the best."""
+    coarse = angular_grid(ik, p, q0, yaws, weights, penalty)
+    psi0 = torch.atan2(coarse.yaw[:, 1], coarse.yaw[:, 0])
+    cell = 2 * math.pi / yaws
+    offsets = torch.linspace(-cell, cell, refine + 2, dtype=p.dtype, device=p.device)[1:-1]
+    psi = psi0[:, None] + offsets
+    cost = candidate_costs(ik, p, q0, psi, weights, penalty)
+    best = cost.argmin(-1)
+    fine_cost = cost.gather(-1, best[:, None])[:, 0]
+    fine_psi = psi.gather(-1, best[:, None])[:, 0]
+    better = fine_cost < coarse.cost
+    chosen = torch.where(better, fine_psi, psi0)
+    return SearchResult(yaw_vector(chosen), torch.minimum(fine_cost, coarse.cost), coarse.ik_solves + p.shape[0] * refine)
+
+
+def online_optimization(
+    ik: DifferentiableIKLayer,
+    p: torch.Tensor,
+    q0: torch.Tensor,
+    steps: int,
+    learning_rate: float,
+    weights: CostWeights,
+    penalty: float,
+) -> SearchResult:
+    """Per-goal Adam steps on ``psi`` through the IK layer, from heading; the cheapest iterate is kept."""
+    psi = heading(p).detach().clone().requires_grad_(True)
+    optimizer = torch.optim.Adam([psi], lr=learning_rate)
+    best_psi = psi.detach().clone()
+    best_cost = torch.full_like(best_psi, math.inf)
+    for _ in range(steps + 1):
+        result = ik.solve(grasp_pose(p, yaw_vector(psi)), q0)
+        smooth = smooth_cost(result, q0, weights)
+        with torch.no_grad():
+            cost = smooth + penalty * (~result.success).to(smooth.dtype)
+            improved = cost < best_cost
+            best_cost = torch.where(improved, cost, best_cost)
+            best_psi = torch.where(improved, psi.detach(), best_psi)
+        optimizer.zero_grad(set_to_none=True)
+        smooth.sum().backward()
+        optimizer.step()
+    return SearchResult(yaw_vector(best_psi), best_cost, p.shape[0] * (steps + 1))

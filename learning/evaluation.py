@@ -1,0 +1,93 @@
+"""Evaluating every method the same way: its yaw checked with 64-step IK from ``q0``, plus complete latency.
+
+A *chooser* maps ``(p (N, 3), q0 (N, dof)) -> yaw (N, 2)``. Latency is measured from inputs to final joints:
+the chooser and the checking IK solve, at batch 1 (median over goals) and at a larger batch (per goal).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+
+import torch
+
+from kinematics import KinematicsLayer
+from learning.baselines import angular_grid, current_yaw, heading_yaw, ik_layer, online_optimization, teacher
+from learning.config import ExperimentCfg
+from learning.predictors import YawPolicy
+from learning.splits import GoalSet
+from learning.task import failure_penalty, grasp_pose
+
+Chooser = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+METHODS = (
+    "heading",
+    "current_yaw",
+    "shared_constant",
+    "ik_trained",
+    "teacher_supervised",
+    "online_optimization",
+    "angular_grid",
+    "teacher",
+)
+SEARCH_METHODS = ("heading", "current_yaw", "online_optimization", "angular_grid", "teacher")
+
+
+def search_choosers(cfg: ExperimentCfg, kinematics: KinematicsLayer) -> dict[str, Chooser]:
+    """The methods that need no training, as choosers."""
+    b, w = cfg.baselines, cfg.weights
+    penalty = failure_penalty(kinematics)
+    grid_ik = ik_layer(kinematics, b.grid_ik_iterations)
+    online_ik = ik_layer(kinematics, b.online_ik_iterations)
+    teacher_ik = ik_layer(kinematics, b.teacher_ik_iterations)
+    return {
+        "heading": lambda p, q0: heading_yaw(p),
+        "current_yaw": lambda p, q0: current_yaw(kinematics, q0),
+        "online_optimization": lambda p, q0: online_optimization(
+            online_ik, p, q0, b.online_steps, b.online_learning_rate, w, penalty
+        ).yaw,
+        "angular_grid": lambda p, q0: angular_grid(grid_ik, p, q0, b.grid_yaws, w, penalty).yaw,
+        "teacher": lambda p, q0: teacher(
+            teacher_ik, p, q0, b.teacher_yaws, b.teacher_refine_yaws, w, penalty
+        ).yaw,
+    }
+
+
+def policy_chooser(policy: YawPolicy) -> Chooser:
+    def choose(p: torch.Tensor, q0: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            return policy(p, q0)
+
+    return choose
+
+
+def solve_choice(chooser: Chooser, goals: GoalSet, eval_ik) -> tuple[torch.Tensor, torch.Tensor]:
+    """Complete inference: the chosen yaw ``(N, 2)`` and final joints ``(N, dof)`` from the checking solve."""
+    yaw = chooser(goals.p, goals.q0)
+    with torch.no_grad():
+        return yaw, eval_ik(grasp_pose(goals.p, yaw), goals.q0)
+
+
+def measure_latency(chooser: Chooser, goals: GoalSet, eval_ik, batch: int, singles: int = 16) -> dict[str, float]:
+    """Complete inference latency: median ms at batch 1 over ``singles`` goals, and ms per goal at ``batch``."""
+    solve_choice(chooser, goals.subset(slice(0, 1)), eval_ik)  # warm-up
+    one = []
+    for i in range(min(singles, len(goals))):
+        start = time.perf_counter()
+        solve_choice(chooser, goals.subset(slice(i, i + 1)), eval_ik)
+        one.append(time.perf_counter() - start)
+    many = goals.subset(slice(0, batch))
+    start = time.perf_counter()
+    solve_choice(chooser, many, eval_ik)
+    elapsed = time.perf_counter() - start
+    return {
+        "batch1_ms": 1e3 * statistics.median(one),
+        "batch": len(many),
+        "batch_ms_per_goal": 1e3 * elapsed / len(many),
+        "goals_per_second": len(many) / elapsed,
+    }
+
+
+def eval_layer(cfg: ExperimentCfg, kinematics: KinematicsLayer):
+    return ik_layer(kinematics, cfg.eval_ik_iterations)

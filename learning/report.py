@@ -1,0 +1,89 @@
+"""The report: per split and method, mean and spread over seeds of every metric; rendered as markdown."""
+
+from __future__ import annotations
+
+import statistics
+
+from learning.scoring import METRICS
+
+LABELS = {
+    "heading": "heading",
+    "current_yaw": "current-yaw rule",
+    "shared_constant": "shared constant (IK-trained)",
+    "ik_trained": "IK-trained predictor",
+    "teacher_supervised": "teacher-supervised predictor",
+    "online_optimization": "online optimization",
+    "angular_grid": "angular grid",
+    "teacher": "teacher / reference",
+}
+
+
+def summarize(rows: dict[str, dict[str, list[dict]]]) -> dict:
+    """``rows[split][method]`` = one metrics dict per seed -> mean, std (0 for one seed) and per-seed values."""
+    out: dict = {}
+    for split, methods in rows.items():
+        out[split] = {}
+        for method, per_seed in methods.items():
+            out[split][method] = {}
+            for metric in METRICS:
+                values = [r[metric] for r in per_seed]
+                out[split][method][metric] = {
+                    "mean": statistics.fmean(values),
+                    "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                    "per_seed": values,
+                }
+    return out
+
+
+def _cell(stat: dict, scale: float = 1.0, digits: int = 2) -> str:
+    text = f"{stat['mean'] * scale:.{digits}f}"
+    if len(stat["per_seed"]) > 1:
+        text += f" ± {stat['std'] * scale:.{digits}f}"
+    return text
+
+
+def split_table(report: dict, split: str) -> str:
+    lines = [
+        f"**{split}** ({report['split_sizes'][split]} goals)",
+        "",
+        "| method | success % | joint displacement rad² | position error mm | rotation error mrad | cost |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method, stats in report["results"][split].items():
+        lines.append(
+            f"| {LABELS.get(method, method)} | {_cell(stats['success'], 100, 1)} | {_cell(stats['displacement'])} | "
+            f"{_cell(stats['position_error'], 1e3)} | {_cell(stats['rotation_error'], 1e3)} | {_cell(stats['cost'])} |"
+        )
+    return "\n".join(lines)
+
+
+def latency_table(report: dict) -> str:
+    lines = [
+        "| method | batch-1 latency ms | ms per goal at batch | goals/s at batch |",
+        "|---|---|---|---|",
+    ]
+    for method, lat in report["latency"].items():
+        lines.append(
+            f"| {LABELS.get(method, method)} | {lat['batch1_ms']:.2f} | {lat['batch_ms_per_goal']:.3f} "
+            f"(batch {lat['batch']}) | {lat['goals_per_second']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def render_markdown(report: dict) -> str:
+    t = report["teacher_labels"]
+    parts = [
+        f"# Grasp-yaw experiment: preset `{report['preset']}`",
+        "",
+        f"Seeds {report['seeds']}; mean ± standard deviation over seeds for trained methods (search methods are "
+        f"deterministic). Every method's yaw is checked with the same IK solve from `q0`; failed rows count in every "
+        f"column. Training took {report['train_seconds']:.0f} s on {report['torch_threads']} torch threads.",
+        "",
+        f"Teacher labels for {t['goals']} training goals: {t['ik_solves']} IK solves of {t['ik_iterations']} steps, "
+        f"{t['seconds']:.1f} s.",
+        "",
+    ]
+    for split in report["results"]:
+        parts += [split_table(report, split), ""]
+    parts += ["**Complete inference latency** (inputs to final joints, IK included)", "", latency_table(report), ""]
+    return "\n".join(parts)

@@ -1,0 +1,44 @@
+"""Scoring a choice of yaws: the checking IK solve from ``q0`` and the per-row metrics every method is judged by."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kinematics import DifferentiableIKLayer
+from learning.splits import GoalSet
+from learning.task import CostWeights, grasp_pose, yaw_cost
+
+METRICS = ("success", "displacement", "position_error", "rotation_error", "cost")
+
+
+@dataclass
+class RowMetrics:
+    """Per-goal metrics ``(N,)``; failed rows are included in every one of them."""
+
+    qpos: torch.Tensor  # (N, dof) the checked joints
+    success: torch.Tensor
+    displacement: torch.Tensor  # |q_ik - q0|^2, rad^2
+    position_error: torch.Tensor  # metres
+    rotation_error: torch.Tensor  # radians
+    cost: torch.Tensor
+
+    def means(self) -> dict[str, float]:
+        return {name: float(getattr(self, name).double().mean()) for name in METRICS}
+
+
+@torch.no_grad()
+def score_yaws(
+    ik: DifferentiableIKLayer, goals: GoalSet, yaw: torch.Tensor, weights: CostWeights, penalty: float
+) -> RowMetrics:
+    """Solve IK from each ``q0`` to the grasp at ``p`` with ``yaw`` ``(N, 2)`` and measure the result."""
+    result = ik.solve(grasp_pose(goals.p, yaw), goals.q0)
+    return RowMetrics(
+        qpos=result.qpos,
+        success=result.success.to(goals.p.dtype),
+        displacement=(result.qpos - goals.q0).square().sum(-1),
+        position_error=result.position_error_norm,
+        rotation_error=result.rotation_error_norm,
+        cost=yaw_cost(result, goals.q0, weights, penalty),
+    )

@@ -1,0 +1,208 @@
+"""The grasp-yaw experiment: task geometry, cost, splits, predictors, gradients, and the smoke run end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
+from kinematics.errors import CheckpointMismatchError, ConfigError
+from learning.__main__ import main as learning_main
+from learning.baselines import angular_grid, ik_layer
+from learning.checkpoints import load_checkpoint
+from learning.config import SMOKE, ExperimentCfg
+from learning.evaluation import METHODS
+from learning.experiment import EVAL_SPLITS, checkpoint_path
+from learning.predictors import SharedConstant, YawNet, YawPolicy, feature_count, goal_features
+from learning.robot import franka_kinematics, ready_pose
+from learning.splits import SPLITS, in_heldout, make_splits
+from learning.task import (
+    CostWeights,
+    failure_penalty,
+    grasp_pose,
+    hand_yaw,
+    heading,
+    smooth_cost,
+    yaw_cost,
+    yaw_vector,
+)
+
+
+@pytest.fixture(scope="module")
+def kin64():
+    return franka_kinematics(dtype=torch.float64)
+
+
+def test_heading_hand_computed():
+    p = torch.tensor([[0.5, 0.0, 0.1], [0.0, 0.4, 0.1], [0.3, -0.3, 0.2], [-0.2, 0.0, 0.1]], dtype=torch.float64)
+    expected = torch.tensor([0.0, math.pi / 2, -math.pi / 4, math.pi], dtype=torch.float64)
+    torch.testing.assert_close(heading(p), expected)
+
+
+def test_grasp_pose_points_down_with_the_yaw(kin64):
+    p = torch.tensor([0.4, -0.1, 0.2], dtype=torch.float64)
+    pose = grasp_pose(p, yaw_vector(torch.tensor(math.pi / 2, dtype=torch.float64)))
+    expected = torch.tensor([[0, 1, 0, 0.4], [1, 0, 0, -0.1], [0, 0, -1, 0.2], [0, 0, 0, 1]], dtype=torch.float64)
+    torch.testing.assert_close(pose, expected, atol=1e-12, rtol=0)
+    # The ready pose's hand points down at yaw 0: its FK equals the grasp at its own position.
+    ready = kin64(ready_pose(dtype=torch.float64))
+    torch.testing.assert_close(ready, grasp_pose(ready[:3, 3], yaw_vector(hand_yaw(kin64, ready_pose(dtype=torch.float64)))),
+                               atol=1e-6, rtol=0)
+
+
+def test_cost_hand_computed(kin64):
+    ik = DifferentiableIKLayer(kin64)
+    q0 = ready_pose(dtype=torch.float64)
+    weights = CostWeights(position=1000.0, rotation=100.0)
+    penalty = failure_penalty(kin64)
+    # A target the seed already reaches: zero displacement, zero residual, success.
+    reached = ik.solve(kin64(q0), q0)
+    assert bool(reached.success)
+    assert float(yaw_cost(reached, q0, weights, penalty)) == pytest.approx(0.0, abs=1e-12)
+    # Hand-made result: displacement 0.5^2 + 0.1^2, residual 1000 * 0.01^2 + 100 * 0.02^2, failed -> + penalty.
+    fake = ik.evaluate(kin64(q0), q0)
+    fake.qpos = q0 + torch.tensor([0.5, 0, 0, 0, 0, 0.1, 0], dtype=torch.float64)
+    fake.position_error = torch.tensor([0.01, 0, 0], dtype=torch.float64)
+    fake.rotation_error = torch.tensor([0, 0.02, 0], dtype=torch.float64)
+    fake.success = torch.tensor(False)
+    assert float(smooth_cost(fake, q0, weights)) == pytest.approx(0.26 + 0.1 + 0.04)
+    assert float(yaw_cost(fake, q0, weights, penalty)) == pytest.approx(0.40 + penalty)
+
+
+def test_failure_always_costs_more_than_success(kin64):
+    span = (kin64.upper - kin64.lower).square().sum()
+    assert failure_penalty(kin64) == pytest.approx(float(span))
+    # Any success has displacement inside the limit box, so its cost is below the penalty.
+    lower, upper = kin64.lower, kin64.upper
+    assert float((upper - lower).square().sum()) <= failure_penalty(kin64) + 1e-9
+
+
+def test_splits_are_deterministic_and_spatially_disjoint(kin64):
+    a, b = make_splits(SMOKE, kin64), make_splits(SMOKE, kin64)
+    assert set(a) == set(SPLITS)
+    for name in SPLITS:
+        assert torch.equal(a[name].p, b[name].p) and torch.equal(a[name].q0, b[name].q0)
+        assert len(a[name]) == getattr(SMOKE.sizes, name)
+        assert ((a[name].q0 >= kin64.lower) & (a[name].q0 <= kin64.upper)).all()
+    ws = SMOKE.workspace
+    for name in ("train", "validation", "test_iid", "test_shift"):
+        assert not in_heldout(a[name].p, ws).any(), name
+    assert in_heldout(a["test_spatial"].p, ws).all()
+    # Different splits are different draws.
+    assert not torch.equal(a["train"].p[:8], a["test_iid"].p[:8])
+    # The shifted split's base joint spans far wider than the training one.
+    assert a["test_shift"].q0[:, 0].abs().max() > 0.8 > a["train"].q0[:, 0].abs().max()
+
+
+def test_yaw_head_is_continuous_across_the_period(kin64):
+    """The predicted yaw vector is a smooth function of the inputs, also where the angle wraps at +-pi."""
+    torch.manual_seed(0)
+    net = YawNet(feature_count(7), 32).double()
+    # Inputs whose heading crosses pi: points just left and right of the negative x axis.
+    y = torch.linspace(-1e-3, 1e-3, 21, dtype=torch.float64)
+    p = torch.stack((torch.full_like(y, -0.5), y, torch.full_like(y, 0.1)), -1)
+    q0 = ready_pose(dtype=torch.float64).expand(21, 7)
+    yaw = YawPolicy(net, kin64, SMOKE.workspace)(p, q0)
+    assert torch.allclose(yaw.norm(dim=-1), torch.ones(21, dtype=torch.float64))
+    steps = (yaw[1:] - yaw[:-1]).norm(dim=-1)
+    assert steps.max() < 1e-3, "the yaw vector jumps where the angle wraps"
+    angles = torch.atan2(yaw[:, 1], yaw[:, 0])
+    assert (angles.max() - angles.min()) > 6.0  # the angle itself does wrap there
+
+
+def test_cost_gradient_reaches_the_network_parameters(kin64):
+    torch.manual_seed(0)
+    splits = make_splits(SMOKE, kin64)
+    goals = splits["train"].subset(slice(0, 16))
+    policy = YawPolicy(YawNet(feature_count(7), 32).double(), kin64, SMOKE.workspace)
+    ik = DifferentiableIKLayer(kin64, DifferentiableIKCfg(max_iterations=8))
+    yaw = policy(goals.p, goals.q0)
+    loss = smooth_cost(ik.solve(grasp_pose(goals.p, yaw), goals.q0), goals.q0, SMOKE.weights).mean()
+    loss.backward()
+    for name, param in policy.named_parameters():
+        assert param.grad is not None and torch.isfinite(param.grad).all(), name
+        assert param.grad.abs().sum() > 0, name
+    # The shared constant gets a gradient through the IK layer too.
+    constant = SharedConstant().double()
+    features = goal_features(kin64, goals.p, goals.q0, SMOKE.workspace)
+    result = ik.solve(grasp_pose(goals.p, constant(features, goals.p)), goals.q0)
+    smooth_cost(result, goals.q0, SMOKE.weights).mean().backward()
+    assert constant.offset.grad.abs() > 0
+
+
+def test_grid_is_never_worse_than_heading(kin64):
+    """Heading is the grid's first candidate, so the grid's choice never costs more."""
+    goals = make_splits(SMOKE, kin64)["validation"].subset(slice(0, 8))
+    ik, penalty = ik_layer(kin64, 24), failure_penalty(kin64)
+    grid = angular_grid(ik, goals.p, goals.q0, 8, SMOKE.weights, penalty)
+    with torch.no_grad():
+        result = ik.solve(grasp_pose(goals.p, yaw_vector(heading(goals.p))), goals.q0)
+    assert (grid.cost <= yaw_cost(result, goals.q0, SMOKE.weights, penalty) + 1e-9).all()
+    assert grid.ik_solves == 8 * 8
+
+
+def test_config_round_trip_and_errors():
+    assert ExperimentCfg.from_dict(SMOKE.to_dict()) == SMOKE
+    with pytest.raises(ConfigError):
+        ExperimentCfg.from_dict({"no_such_field": 1})
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    run = tmp_path_factory.mktemp("smoke")
+    assert learning_main(["train", "--preset", "smoke", "--run", str(run)]) == 0
+    return run
+
+
+def test_smoke_run_writes_a_complete_report(smoke_run, capsys):
+    run = smoke_run
+    for name in ("config.json", "splits.pt", "teacher_labels.pt", "report.json", "report.md",
+                 "figures/split_metrics.png", "figures/training_curves.png", "figures/yaw_choices.png"):
+        assert (run / name).is_file(), name
+        assert (run / name).stat().st_size > 0, name
+    for seed in SMOKE.train.seeds:
+        for method in ("ik_trained", "shared_constant", "teacher_supervised"):
+            assert checkpoint_path(run, seed, method).is_file()
+    report = json.loads((run / "report.json").read_text())
+    assert set(report["results"]) == set(EVAL_SPLITS)
+    for split in EVAL_SPLITS:
+        assert set(report["results"][split]) == set(METHODS)
+        for method, metrics in report["results"][split].items():
+            for metric, stat in metrics.items():
+                assert math.isfinite(stat["mean"]) and math.isfinite(stat["std"]), (split, method, metric)
+            assert 0.0 <= metrics["success"]["mean"] <= 1.0
+            seeds = len(SMOKE.train.seeds) if method in ("ik_trained", "shared_constant", "teacher_supervised") else 1
+            assert len(metrics["success"]["per_seed"]) == seeds
+    for method in METHODS:
+        lat = report["latency"][method]
+        assert lat["batch1_ms"] > 0 and lat["goals_per_second"] > 0
+    assert report["teacher_labels"]["ik_solves"] == SMOKE.sizes.train * (
+        SMOKE.baselines.teacher_yaws + SMOKE.baselines.teacher_refine_yaws
+    )
+    # The reference never does worse than heading on the splits' mean cost.
+    for split in EVAL_SPLITS:
+        r = report["results"][split]
+        assert r["teacher"]["cost"]["mean"] <= r["heading"]["cost"]["mean"] + 1e-9
+    assert learning_main(["report", "--run", str(run)]) == 0
+    assert "IK-trained predictor" in capsys.readouterr().out
+
+
+def test_checkpoint_loads_and_bad_files_fail_clearly(smoke_run, tmp_path):
+    kin = franka_kinematics()
+    policy, meta = load_checkpoint(checkpoint_path(smoke_run, 0, "ik_trained"), kin)
+    assert meta["method"] == "ik_trained"
+    yaw = policy(torch.tensor([[0.5, 0.0, 0.1]]), ready_pose()[None])
+    assert yaw.shape == (1, 2) and torch.isfinite(yaw).all()
+    with pytest.raises(CheckpointMismatchError, match="does not exist"):
+        load_checkpoint(tmp_path / "missing.pt", kin)
+    garbage = tmp_path / "garbage.pt"
+    garbage.write_bytes(b"not a checkpoint")
+    with pytest.raises(CheckpointMismatchError, match="not a readable"):
+        load_checkpoint(garbage, kin)
+    other = tmp_path / "other.pt"
+    torch.save({"format": "something else"}, other)
+    with pytest.raises(CheckpointMismatchError, match="not a grasp-yaw predictor"):
+        load_checkpoint(other, kin)
