@@ -11,4 +11,13 @@ from assets.franka import (
     urdf_text,
 )
 
-__all__ = ["ARM_JOINTS", "READY_POSE", "ROOT_LINK", "TCP_LINK", "resolve_package_uri", "robot_file", "urdf_path", "urdf_text"]
+__all__ = [
+    "ARM_JOINTS",
+    "READY_POSE",
+    "ROOT_LINK",
+    "TCP_LINK",
+    "resolve_package_uri",
+    "robot_file",
+    "urdf_path",
+    "urdf_text",
+]

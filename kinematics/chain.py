@@ -149,8 +149,16 @@ class SerialChainKinematics(nn.Module):
             origins.append(pending)
             axes.append(axis)
             pending = np.eye(4)
-        return cls(joints, np.stack(origins) if origins else np.zeros((0, 4, 4)), np.array(axes),
-                   pending, root, end_link_name, device, dtype)
+        return cls(
+            joints,
+            np.stack(origins) if origins else np.zeros((0, 4, 4)),
+            np.array(axes),
+            pending,
+            root,
+            end_link_name,
+            device,
+            dtype,
+        )
 
     @property
     def dof(self) -> int:

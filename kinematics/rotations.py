@@ -112,7 +112,9 @@ def validate_transform(transform: torch.Tensor, name: str = "target") -> None:
     bottom = transform[..., 3, :]
     expected = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=transform.dtype, device=transform.device)
     if (bottom - expected).abs().max() > tol:
-        raise InvalidTargetError(f"{name}: last row must be [0, 0, 0, 1] (max deviation {float((bottom - expected).abs().max()):.3g})")
+        raise InvalidTargetError(
+            f"{name}: last row must be [0, 0, 0, 1] (max deviation {float((bottom - expected).abs().max()):.3g})"
+        )
     rot = transform[..., :3, :3]
     eye = torch.eye(3, dtype=transform.dtype, device=transform.device)
     ortho = (rot.transpose(-1, -2) @ rot - eye).abs().amax()

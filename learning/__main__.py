@@ -1,8 +1,8 @@
 """Command line of the grasp-yaw experiment.
 
-    python -m learning train --preset smoke|full [--run DIR]   # splits, teacher labels, training, evaluation
-    python -m learning evaluate --run DIR                       # re-evaluate a trained run
-    python -m learning report --run DIR                         # print the split table of a run's report
+python -m learning train --preset smoke|full [--run DIR]   # splits, teacher labels, training, evaluation
+python -m learning evaluate --run DIR                       # re-evaluate a trained run
+python -m learning report --run DIR                         # print the split table of a run's report
 """
 
 from __future__ import annotations

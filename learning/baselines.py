@@ -40,7 +40,12 @@ class SearchResult:
 
 @torch.no_grad()
 def candidate_costs(
-    ik: DifferentiableIKLayer, p: torch.Tensor, q0: torch.Tensor, psi: torch.Tensor, weights: CostWeights, penalty: float
+    ik: DifferentiableIKLayer,
+    p: torch.Tensor,
+    q0: torch.Tensor,
+    psi: torch.Tensor,
+    weights: CostWeights,
+    penalty: float,
 ) -> torch.Tensor:
     """``(N, M)`` cost of each candidate yaw ``psi`` ``(N, M)`` for goals ``p`` ``(N, 3)`` from ``q0`` ``(N, dof)``."""
     n, m = psi.shape
@@ -88,7 +93,9 @@ def teacher(
     fine_psi = psi.gather(-1, best[:, None])[:, 0]
     better = fine_cost < coarse.cost
     chosen = torch.where(better, fine_psi, psi0)
-    return SearchResult(yaw_vector(chosen), torch.minimum(fine_cost, coarse.cost), coarse.ik_solves + p.shape[0] * refine)
+    return SearchResult(
+        yaw_vector(chosen), torch.minimum(fine_cost, coarse.cost), coarse.ik_solves + p.shape[0] * refine
+    )
 
 
 def online_optimization(

@@ -15,8 +15,9 @@ from learning.predictors import YawPolicy, build_predictor
 FORMAT = "grasp-yaw-ik/predictor/1"
 
 
-def save_checkpoint(path: Path, method: str, seed: int, cfg: ExperimentCfg, kinematics: KinematicsLayer,
-                    state_dict: dict, history) -> None:
+def save_checkpoint(
+    path: Path, method: str, seed: int, cfg: ExperimentCfg, kinematics: KinematicsLayer, state_dict: dict, history
+) -> None:
     atomic_torch_save(
         {
             "format": FORMAT,

@@ -116,8 +116,16 @@ def _build(kind, data):
 SMOKE = ExperimentCfg(
     preset="smoke",
     sizes=SplitSizes(train=128, validation=32, test_iid=32, test_spatial=32, test_shift=32),
-    train=TrainCfg(seeds=(0, 1), steps=30, batch_size=64, validate_every=15, hidden=64, constant_steps=10,
-                   supervised_steps=30, learning_rate=1e-2),
+    train=TrainCfg(
+        seeds=(0, 1),
+        steps=30,
+        batch_size=64,
+        validate_every=15,
+        hidden=64,
+        constant_steps=10,
+        supervised_steps=30,
+        learning_rate=1e-2,
+    ),
     baselines=BaselineCfg(grid_yaws=12, online_steps=3, teacher_yaws=16, teacher_refine_yaws=3),
     latency_batch=32,
     latency_singles=3,

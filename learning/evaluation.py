@@ -44,13 +44,11 @@ def search_choosers(cfg: ExperimentCfg, kinematics: KinematicsLayer) -> dict[str
     return {
         "heading": lambda p, q0: heading_yaw(p),
         "current_yaw": lambda p, q0: current_yaw(kinematics, q0),
-        "online_optimization": lambda p, q0: online_optimization(
-            online_ik, p, q0, b.online_steps, b.online_learning_rate, w, penalty
-        ).yaw,
+        "online_optimization": lambda p, q0: (
+            online_optimization(online_ik, p, q0, b.online_steps, b.online_learning_rate, w, penalty).yaw
+        ),
         "angular_grid": lambda p, q0: angular_grid(grid_ik, p, q0, b.grid_yaws, w, penalty).yaw,
-        "teacher": lambda p, q0: teacher(
-            teacher_ik, p, q0, b.teacher_yaws, b.teacher_refine_yaws, w, penalty
-        ).yaw,
+        "teacher": lambda p, q0: teacher(teacher_ik, p, q0, b.teacher_yaws, b.teacher_refine_yaws, w, penalty).yaw,
     }
 
 

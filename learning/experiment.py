@@ -49,7 +49,9 @@ def load_config(run_dir: Path) -> ExperimentCfg:
 
     path = run_dir / "config.json"
     if not path.is_file():
-        raise ConfigError(f"{run_dir} is not a run folder: it has no config.json (run `python -m learning train` first)")
+        raise ConfigError(
+            f"{run_dir} is not a run folder: it has no config.json (run `python -m learning train` first)"
+        )
     return ExperimentCfg.from_dict(json.loads(path.read_text()))
 
 
@@ -57,11 +59,22 @@ def label_teacher(cfg: ExperimentCfg, kinematics, goals) -> tuple[torch.Tensor, 
     """Teacher yaw labels for ``goals`` and what they cost (IK solves, seconds)."""
     b = cfg.baselines
     start = time.perf_counter()
-    result = teacher(ik_layer(kinematics, b.teacher_ik_iterations), goals.p, goals.q0, b.teacher_yaws,
-                     b.teacher_refine_yaws, cfg.weights, failure_penalty(kinematics))
+    result = teacher(
+        ik_layer(kinematics, b.teacher_ik_iterations),
+        goals.p,
+        goals.q0,
+        b.teacher_yaws,
+        b.teacher_refine_yaws,
+        cfg.weights,
+        failure_penalty(kinematics),
+    )
     seconds = time.perf_counter() - start
-    return result.yaw, {"goals": len(goals), "ik_solves": result.ik_solves, "ik_iterations": b.teacher_ik_iterations,
-                        "seconds": seconds}
+    return result.yaw, {
+        "goals": len(goals),
+        "ik_solves": result.ik_solves,
+        "ik_iterations": b.teacher_ik_iterations,
+        "seconds": seconds,
+    }
 
 
 def train_run(cfg: ExperimentCfg, run_dir: Path, show_progress: bool = True) -> dict:
@@ -84,8 +97,10 @@ def train_run(cfg: ExperimentCfg, run_dir: Path, show_progress: bool = True) -> 
                 bar.set_postfix(method=method, seed=seed)
                 history = trainer.run(checkpoint_path(run_dir, seed, method), progress=lambda _: bar.update(1))
                 histories[method][seed] = history.to_dict()
-    atomic_write_json(run_dir / "training.json", {"histories": histories, "label_cost": label_cost,
-                                                   "train_seconds": time.perf_counter() - started})
+    atomic_write_json(
+        run_dir / "training.json",
+        {"histories": histories, "label_cost": label_cost, "train_seconds": time.perf_counter() - started},
+    )
     return histories
 
 
@@ -100,8 +115,10 @@ def evaluate_run(run_dir: Path, show_progress: bool = True) -> dict:
     eval_ik, penalty = eval_layer(cfg, kinematics), failure_penalty(kinematics)
     choosers = {name: [chooser] for name, chooser in search_choosers(cfg, kinematics).items()}
     for method in TRAINED_METHODS:
-        choosers[method] = [policy_chooser(load_checkpoint(checkpoint_path(run_dir, seed, method), kinematics)[0])
-                            for seed in cfg.train.seeds]
+        choosers[method] = [
+            policy_chooser(load_checkpoint(checkpoint_path(run_dir, seed, method), kinematics)[0])
+            for seed in cfg.train.seeds
+        ]
     rows: dict[str, dict[str, list[dict]]] = {split: {m: [] for m in METHODS} for split in EVAL_SPLITS}
     yaws: dict[str, torch.Tensor] = {}
     jobs = [(split, m) for split in EVAL_SPLITS for m in METHODS]
@@ -111,9 +128,10 @@ def evaluate_run(run_dir: Path, show_progress: bool = True) -> dict:
             rows[split][method].append(score_yaws(eval_ik, splits[split], yaw, cfg.weights, penalty).means())
             if split == "test_iid" and k == 0:
                 yaws[method] = yaw.detach().cpu()
-    latency = {m: measure_latency(choosers[m][0], splits["test_iid"], eval_ik, cfg.latency_batch,
-                                  cfg.latency_singles)
-               for m in tqdm(METHODS, desc="latency", disable=not show_progress)}
+    latency = {
+        m: measure_latency(choosers[m][0], splits["test_iid"], eval_ik, cfg.latency_batch, cfg.latency_singles)
+        for m in tqdm(METHODS, desc="latency", disable=not show_progress)
+    }
     report = {
         "preset": cfg.preset,
         "split_sizes": {n: len(s) for n, s in splits.items()},

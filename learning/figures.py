@@ -27,8 +27,14 @@ def split_bars(report: dict):
     ):
         for k, method in enumerate(methods):
             stats = [report["results"][s][method][metric] for s in splits]
-            ax.bar(np.arange(len(splits)) + k * width, [x["mean"] * scale for x in stats], width,
-                   yerr=[x["std"] * scale for x in stats], label=LABELS.get(method, method), capsize=2)
+            ax.bar(
+                np.arange(len(splits)) + k * width,
+                [x["mean"] * scale for x in stats],
+                width,
+                yerr=[x["std"] * scale for x in stats],
+                label=LABELS.get(method, method),
+                capsize=2,
+            )
         ax.set_xticks(np.arange(len(splits)) + 0.4 - width / 2, splits)
         ax.set_title(title)
     axes[0].set_ylim(50, 101)
@@ -40,13 +46,14 @@ def split_bars(report: dict):
 def training_curves(report: dict):
     fig, axes = plt.subplots(1, 2, figsize=(12, 4))
     for method, seeds in report["training"].items():
-        for k, (seed, h) in enumerate(seeds.items()):
+        for k, (_seed, h) in enumerate(seeds.items()):
             label = LABELS.get(method, method) if k == 0 else None
             color = {"ik_trained": "C0", "shared_constant": "C1", "teacher_supervised": "C2"}.get(method, "C3")
             if method != "teacher_supervised":
                 axes[0].plot(h["steps"], h["loss"], color=color, alpha=0.5, label=label)
-            axes[1].plot(h["val_steps"], [100 * x for x in h["val_success"]], color=color, alpha=0.7, label=label,
-                         marker=".")
+            axes[1].plot(
+                h["val_steps"], [100 * x for x in h["val_success"]], color=color, alpha=0.7, label=label, marker="."
+            )
     axes[0].set(title="training loss (cost through 24-step IK)", xlabel="step", yscale="log")
     axes[1].set(title="validation success %", xlabel="step")
     axes[0].legend(fontsize=8)
@@ -59,12 +66,16 @@ def yaw_choices(yaws: dict[str, torch.Tensor]):
     reference = torch.atan2(yaws["teacher"][:, 1], yaws["teacher"][:, 0]).numpy()
     shown = [m for m in ("heading", "current_yaw", "ik_trained", "teacher_supervised", "angular_grid") if m in yaws]
     fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3.3), sharey=True)
-    for ax, method in zip(np.atleast_1d(axes), shown):
+    for ax, method in zip(np.atleast_1d(axes), shown, strict=False):
         psi = torch.atan2(yaws[method][:, 1], yaws[method][:, 0]).numpy()
         ax.scatter(reference, psi, s=4, alpha=0.6)
         ax.plot([-math.pi, math.pi], [-math.pi, math.pi], "k--", lw=0.8)
-        ax.set(title=LABELS.get(method, method), xlabel="reference yaw (rad)", xlim=(-math.pi, math.pi),
-               ylim=(-math.pi, math.pi))
+        ax.set(
+            title=LABELS.get(method, method),
+            xlabel="reference yaw (rad)",
+            xlim=(-math.pi, math.pi),
+            ylim=(-math.pi, math.pi),
+        )
     np.atleast_1d(axes)[0].set_ylabel("chosen yaw (rad)")
     fig.tight_layout()
     return fig
@@ -73,8 +84,11 @@ def yaw_choices(yaws: dict[str, torch.Tensor]):
 def write_figures(report: dict, yaws: dict[str, torch.Tensor], folder: Path) -> list[Path]:
     """Write the report's figures as PNG files into ``folder``; returns their paths."""
     written = []
-    for name, fig in (("split_metrics.png", split_bars(report)), ("training_curves.png", training_curves(report)),
-                      ("yaw_choices.png", yaw_choices(yaws))):
+    for name, fig in (
+        ("split_metrics.png", split_bars(report)),
+        ("training_curves.png", training_curves(report)),
+        ("yaw_choices.png", yaw_choices(yaws)),
+    ):
         path = Path(folder) / name
         atomic_save_figure(fig, path)
         plt.close(fig)

@@ -22,7 +22,9 @@ def rotate_yaw(base: torch.Tensor, correction: torch.Tensor) -> torch.Tensor:
     return torch.stack((c, s), -1)
 
 
-def goal_features(kinematics: KinematicsLayer, p: torch.Tensor, q0: torch.Tensor, workspace: WorkspaceCfg) -> torch.Tensor:
+def goal_features(
+    kinematics: KinematicsLayer, p: torch.Tensor, q0: torch.Tensor, workspace: WorkspaceCfg
+) -> torch.Tensor:
     """``(N, 3), (N, dof) -> (N, 3 * dof + 7)`` network inputs, all of order one."""
     lower, upper = kinematics.lower, kinematics.upper
     q_norm = 2 * (q0 - lower) / (upper - lower) - 1

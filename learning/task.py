@@ -73,8 +73,6 @@ def yaw_cost(result: IKResult, q0: torch.Tensor, weights: CostWeights, penalty: 
     return smooth_cost(result, q0, weights) + penalty * (~result.success).to(q0.dtype)
 
 
-def solve_yaw(
-    ik: DifferentiableIKLayer, p: torch.Tensor, yaw: torch.Tensor, q0: torch.Tensor
-) -> IKResult:
+def solve_yaw(ik: DifferentiableIKLayer, p: torch.Tensor, yaw: torch.Tensor, q0: torch.Tensor) -> IKResult:
     """IK from ``q0`` to the grasp at ``p`` with yaw vector ``yaw`` (all broadcast)."""
     return ik.solve(grasp_pose(p, yaw), q0)

@@ -72,7 +72,8 @@ class Trainer:
         lr = cfg.train.learning_rate * (10.0 if method == "shared_constant" else 1.0)
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=lr)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda k: 0.5 * (1 + math.cos(math.pi * min(k, self.total_steps) / max(self.total_steps, 1)))
+            self.optimizer,
+            lambda k: 0.5 * (1 + math.cos(math.pi * min(k, self.total_steps) / max(self.total_steps, 1))),
         )
         self.train_ik = ik_layer(kinematics, cfg.train.ik_iterations)
         self.eval_ik = ik_layer(kinematics, cfg.eval_ik_iterations)
@@ -155,5 +156,7 @@ class Trainer:
             if progress is not None:
                 progress(self)
         if checkpoint is not None:
-            save_checkpoint(checkpoint, self.method, self.seed, self.cfg, self.kinematics, self.best_state, self.history)
+            save_checkpoint(
+                checkpoint, self.method, self.seed, self.cfg, self.kinematics, self.best_state, self.history
+            )
         return self.history

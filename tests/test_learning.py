@@ -49,8 +49,9 @@ def test_grasp_pose_points_down_with_the_yaw(kin64):
     torch.testing.assert_close(pose, expected, atol=1e-12, rtol=0)
     # The ready pose's hand points down at yaw 0: its FK equals the grasp at its own position.
     ready = kin64(ready_pose(dtype=torch.float64))
-    torch.testing.assert_close(ready, grasp_pose(ready[:3, 3], yaw_vector(hand_yaw(kin64, ready_pose(dtype=torch.float64)))),
-                               atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        ready, grasp_pose(ready[:3, 3], yaw_vector(hand_yaw(kin64, ready_pose(dtype=torch.float64)))), atol=1e-6, rtol=0
+    )
 
 
 def test_cost_hand_computed(kin64):
@@ -159,8 +160,16 @@ def smoke_run(tmp_path_factory):
 
 def test_smoke_run_writes_a_complete_report(smoke_run, capsys):
     run = smoke_run
-    for name in ("config.json", "splits.pt", "teacher_labels.pt", "report.json", "report.md",
-                 "figures/split_metrics.png", "figures/training_curves.png", "figures/yaw_choices.png"):
+    for name in (
+        "config.json",
+        "splits.pt",
+        "teacher_labels.pt",
+        "report.json",
+        "report.md",
+        "figures/split_metrics.png",
+        "figures/training_curves.png",
+        "figures/yaw_choices.png",
+    ):
         assert (run / name).is_file(), name
         assert (run / name).stat().st_size > 0, name
     for seed in SMOKE.train.seeds:
