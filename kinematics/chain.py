@@ -191,23 +191,24 @@ class SerialChainKinematics(nn.Module):
             local_trans = self.trans_0.expand(*q.shape, 3)
         else:
             local_trans = torch.addcmul(self.trans_0, q[..., None], self.trans_dir)
-        local = torch.cat((local_rot, local_trans[..., None]), -1)  # (..., dof, 3, 4): [R | p] per joint
-        frame = local[..., 0, :, :]
-        frames = [frame]
+        # unbind/split rather than indexing: their backward concatenates instead of filling a zero tensor per slice.
+        local = torch.cat((local_rot, local_trans[..., None]), -1).unbind(-3)  # dof x (..., 3, 4): [R | p]
+        rot, trans = local[0].split([3, 1], -1)
+        rots, origins = [rot], [trans]
         for i in range(1, self.dof):
-            nxt = frame[..., :3] @ local[..., i, :, :]
-            nxt[..., 3] += frame[..., 3]
-            frame = nxt
-            frames.append(frame)
+            rot_next, step = (rot @ local[i]).split([3, 1], -1)
+            trans, rot = trans + step, rot_next
+            rots.append(rot)
+            origins.append(trans)
         end = self.tail if tcp is None else self.tail @ tcp
-        tip = frame[..., :3] @ end[:3, :]
-        tip[..., 3] += frame[..., 3]
+        tip_rot, tip_step = (rot @ end[:3, :]).split([3, 1], -1)
+        p_tip = trans + tip_step  # (..., 3, 1)
+        tip = torch.cat((tip_rot, p_tip), -1)
         pose = torch.cat((tip, self.homogeneous_row.expand(*tip.shape[:-2], 1, 4)), -2)
         if not with_jacobian:
             return pose, None
-        stacked = torch.stack(frames, -3)  # (..., dof, 3, 4) joint frames in the root frame
-        z = (stacked[..., :3] @ self.axes[..., None])[..., 0]  # joint axes in the root frame
-        arm = tip[..., None, :, 3] - stacked[..., 3]
+        z = (torch.stack(rots, -3) @ self.axes[..., None])[..., 0]  # (..., dof, 3) joint axes in the root frame
+        arm = p_tip[..., None, :, 0] - torch.cat(origins, -1).transpose(-1, -2)
         if self.all_revolute:
             jac = torch.cat((torch.linalg.cross(z, arm), z), -1).transpose(-1, -2)
         else:
