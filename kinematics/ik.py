@@ -14,7 +14,9 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
+from kinematics.box_qp import solve_box_qp
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError
+from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
 from kinematics.rotations import so3_log, validate_transform
 
@@ -30,6 +32,19 @@ class DifferentiableIKCfg:
     rotation_tolerance: float = 5e-4
     enforce_joint_limits: bool = True
     validate_inputs: bool = True
+    # "clamp": the DLS step, then a hard projection onto the limits. "qp": the damped least-squares step solved
+    # as a box-constrained QP (limits as inequalities on q + step_size * dq), ``qp_iterations`` active-set passes.
+    step: str = "clamp"
+    qp_iterations: int = 8
+    # With step="qp" and posture_gain > 0, a second QP of the cascade pulls bounded joints toward the middle of
+    # their range (dq_posture = posture_gain * (middle - q)) while keeping the first level's task motion J dq,
+    # enforced by the penalty weight ``cascade_weight``.
+    posture_gain: float = 0.0
+    cascade_weight: float = 1e4
+    # "unrolled": backpropagate through every iteration. "implicit": differentiate the converged solution with
+    # the implicit function theorem (one linear solve on the free joints); memory independent of iterations.
+    gradient: str = "unrolled"
+    implicit_regularization: float = 1e-9
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_iterations, int) or self.max_iterations < 0:
@@ -39,6 +54,17 @@ class DifferentiableIKCfg:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
         if not self.step_size > 0:
             raise ConfigError(f"step_size must be > 0, got {self.step_size!r}")
+        if self.step not in ("clamp", "qp"):
+            raise ConfigError(f"step must be 'clamp' or 'qp', got {self.step!r}")
+        if self.gradient not in ("unrolled", "implicit"):
+            raise ConfigError(f"gradient must be 'unrolled' or 'implicit', got {self.gradient!r}")
+        if not isinstance(self.qp_iterations, int) or self.qp_iterations < 1:
+            raise ConfigError(f"qp_iterations must be an int >= 1, got {self.qp_iterations!r}")
+        if self.posture_gain > 0 and self.step != "qp":
+            raise ConfigError("posture_gain > 0 (the second cascade level) needs step='qp'")
+        for name in ("posture_gain", "cascade_weight", "implicit_regularization"):
+            if not getattr(self, name) >= 0:
+                raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
 
 
 @dataclass
@@ -90,17 +116,63 @@ class DifferentiableIKLayer(nn.Module):
         batch = torch.broadcast_shapes(target.shape[:-2], seed.shape[:-1])
         target = target.expand(*batch, 4, 4)
         q = seed.expand(*batch, kin.dof)
-        project = kin.clamp if cfg.enforce_joint_limits else (lambda x: x)
-        q = project(q)
-        eye = torch.eye(6, dtype=q.dtype, device=q.device)
+        if cfg.gradient == "implicit" and torch.is_grad_enabled() and (target.requires_grad or q.requires_grad):
+            q = ImplicitIKSolve.apply(
+                target, q, self._iterate, self._fk_and_jacobian, _stacked_error, self._free, cfg.implicit_regularization
+            )
+        else:
+            q = self._iterate(target, q)
+        return self.evaluate(target, q)
+
+    def _iterate(self, target: torch.Tensor, seed: torch.Tensor) -> torch.Tensor:
+        """The fixed-count iterations from the (projected) seed; no host synchronisation."""
+        kin, cfg = self.kinematics, self.cfg
+        q = kin.clamp(seed) if cfg.enforce_joint_limits else seed
+        eye = torch.eye(6 if cfg.step == "clamp" else kin.dof, dtype=q.dtype, device=q.device)
         damping_sq = cfg.damping**2 * eye
         for _ in range(cfg.max_iterations):
             pose, jac = kin.model.fk_and_jacobian(q, kin.tcp)
-            err = torch.cat(pose_error(target, pose), -1)
+            err = _stacked_error(target, pose)
             jt = jac.transpose(-1, -2)
-            x, _ = torch.linalg.solve_ex(jac @ jt + damping_sq, err[..., None], check_errors=False)
-            q = project(q + cfg.step_size * (jt @ x)[..., 0])
-        return self.evaluate(target, q)
+            if cfg.step == "clamp":
+                x, _ = torch.linalg.solve_ex(jac @ jt + damping_sq, err[..., None], check_errors=False)
+                q = q + cfg.step_size * (jt @ x)[..., 0]
+                q = kin.clamp(q) if cfg.enforce_joint_limits else q
+            else:
+                q = self._qp_step(q, jac, err, damping_sq)
+        return q
+
+    def _qp_step(self, q: torch.Tensor, jac: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor) -> torch.Tensor:
+        """One step as a box QP: min |J dq - e|^2 + damping^2 |dq|^2 s.t. lower <= q + step_size dq <= upper,
+        then (with posture_gain > 0) the posture level of the cascade."""
+        kin, cfg = self.kinematics, self.cfg
+        if cfg.enforce_joint_limits:
+            low, high = (kin.lower - q) / cfg.step_size, (kin.upper - q) / cfg.step_size
+        else:
+            low, high = torch.full_like(q, -torch.inf), torch.full_like(q, torch.inf)
+        jt = jac.transpose(-1, -2)
+        jtj = jt @ jac
+        dq, _ = solve_box_qp(jtj + damping_sq, -(jt @ err[..., None])[..., 0], low, high, cfg.qp_iterations)
+        if cfg.posture_gain > 0:
+            bounded = torch.isfinite(kin.lower) & torch.isfinite(kin.upper)
+            toward_middle = torch.where(bounded, cfg.posture_gain * (kin.default_seed() - q), 0.0)
+            eye = torch.eye(kin.dof, dtype=q.dtype, device=q.device)
+            w = cfg.cascade_weight
+            gradient = -toward_middle - w * (jtj @ dq[..., None])[..., 0]
+            dq, _ = solve_box_qp(eye + w * jtj, gradient, low, high, cfg.qp_iterations)
+        q = q + cfg.step_size * dq
+        # The QP keeps q inside; the projection only removes round-off at an active bound.
+        return kin.clamp(q) if cfg.enforce_joint_limits else q
+
+    def _fk_and_jacobian(self, q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.kinematics.model.fk_and_jacobian(q, self.kinematics.tcp)
+
+    def _free(self, q: torch.Tensor) -> torch.Tensor:
+        """Joints strictly inside their limits (all of them when limits are not enforced)."""
+        kin = self.kinematics
+        if not self.cfg.enforce_joint_limits:
+            return torch.ones_like(q, dtype=torch.bool)
+        return (q > kin.lower) & (q < kin.upper)
 
     def evaluate(self, target: torch.Tensor, q: torch.Tensor) -> IKResult:
         """Residuals and success of joints ``q`` against ``target`` (broadcast), as the solve reports them."""
@@ -126,6 +198,11 @@ class DifferentiableIKLayer(nn.Module):
         if not isinstance(cfg, dict) or not set(cfg) <= known:
             raise CheckpointMismatchError(f"the state dict's IK settings {cfg!r} do not match DifferentiableIKCfg")
         self.cfg = DifferentiableIKCfg(**cfg)
+
+
+def _stacked_error(target: torch.Tensor, reached: torch.Tensor) -> torch.Tensor:
+    """``(..., 6)``: position error then rotation error, the DLS right-hand side."""
+    return torch.cat(pose_error(target, reached), -1)
 
 
 def _safe_norm(v: torch.Tensor) -> torch.Tensor:
