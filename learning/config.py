@@ -47,14 +47,20 @@ class TrainCfg:
     """Training of the yaw network and the shared constant through the IK layer."""
 
     seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 1500
+    steps: int = 800
     batch_size: int = 256
-    learning_rate: float = 3e-3
+    learning_rate: float = 2e-3
+    grad_clip: float = 1.0  # max gradient norm: a batch that crosses a failure cliff must not throw the net away
     ik_iterations: int = 24
-    validate_every: int = 100
+    validate_every: int = 50
     hidden: int = 128
-    constant_steps: int = 200
-    supervised_steps: int = 1500
+    constant_steps: int = 100
+    supervised_steps: int = 1000
+    # Zero-order (evolution strategies) baseline, at the IK-trained predictor's IK-evaluation budget.
+    es_pairs: int = 16
+    es_batch_size: int = 32
+    es_sigma: float = 0.02
+    es_learning_rate: float = 0.01
 
 
 @dataclass(frozen=True)

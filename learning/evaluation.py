@@ -28,6 +28,7 @@ METHODS = (
     "current_yaw",
     "shared_constant",
     "ik_trained",
+    "zero_order",
     "teacher_supervised",
     "online_optimization",
     "angular_grid",

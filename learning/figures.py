@@ -15,6 +15,8 @@ import torch  # noqa: E402
 from learning.io import atomic_save_figure  # noqa: E402
 from learning.report import LABELS  # noqa: E402
 
+COLORS = {"ik_trained": "C0", "shared_constant": "C1", "teacher_supervised": "C2", "zero_order": "C3"}
+
 
 def split_bars(report: dict):
     splits = list(report["results"])
@@ -48,7 +50,7 @@ def training_curves(report: dict):
     for method, seeds in report["training"].items():
         for k, (_seed, h) in enumerate(seeds.items()):
             label = LABELS.get(method, method) if k == 0 else None
-            color = {"ik_trained": "C0", "shared_constant": "C1", "teacher_supervised": "C2"}.get(method, "C3")
+            color = COLORS.get(method, "C7")
             if method != "teacher_supervised":
                 axes[0].plot(h["steps"], h["loss"], color=color, alpha=0.5, label=label)
             axes[1].plot(
@@ -58,6 +60,30 @@ def training_curves(report: dict):
     axes[1].set(title="validation success %", xlabel="step")
     axes[0].legend(fontsize=8)
     axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def budget_curves(report: dict):
+    """Validation cost and success against training IK evaluations: gradient through IK against zero-order ES."""
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
+    for method in ("ik_trained", "zero_order"):
+        for k, h in enumerate(report["training"].get(method, {}).values()):
+            label = LABELS[method] if k == 0 else None
+            axes[0].plot(
+                h["val_ik_evaluations"], h["val_cost"], color=COLORS[method], marker=".", alpha=0.7, label=label
+            )
+            axes[1].plot(
+                h["val_ik_evaluations"],
+                [100 * x for x in h["val_success"]],
+                color=COLORS[method],
+                marker=".",
+                alpha=0.7,
+                label=label,
+            )
+    axes[0].set(title="validation cost", xlabel="training IK evaluations", yscale="log")
+    axes[1].set(title="validation success %", xlabel="training IK evaluations")
+    axes[0].legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -87,6 +113,7 @@ def write_figures(report: dict, yaws: dict[str, torch.Tensor], folder: Path) -> 
     for name, fig in (
         ("split_metrics.png", split_bars(report)),
         ("training_curves.png", training_curves(report)),
+        ("zero_order_vs_gradient.png", budget_curves(report)),
         ("yaw_choices.png", yaw_choices(yaws)),
     ):
         path = Path(folder) / name

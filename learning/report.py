@@ -11,6 +11,7 @@ LABELS = {
     "current_yaw": "current-yaw rule",
     "shared_constant": "shared constant (IK-trained)",
     "ik_trained": "IK-trained predictor",
+    "zero_order": "zero-order (ES) predictor",
     "teacher_supervised": "teacher-supervised predictor",
     "online_optimization": "online optimization",
     "angular_grid": "angular grid",
@@ -70,6 +71,28 @@ def latency_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def budget_table(report: dict) -> str:
+    """Gradient (through IK) against zero-order (ES) training of the same network at the same IK-evaluation budget."""
+    lines = [
+        "| trainer | training IK evaluations | best validation success % | best validation cost | training seconds |",
+        "|---|---|---|---|---|",
+    ]
+    for method in ("ik_trained", "zero_order"):
+        histories = list(report["training"].get(method, {}).values())
+        if not histories:
+            continue
+        best = [min(range(len(h["val_cost"])), key=h["val_cost"].__getitem__) for h in histories]
+        success = [100 * h["val_success"][k] for h, k in zip(histories, best, strict=True)]
+        cost = [h["val_cost"][k] for h, k in zip(histories, best, strict=True)]
+        spread = statistics.stdev if len(histories) > 1 else (lambda _: 0.0)
+        lines.append(
+            f"| {LABELS[method]} | {statistics.fmean(h['ik_evaluations'] for h in histories):.0f} | "
+            f"{statistics.fmean(success):.1f} ± {spread(success):.1f} | {statistics.fmean(cost):.2f} ± {spread(cost):.2f} | "
+            f"{statistics.fmean(h['seconds'] for h in histories):.0f} |"
+        )
+    return "\n".join(lines)
+
+
 def render_markdown(report: dict) -> str:
     t = report["teacher_labels"]
     parts = [
@@ -86,4 +109,5 @@ def render_markdown(report: dict) -> str:
     for split in report["results"]:
         parts += [split_table(report, split), ""]
     parts += ["**Complete inference latency** (inputs to final joints, IK included)", "", latency_table(report), ""]
+    parts += ["**Gradient against zero-order training at an equal IK-evaluation budget**", "", budget_table(report), ""]
     return "\n".join(parts)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -19,12 +20,13 @@ from kinematics.errors import ConfigError
 from learning.baselines import ik_layer
 from learning.checkpoints import save_checkpoint
 from learning.config import ExperimentCfg
+from learning.evolution import es_gradient
 from learning.predictors import YawPolicy, build_predictor
 from learning.scoring import score_yaws
 from learning.splits import GoalSet
 from learning.task import failure_penalty, grasp_pose, smooth_cost
 
-TRAINED_METHODS = ("shared_constant", "ik_trained", "teacher_supervised")
+TRAINED_METHODS = ("shared_constant", "ik_trained", "teacher_supervised", "zero_order")
 
 
 @dataclass
@@ -34,12 +36,14 @@ class TrainingHistory:
     steps: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
     val_steps: list[int] = field(default_factory=list)
+    val_ik_evaluations: list[int] = field(default_factory=list)  # training IK evaluations spent at each validation
     val_success: list[float] = field(default_factory=list)
     val_cost: list[float] = field(default_factory=list)
     val_displacement: list[float] = field(default_factory=list)
     best_step: int = 0
     best_val_cost: float = math.inf
     ik_evaluations: int = 0  # IK solves spent on training steps (validation excluded)
+    seconds: float = 0.0  # wall time spent in training steps (validation excluded)
 
     def to_dict(self) -> dict:
         return dict(self.__dict__)
@@ -69,7 +73,9 @@ class Trainer:
         predictor = build_predictor(method, kinematics.dof, cfg.train.hidden).to(kinematics.device, kinematics.dtype)
         self.policy = YawPolicy(predictor, kinematics, cfg.workspace)
         self.total_steps = self.steps_for(method, cfg)
-        lr = cfg.train.learning_rate * (10.0 if method == "shared_constant" else 1.0)
+        lr = {"shared_constant": 10 * cfg.train.learning_rate, "zero_order": cfg.train.es_learning_rate}.get(
+            method, cfg.train.learning_rate
+        )
         self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=lr)
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer,
@@ -84,11 +90,22 @@ class Trainer:
 
     @staticmethod
     def steps_for(method: str, cfg: ExperimentCfg) -> int:
+        """Optimiser steps; the zero-order trainer gets the IK-trained predictor's IK-evaluation budget."""
+        t = cfg.train
         return {
-            "shared_constant": cfg.train.constant_steps,
-            "ik_trained": cfg.train.steps,
-            "teacher_supervised": cfg.train.supervised_steps,
+            "shared_constant": t.constant_steps,
+            "ik_trained": t.steps,
+            "teacher_supervised": t.supervised_steps,
+            "zero_order": math.ceil(t.steps * t.batch_size / (2 * t.es_pairs * t.es_batch_size)),
         }[method]
+
+    @property
+    def validation_interval(self) -> int:
+        """Steps between validations; for the zero-order trainer, the same IK-evaluation spacing as the IK one."""
+        t = self.cfg.train
+        if self.method == "zero_order":
+            return max(1, round(t.validate_every * t.batch_size / (2 * t.es_pairs * t.es_batch_size)))
+        return t.validate_every
 
     @property
     def done(self) -> bool:
@@ -103,19 +120,32 @@ class Trainer:
 
     def step(self) -> float:
         """One optimiser step on a random training batch; returns the batch loss."""
+        started = time.perf_counter()
         self.policy.train()
-        n = len(self.train_set)
-        index = torch.randint(n, (min(self.cfg.train.batch_size, n),), generator=self.generator)
-        loss = self.loss(self.train_set.subset(index), index)
+        n, t = len(self.train_set), self.cfg.train
+        size = t.es_batch_size if self.method == "zero_order" else t.batch_size
+        index = torch.randint(n, (min(size, n),), generator=self.generator)
+        batch = self.train_set.subset(index)
         self.optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        if self.method == "zero_order":
+            gradient, value, evaluations = es_gradient(
+                self.policy, self.train_ik, batch, self.cfg.weights, t.es_pairs, t.es_sigma, self.generator
+            )
+            offset = 0
+            for param in self.policy.parameters():
+                param.grad = gradient[offset : offset + param.numel()].view_as(param).clone()
+                offset += param.numel()
+        else:
+            loss = self.loss(batch, index)
+            loss.backward()
+            value, evaluations = float(loss.detach()), (0 if self.method == "teacher_supervised" else len(batch))
+        torch.nn.utils.clip_grad_norm_(self.policy.parameters(), t.grad_clip)
         self.optimizer.step()
         self.schedule.step()
         self.step_count += 1
-        if self.method != "teacher_supervised":
-            self.history.ik_evaluations += index.numel()
+        self.history.ik_evaluations += evaluations
+        self.history.seconds += time.perf_counter() - started
         self.history.steps.append(self.step_count)
-        value = float(loss.detach())
         self.history.loss.append(value)
         return value
 
@@ -127,6 +157,7 @@ class Trainer:
         metrics = score_yaws(self.eval_ik, self.validation_set, yaw, self.cfg.weights, self.penalty).means()
         h = self.history
         h.val_steps.append(self.step_count)
+        h.val_ik_evaluations.append(h.ik_evaluations)
         h.val_success.append(metrics["success"])
         h.val_cost.append(metrics["cost"])
         h.val_displacement.append(metrics["displacement"])
@@ -151,7 +182,7 @@ class Trainer:
         self.validate()
         while not self.done:
             self.step()
-            if self.step_count % self.cfg.train.validate_every == 0 or self.done:
+            if self.step_count % self.validation_interval == 0 or self.done:
                 self.validate()
             if progress is not None:
                 progress(self)

@@ -29,6 +29,7 @@ from learning.task import (
     yaw_cost,
     yaw_vector,
 )
+from learning.training import TRAINED_METHODS, Trainer
 
 
 @pytest.fixture(scope="module")
@@ -145,6 +146,27 @@ def test_grid_is_never_worse_than_heading(kin64):
     assert grid.ik_solves == 8 * 8
 
 
+def test_zero_order_trainer_improves_without_gradients_through_ik(kin64):
+    """The ES estimate points downhill: a few steps lower the training cost of the same network."""
+    import dataclasses
+
+    cfg = dataclasses.replace(SMOKE, train=dataclasses.replace(SMOKE.train, es_learning_rate=0.02, es_pairs=8))
+    splits = make_splits(cfg, kin64)
+    trainer = Trainer(
+        "zero_order",
+        cfg,
+        kin64.float(),
+        splits["train"].to("cpu", torch.float32),
+        splits["validation"].to("cpu", torch.float32),
+        seed=0,
+    )
+    before = trainer.validate()["cost"]
+    for _ in range(12):
+        trainer.step()
+    assert trainer.history.ik_evaluations == 12 * 2 * 8 * cfg.train.es_batch_size
+    assert trainer.validate()["cost"] < before
+
+
 def test_config_round_trip_and_errors():
     assert ExperimentCfg.from_dict(SMOKE.to_dict()) == SMOKE
     with pytest.raises(ConfigError):
@@ -173,7 +195,7 @@ def test_smoke_run_writes_a_complete_report(smoke_run, capsys):
         assert (run / name).is_file(), name
         assert (run / name).stat().st_size > 0, name
     for seed in SMOKE.train.seeds:
-        for method in ("ik_trained", "shared_constant", "teacher_supervised"):
+        for method in TRAINED_METHODS:
             assert checkpoint_path(run, seed, method).is_file()
     report = json.loads((run / "report.json").read_text())
     assert set(report["results"]) == set(EVAL_SPLITS)
@@ -183,7 +205,7 @@ def test_smoke_run_writes_a_complete_report(smoke_run, capsys):
             for metric, stat in metrics.items():
                 assert math.isfinite(stat["mean"]) and math.isfinite(stat["std"]), (split, method, metric)
             assert 0.0 <= metrics["success"]["mean"] <= 1.0
-            seeds = len(SMOKE.train.seeds) if method in ("ik_trained", "shared_constant", "teacher_supervised") else 1
+            seeds = len(SMOKE.train.seeds) if method in TRAINED_METHODS else 1
             assert len(metrics["success"]["per_seed"]) == seeds
     for method in METHODS:
         lat = report["latency"][method]
@@ -195,6 +217,13 @@ def test_smoke_run_writes_a_complete_report(smoke_run, capsys):
     for split in EVAL_SPLITS:
         r = report["results"][split]
         assert r["teacher"]["cost"]["mean"] <= r["heading"]["cost"]["mean"] + 1e-9
+    # The zero-order trainer spent the IK-trained predictor's IK-evaluation budget (to within one ES step).
+    for seed in map(str, SMOKE.train.seeds):
+        gradient_budget = report["training"]["ik_trained"][seed]["ik_evaluations"]
+        es_budget = report["training"]["zero_order"][seed]["ik_evaluations"]
+        t = SMOKE.train
+        assert gradient_budget == t.steps * t.batch_size
+        assert 0 <= es_budget - gradient_budget < 2 * t.es_pairs * t.es_batch_size
     assert learning_main(["report", "--run", str(run)]) == 0
     assert "IK-trained predictor" in capsys.readouterr().out
 
