@@ -1,9 +1,8 @@
-"""The Panda drawn from its URDF with real meshes, and one slider per arm joint that poses it."""
+"""The Panda drawn from its URDF with real meshes: the solid arm at ``q0`` and the base of every ghost arm."""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 
 import numpy as np
 import viser
@@ -13,7 +12,9 @@ from viser.extras import ViserUrdf
 import assets
 from assets.franka import FINGER_JOINTS, FINGER_OPENING
 
-SLIDER_STEP = 1e-3  # radians
+# Every ArmView shares one parsed URDF (meshes load once); ``ViserUrdf.update_cfg`` poses that shared object
+# before reading its transforms, so posing is serialised across the threads that draw.
+_POSE_LOCK = threading.Lock()
 
 
 def load_panda_urdf() -> yourdfpy.URDF:
@@ -28,49 +29,33 @@ def load_panda_urdf() -> yourdfpy.URDF:
     )
 
 
-class RobotView:
-    """The arm at ``q`` (fingers open) under ``/robot``, a "Joints" folder of sliders and a ready-pose button.
+class ArmView:
+    """One drawn Panda under ``root`` (fingers open), optionally in one translucent colour.
 
     Args:
         server: the viser server to draw in.
-        on_change: called with the arm joints ``(7,)`` in radians after every redraw (and once at start).
+        urdf: the parsed Panda (shared between views).
+        root: scene node name, e.g. ``"/robot"``.
+        color: RGBA in [0, 1] overriding every mesh's colour (alpha < 1 is translucent); None: real colours.
     """
 
-    def __init__(self, server: viser.ViserServer, on_change: Callable[[np.ndarray], None]) -> None:
-        self._server = server
-        self._on_change = on_change
-        self._lock = threading.Lock()  # Slider callbacks run in viser's thread pool.
-        self._urdf = ViserUrdf(server, load_panda_urdf(), root_node_name="/robot")
+    def __init__(
+        self,
+        server: viser.ViserServer,
+        urdf: yourdfpy.URDF,
+        root: str,
+        color: tuple[float, float, float, float] | None = None,
+    ) -> None:
+        self._urdf = ViserUrdf(server, urdf, root_node_name=root, mesh_color_override=color)
         self._cfg_names = self._urdf.get_actuated_joint_names()
-        limits = self._urdf.get_actuated_joint_limits()
-        with server.gui.add_folder("Joints"):
-            self.sliders = tuple(
-                server.gui.add_slider(
-                    name, min=limits[name][0], max=limits[name][1], step=SLIDER_STEP, initial_value=q
-                )
-                for name, q in zip(assets.ARM_JOINTS, assets.READY_POSE, strict=True)
-            )
-            ready = server.gui.add_button("Ready pose")
-        for slider in self.sliders:
-            slider.on_update(lambda _: self._redraw())
-        ready.on_click(lambda _: self.set_q(np.array(assets.READY_POSE)))
-        self._redraw()
+        self.limits = self._urdf.get_actuated_joint_limits()
 
-    @property
-    def q(self) -> np.ndarray:
-        """``(7,)`` the arm joints the sliders show, in radians."""
-        return np.array([slider.value for slider in self.sliders])
-
-    def set_q(self, q: np.ndarray) -> None:
-        """Move the sliders (and so the drawn arm) to ``q`` ``(7,)``."""
-        with self._server.atomic():
-            for slider, value in zip(self.sliders, q, strict=True):
-                slider.value = float(value)
-
-    def _redraw(self) -> None:
-        with self._lock:
-            q = self.q
-            joints = dict(zip(assets.ARM_JOINTS, q, strict=True))
-            joints |= dict.fromkeys(FINGER_JOINTS, FINGER_OPENING)
+    def show(self, q: np.ndarray) -> None:
+        """Pose the arm at ``q`` ``(7,)`` radians."""
+        joints = dict(zip(assets.ARM_JOINTS, np.asarray(q, dtype=float), strict=True))
+        joints |= dict.fromkeys(FINGER_JOINTS, FINGER_OPENING)
+        with _POSE_LOCK:
             self._urdf.update_cfg(np.array([joints[name] for name in self._cfg_names]))
-            self._on_change(q)
+
+    def set_visible(self, visible: bool) -> None:
+        self._urdf.show_visual = visible

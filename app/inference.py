@@ -1,0 +1,185 @@
+"""What each method chooses for one grasp target, and the worker thread that computes it on the latest inputs.
+
+``solve_grasp`` is the math: yaws from the choosers, one batched 64-step IK check from ``q0``, FK of the result.
+``InferenceWorker`` runs it on one thread for the newest request of a ``GenerationGate`` only; its result is drawn
+through the gate, so a result for inputs that have since changed is discarded, never drawn.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from app.generations import GenerationGate, Request
+from kinematics import KinematicsLayer
+from learning.baselines import heading_yaw, ik_layer
+from learning.config import ExperimentCfg
+from learning.predictors import YawPolicy
+from learning.scoring import score_yaws
+from learning.splits import GoalSet
+from learning.task import failure_penalty
+
+Chooser = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # p (N, 3), q0 (N, 7) -> yaw vectors (N, 2)
+
+
+@dataclass(frozen=True)
+class GraspInputs:
+    """One grasp question: target ``p`` (m), start joints ``q0`` (rad) and the predictor snapshot to ask."""
+
+    p: tuple[float, float, float]
+    q0: tuple[float, ...]
+    policy_version: int = 0
+    policy: YawPolicy | None = field(default=None, compare=False, repr=False)
+
+
+@dataclass(frozen=True)
+class MethodResult:
+    """A method's answer, checked with IK from ``q0``."""
+
+    yaw: float  # radians in (-pi, pi]
+    success: bool
+    displacement: float  # |q_ik - q0|^2, rad^2
+    position_error: float  # m
+    rotation_error: float  # rad
+    qpos: np.ndarray  # (7,) the checked joints
+    T_root_tcp: np.ndarray  # (4, 4) FK of qpos
+    latency_ms: float  # inputs to final joints: the choice and the checking IK
+
+
+@dataclass(frozen=True)
+class GraspResult:
+    inputs: GraspInputs
+    methods: dict[str, MethodResult]
+
+
+class GraspSolver:
+    """Scores yaw choosers for one target: one batched IK check from ``q0`` at ``cfg.eval_ik_iterations`` steps."""
+
+    def __init__(self, cfg: ExperimentCfg, kinematics: KinematicsLayer) -> None:
+        self.cfg, self.kinematics = cfg, kinematics
+        self.ik = ik_layer(kinematics, cfg.eval_ik_iterations)
+        self.penalty = failure_penalty(kinematics)
+
+    @torch.no_grad()
+    def solve(
+        self, p: tuple[float, ...], q0: tuple[float, ...], choosers: Mapping[str, Chooser]
+    ) -> dict[str, MethodResult]:
+        kin = self.kinematics
+        p_t = torch.tensor([p], dtype=kin.dtype, device=kin.device)
+        q0_t = torch.tensor([q0], dtype=kin.dtype, device=kin.device)
+        yaws, choose_ms = [], []
+        for chooser in choosers.values():
+            start = time.perf_counter()
+            yaws.append(chooser(p_t, q0_t))
+            choose_ms.append(1e3 * (time.perf_counter() - start))
+        n = len(yaws)
+        start = time.perf_counter()
+        rows = score_yaws(
+            self.ik, GoalSet(p_t.expand(n, 3), q0_t.expand(n, -1)), torch.cat(yaws), self.cfg.weights, self.penalty
+        )
+        check_ms = 1e3 * (time.perf_counter() - start)
+        T_root_tcp = kin(rows.qpos).double().cpu().numpy()
+        yaw = torch.cat(yaws).double().cpu().numpy()
+        return {
+            name: MethodResult(
+                yaw=math.atan2(yaw[i, 1], yaw[i, 0]),
+                success=bool(rows.success[i] > 0.5),
+                displacement=float(rows.displacement[i]),
+                position_error=float(rows.position_error[i]),
+                rotation_error=float(rows.rotation_error[i]),
+                qpos=rows.qpos[i].double().cpu().numpy(),
+                T_root_tcp=T_root_tcp[i],
+                latency_ms=choose_ms[i] + check_ms,
+            )
+            for i, name in enumerate(choosers)
+        }
+
+
+def fast_choosers(policy: YawPolicy | None) -> dict[str, Chooser]:
+    """Heading and (when there is a snapshot) the learned predictor."""
+    choosers: dict[str, Chooser] = {"heading": lambda p, q0: heading_yaw(p)}
+    if policy is not None:
+        choosers["learned"] = lambda p, q0: policy(p, q0)
+    return choosers
+
+
+class BusySignal:
+    """Whether an interactive request is being computed; the trainer waits for idle before each step.
+
+    On this project's 2-core machines two compute threads slow each other down about twofold, so training yields
+    to the page: a step never starts while the ghosts are being recomputed.
+    """
+
+    def __init__(self) -> None:
+        self._idle = threading.Event()
+        self._idle.set()
+
+    @contextmanager
+    def busy(self) -> Iterator[None]:
+        self._idle.clear()
+        try:
+            yield
+        finally:
+            self._idle.set()
+
+    @property
+    def is_busy(self) -> bool:
+        return not self._idle.is_set()
+
+    def wait_idle(self, timeout: float) -> bool:
+        return self._idle.is_set() or self._idle.wait(timeout)
+
+
+class InferenceWorker:
+    """One thread answering the newest ``GraspInputs`` of ``gate`` with heading and the learned predictor.
+
+    Args:
+        gate: where requests come from and results are drawn through.
+        solver: the IK check.
+        draw: draws a result; called by ``gate.publish``, i.e. only while its inputs are current.
+        on_error: called with a message when a request fails (the worker keeps serving).
+        after: called after each request, once the worker counts as idle again.
+    """
+
+    def __init__(
+        self,
+        gate: GenerationGate[GraspInputs],
+        solver: GraspSolver,
+        draw: Callable[[GraspResult], None],
+        on_error: Callable[[str], None],
+        after: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.gate, self.solver, self._draw, self._on_error = gate, solver, draw, on_error
+        self._after = after
+        self.signal = BusySignal()
+        self._thread = threading.Thread(target=self._run, name="inference", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (request := self.gate.take()) is not None:
+            with self.signal.busy():
+                self.handle(request)
+            self._after()
+
+    def handle(self, request: Request[GraspInputs]) -> bool:
+        """Compute the answer for ``request`` and draw it if still current; True if drawn."""
+        inputs = request.inputs
+        try:
+            methods = self.solver.solve(inputs.p, inputs.q0, fast_choosers(inputs.policy))
+        except Exception as exc:  # noqa: BLE001 - the viewer reports it and keeps answering
+            self._on_error(f"inference failed for target {inputs.p}: {type(exc).__name__}: {exc}")
+            return False
+        result = GraspResult(inputs, methods)
+        return self.gate.publish(request.generation, lambda: self._draw(result))
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)

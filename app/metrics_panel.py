@@ -1,0 +1,149 @@
+"""The metrics panel: a run's report (split table per split, its figures) and evaluate-now on the live snapshot."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import matplotlib.image
+import numpy as np
+import torch
+import viser
+
+from kinematics.errors import ProjectError
+from learning.baselines import heading_yaw
+from learning.config import ExperimentCfg
+from learning.predictors import YawPolicy
+from learning.report import split_table
+from learning.scoring import score_yaws
+from learning.splits import TEST_SPLITS, GoalSet
+from learning.task import failure_penalty
+
+FIGURES = ("split_metrics.png", "training_curves.png", "yaw_choices.png")
+EVAL_SPLITS = ("validation", *TEST_SPLITS)
+
+
+def load_report(run: Path) -> dict:
+    path = run / "report.json"
+    if not path.is_file():
+        raise ProjectError(f"{path} does not exist; run `python -m learning evaluate --run {run}`")
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ProjectError(f"{path} is not a readable report: {exc}") from exc
+
+
+def read_figure(path: Path) -> np.ndarray:
+    """``(H, W, 3|4)`` uint8 pixels of a PNG."""
+    pixels = matplotlib.image.imread(path)
+    return (pixels * 255).round().astype(np.uint8) if pixels.dtype != np.uint8 else pixels
+
+
+def evaluation_table(rows: dict[str, dict[str, dict[str, float]]]) -> str:
+    """``rows[split][method]`` = metric means -> markdown."""
+    lines = [
+        "| split | method | success % | Δq rad² | pos mm | cost |",
+        "|:--|:--|--:|--:|--:|--:|",
+    ]
+    for split, methods in rows.items():
+        for method, m in methods.items():
+            lines.append(
+                f"| {split} | {method} | {100 * m['success']:.1f} | {m['displacement']:.3f} | "
+                f"{1e3 * m['position_error']:.1f} | {m['cost']:.2f} |"
+            )
+    return "\n".join(lines)
+
+
+class MetricsPanel:
+    """The report of the run a checkpoint came from (if any) and an evaluate-now button.
+
+    Args:
+        server: the viser server.
+        run: the run folder, or None without a checkpoint.
+        cfg: the experiment settings (evaluation IK iterations, weights).
+        splits: goal sets evaluate-now scores (validation and test splits).
+        solver_ik: the checking IK layer.
+        policy: returns the latest frozen snapshot (or None).
+        on_error: shows a message in the page.
+    """
+
+    def __init__(
+        self,
+        server: viser.ViserServer,
+        run: Path | None,
+        cfg: ExperimentCfg,
+        splits: dict[str, GoalSet],
+        solver_ik,
+        policy: Callable[[], YawPolicy | None],
+        on_error: Callable[[str], None],
+    ) -> None:
+        self._cfg, self._splits, self._ik, self._policy, self._on_error = cfg, splits, solver_ik, policy, on_error
+        self._busy = threading.Lock()
+        with server.gui.add_folder("Metrics", expand_by_default=False):
+            self.evaluate = server.gui.add_button("Evaluate now", icon=viser.Icon.PLAYER_PLAY)
+            self.progress = server.gui.add_progress_bar(0.0, visible=False)
+            self.live = server.gui.add_markdown(
+                "Evaluate now scores the live snapshot and heading on the validation and test splits."
+            )
+            self.report = server.gui.add_markdown("")
+            self.figures = []
+            self._show_run(server, run)
+        self.evaluate.on_click(lambda _: self.start_evaluation())
+
+    def _show_run(self, server: viser.ViserServer, run: Path | None) -> None:
+        if run is None:
+            self.report.content = (
+                "No run loaded: start with `--checkpoint RUN/checkpoints/seed0/best.pt` to see its report."
+            )
+            return
+        try:
+            report = load_report(run)
+            tables = [split_table(report, split) for split in report["results"]]
+        except (ProjectError, KeyError) as exc:
+            self.report.content = f"⚠ report of `{run}` unavailable: {exc}"
+            return
+        self.report.content = f"**Report of `{run}`** (preset `{report.get('preset')}`)\n\n" + "\n\n".join(tables)
+        for name in FIGURES:
+            path = run / "figures" / name
+            if path.is_file():
+                try:
+                    self.figures.append(server.gui.add_image(read_figure(path), label=name, format="png"))
+                except (OSError, ValueError) as exc:
+                    self._on_error(f"figure {path} could not be read: {exc}")
+
+    def start_evaluation(self) -> bool:
+        """Evaluate on a thread of its own (the page stays responsive); False if one is already running."""
+        if not self._busy.acquire(blocking=False):
+            return False
+        self.evaluate.disabled = True
+        threading.Thread(target=self._evaluate, name="evaluate-now", daemon=True).start()
+        return True
+
+    def _evaluate(self) -> None:
+        try:
+            policy = self._policy()
+            kin = self._ik.kinematics
+            penalty = failure_penalty(kin)
+            jobs = [
+                (split, method) for split in EVAL_SPLITS if split in self._splits for method in ("heading", "learned")
+            ]
+            jobs = [(s, m) for s, m in jobs if m == "heading" or policy is not None]
+            self.progress.value, self.progress.visible = 0.0, True
+            rows: dict[str, dict[str, dict[str, float]]] = {}
+            for done, (split, method) in enumerate(jobs, 1):
+                goals = self._splits[split].to(kin.device, kin.dtype)
+                with torch.no_grad():
+                    yaw = heading_yaw(goals.p) if method == "heading" else policy(goals.p, goals.q0)
+                metrics = score_yaws(self._ik, goals, yaw, self._cfg.weights, penalty).means()
+                rows.setdefault(split, {})[method] = metrics
+                self.progress.value = 100.0 * done / len(jobs)
+                self.live.content = evaluation_table(rows)
+            self.live.content = "**Live snapshot vs heading** (64-step IK check)\n\n" + evaluation_table(rows)
+        except Exception as exc:  # noqa: BLE001 - reported in the page
+            self._on_error(f"evaluate-now failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.progress.visible = False
+            self.evaluate.disabled = False
+            self._busy.release()

@@ -1,0 +1,90 @@
+"""The stage: floor, the workspace outlined on the table (training and disjoint-spatial regions) and the target gizmo."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import viser
+
+from learning.config import WorkspaceCfg
+
+TRAIN_COLOR = (40, 110, 220)  # the region training, validation and IID test goals come from
+HELDOUT_COLOR = (220, 50, 120)  # the disjoint-spatial test region, never seen in training
+TARGET_COLOR = (250, 190, 0)
+
+
+def box_edges(x: tuple[float, float], y: tuple[float, float], z: tuple[float, float]) -> np.ndarray:
+    """``(12, 2, 3)`` the edges of an axis-aligned box, as line segments."""
+    corners = np.array([[x[i], y[j], z[k]] for i in (0, 1) for j in (0, 1) for k in (0, 1)])
+    pairs = [(a, b) for a in range(8) for b in range(a + 1, 8) if bin(a ^ b).count("1") == 1]
+    return np.stack([corners[[a, b]] for a, b in pairs])
+
+
+def set_stage(server: viser.ViserServer) -> None:
+    """Z up, a floor grid (10 cm cells) and a camera that frames the arm, the workspace and the ghosts."""
+    server.scene.set_up_direction("+z")
+    server.scene.add_grid("/ground", width=2.0, height=2.0, cell_size=0.1, section_size=0.5)
+    server.initial_camera.position = (1.55, -1.05, 1.0)
+    server.initial_camera.look_at = (0.35, 0.0, 0.2)
+
+
+def draw_workspace(server: viser.ViserServer, ws: WorkspaceCfg) -> None:
+    """A translucent table under the workspace, the workspace box and the held-out region, each labelled."""
+    margin = 0.05
+    server.scene.add_box(
+        "/workspace/table",
+        color=(205, 205, 200),
+        dimensions=(ws.x[1] - ws.x[0] + 2 * margin, ws.y[1] - ws.y[0] + 2 * margin, 0.004),
+        position=((ws.x[0] + ws.x[1]) / 2, (ws.y[0] + ws.y[1]) / 2, -0.002),
+        opacity=0.5,
+        cast_shadow=False,
+    )
+    server.scene.add_line_segments(
+        "/workspace/train", box_edges(ws.x, ws.y, ws.z), TRAIN_COLOR, thickness=3.0, thickness_units="screen"
+    )
+    server.scene.add_line_segments(
+        "/workspace/heldout",
+        box_edges(ws.heldout_x, ws.heldout_y, ws.z),
+        HELDOUT_COLOR,
+        thickness=3.0,
+        thickness_units="screen",
+    )
+    server.scene.add_box(
+        "/workspace/heldout_floor",
+        color=HELDOUT_COLOR,
+        dimensions=(ws.heldout_x[1] - ws.heldout_x[0], ws.heldout_y[1] - ws.heldout_y[0], 0.002),
+        position=((ws.heldout_x[0] + ws.heldout_x[1]) / 2, (ws.heldout_y[0] + ws.heldout_y[1]) / 2, 0.001),
+        opacity=0.35,
+        cast_shadow=False,
+    )
+    server.scene.add_label(
+        "/workspace/train_label", "workspace", position=(ws.x[0], ws.y[0], ws.z[1] + 0.02), font_screen_scale=0.8
+    )
+    server.scene.add_label(
+        "/workspace/heldout_label",
+        "disjoint-spatial test",
+        position=(ws.heldout_x[1], ws.heldout_y[1], ws.z[1] + 0.02),
+        font_screen_scale=0.8,
+    )
+
+
+class TargetGizmo:
+    """A draggable grasp point (position only; the yaw is what the methods choose).
+
+    Args:
+        server: the viser server.
+        position: initial grasp point (m, root frame).
+        on_move: called with the new position ``(3,)`` while the gizmo is dragged.
+    """
+
+    def __init__(self, server: viser.ViserServer, position: np.ndarray, on_move: Callable[[np.ndarray], None]) -> None:
+        self.handle = server.scene.add_transform_controls(
+            "/target", scale=0.18, disable_rotations=True, position=tuple(position), depth_test=False
+        )
+        server.scene.add_icosphere("/target/marker", radius=0.015, color=TARGET_COLOR, cast_shadow=False)
+        self.handle.on_update(lambda _: on_move(np.array(self.handle.position, dtype=float)))
+
+    def place(self, position: np.ndarray) -> None:
+        """Move the gizmo (no callback)."""
+        self.handle.position = tuple(float(v) for v in position)

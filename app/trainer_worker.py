@@ -1,0 +1,184 @@
+"""The background trainer: steps the IK-trained predictor on its own thread and publishes frozen snapshots.
+
+Start, pause and reset come from the page; every exception the trainer raises is caught and reported as the
+``failed`` state with its message (Start retries, Reset rebuilds), so a failing trainer never takes the viewer down.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from learning.predictors import YawPolicy
+from learning.training import Trainer
+
+RUNNING, PAUSED, FAILED = "running", "paused", "failed"
+
+
+@dataclass(frozen=True)
+class TrainerStatus:
+    """A consistent copy of the trainer's state for the page (history truncated to its last ``keep`` points)."""
+
+    state: str
+    step: int
+    version: int  # of the latest published snapshot
+    steps: list[int] = field(default_factory=list)
+    loss: list[float] = field(default_factory=list)
+    val_steps: list[int] = field(default_factory=list)
+    val_success: list[float] = field(default_factory=list)
+    error: str | None = None
+    steps_per_second: float = 0.0
+
+
+class TrainerWorker:
+    """Owns one ``Trainer`` and the thread that steps it.
+
+    Args:
+        build: makes a fresh trainer (at start and on reset); may raise, which is reported.
+        on_snapshot: called with ``(version, frozen policy)`` every ``snapshot_every`` steps and after a reset.
+        on_status: called with a ``TrainerStatus`` after state changes and at most every ``status_period_s``.
+        snapshot_every, validate_every: in trainer steps.
+        running: start stepping at once.
+        wait_turn: called before every step; blocks while interactive work has priority.
+    """
+
+    def __init__(
+        self,
+        build: Callable[[], Trainer],
+        on_snapshot: Callable[[int, YawPolicy], None],
+        on_status: Callable[[TrainerStatus], None],
+        *,
+        snapshot_every: int = 10,
+        validate_every: int = 50,
+        running: bool = True,
+        wait_turn: Callable[[], object] | None = None,
+        status_period_s: float = 0.25,
+        keep: int = 2000,
+    ) -> None:
+        self._build, self._on_snapshot, self._on_status = build, on_snapshot, on_status
+        self._wait_turn = wait_turn
+        self.snapshot_every, self.validate_every = snapshot_every, validate_every
+        self._status_period_s, self._keep = status_period_s, keep
+        self._cond = threading.Condition()
+        self._state = RUNNING if running else PAUSED
+        self._error: str | None = None
+        self._reset_pending = True  # the first trainer is built on the worker thread
+        self._closed = False
+        self._version = 0
+        self._trainer: Trainer | None = None
+        self._last_status = 0.0
+        self._rate = 0.0
+        self._thread = threading.Thread(target=self._run, name="trainer", daemon=True)
+
+    def start_thread(self) -> None:
+        self._thread.start()
+
+    # Controls (any thread).
+    def start(self) -> None:
+        """Run (also retries after a failure)."""
+        self._set(RUNNING)
+
+    def pause(self) -> None:
+        self._set(PAUSED)
+
+    def reset(self) -> None:
+        """Throw the trainer away and build a fresh one (random weights, step 0); keeps the run/pause state."""
+        with self._cond:
+            self._reset_pending = True
+            self._cond.notify_all()
+
+    def close(self, timeout: float = 5.0) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _set(self, state: str) -> None:
+        with self._cond:
+            if state == RUNNING and self._state == FAILED:
+                self._error = None
+            self._state = state
+            self._cond.notify_all()
+        self._publish_status(force=True)
+
+    @property
+    def status(self) -> TrainerStatus:
+        with self._cond:
+            trainer, state, error, version = self._trainer, self._state, self._error, self._version
+        if trainer is None:
+            return TrainerStatus(state, 0, version, error=error)
+        h, keep = trainer.history, self._keep
+        # The trainer thread appends to these lists; slicing copies are safe under the GIL.
+        return TrainerStatus(
+            state=state,
+            step=trainer.step_count,
+            version=version,
+            steps=h.steps[-keep:],
+            loss=h.loss[-keep:],
+            val_steps=h.val_steps[-keep:],
+            val_success=h.val_success[-keep:],
+            error=error,
+            steps_per_second=self._rate,
+        )
+
+    # The thread.
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._closed or self._reset_pending or self._state == RUNNING)
+                if self._closed:
+                    return
+                rebuild, self._reset_pending = self._reset_pending, False
+            try:
+                if rebuild:
+                    self._rebuild()
+                else:
+                    self._step()
+            except Exception as exc:  # noqa: BLE001 - shown in the page; Start retries, Reset rebuilds
+                with self._cond:
+                    self._state = FAILED
+                    self._error = f"{type(exc).__name__}: {exc}"
+                self._publish_status(force=True)
+
+    def _rebuild(self) -> None:
+        trainer = self._build()
+        with self._cond:
+            self._trainer = trainer
+            if self._state == FAILED:
+                self._state, self._error = PAUSED, None
+        trainer.validate()
+        self._snapshot(trainer)
+        self._publish_status(force=True)
+
+    def _step(self) -> None:
+        trainer = self._trainer
+        if trainer is None:
+            raise RuntimeError("no trainer (its construction failed); press Reset")
+        if self._wait_turn is not None:
+            self._wait_turn()
+        start = time.perf_counter()
+        trainer.step()
+        elapsed = time.perf_counter() - start
+        self._rate = 0.9 * self._rate + 0.1 / max(elapsed, 1e-6) if self._rate else 1.0 / max(elapsed, 1e-6)
+        if trainer.step_count % self.validate_every == 0:
+            trainer.validate()
+        if trainer.step_count % self.snapshot_every == 0:
+            self._snapshot(trainer)
+        self._publish_status()
+
+    def _snapshot(self, trainer: Trainer) -> None:
+        policy = trainer.snapshot()
+        with self._cond:
+            self._version += 1
+            version = self._version
+        self._on_snapshot(version, policy)
+
+    def _publish_status(self, force: bool = False) -> None:
+        now = time.monotonic()
+        if not force and now - self._last_status < self._status_period_s:
+            return
+        self._last_status = now
+        self._on_status(self.status)

@@ -1,0 +1,57 @@
+"""The training panel: the background trainer's state and step, start/pause/reset, live loss and validation curves."""
+
+from __future__ import annotations
+
+import numpy as np
+import viser
+import viser.uplot as uplot
+
+from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
+
+
+def status_line(status: TrainerStatus) -> str:
+    loss = f"{status.loss[-1]:.3f}" if status.loss else "–"
+    success = f"{100 * status.val_success[-1]:.0f} %" if status.val_success else "–"
+    text = f"**{status.state}** · loss {loss} · validation success {success} · snapshot v{status.version}"
+    if status.steps_per_second:
+        text += f" · {status.steps_per_second:.1f} steps/s"
+    if status.state == FAILED and status.error:
+        text += f"\n\n⚠ trainer failed: `{status.error}`. Start retries, Reset rebuilds."
+    return text
+
+
+class TrainingPanel:
+    """Shows ``TrainerStatus`` updates and drives the worker from the page's buttons."""
+
+    def __init__(self, server: viser.ViserServer, worker: TrainerWorker) -> None:
+        with server.gui.add_folder("Training"):
+            self.state = server.gui.add_markdown("**starting**")
+            self.step = server.gui.add_text("trainer step", initial_value="0", disabled=True)
+            buttons = server.gui.add_button_group("trainer", ("Start", "Pause", "Reset"))
+            self.loss_plot = server.gui.add_uplot(
+                data=(np.zeros(1), np.full(1, np.nan)),
+                series=(uplot.Series(label="step"), uplot.Series(label="training loss", stroke="#1e6fd9", width=1.5)),
+                scales={"x": uplot.Scale(time=False)},
+                title="training loss",
+                aspect=2.2,
+            )
+            self.val_plot = server.gui.add_uplot(
+                data=(np.zeros(1), np.full(1, np.nan)),
+                series=(
+                    uplot.Series(label="step"),
+                    uplot.Series(label="validation success %", stroke="#1eaa5a", width=1.5),
+                ),
+                scales={"x": uplot.Scale(time=False), "y": uplot.Scale(range=(0.0, 100.0))},
+                title="validation success %",
+                aspect=2.2,
+            )
+        actions = {"Start": worker.start, "Pause": worker.pause, "Reset": worker.reset}
+        buttons.on_click(lambda event: actions[event.target.value]())
+
+    def show(self, status: TrainerStatus) -> None:
+        self.state.content = status_line(status)
+        self.step.value = str(status.step)
+        if status.steps:
+            self.loss_plot.data = (np.asarray(status.steps, float), np.asarray(status.loss, float))
+        if status.val_steps:
+            self.val_plot.data = (np.asarray(status.val_steps, float), 100 * np.asarray(status.val_success, float))
