@@ -42,7 +42,7 @@ class ReferenceWorker:
         solver: GraspSolver,
         draw: Callable[[ReferenceInputs, MethodResult], None],
         on_error: Callable[[str], None],
-        settle_s: float = 0.3,
+        settle_s: float = 0.6,
     ) -> None:
         self.gate, self.solver, self._draw, self._on_error = gate, solver, draw, on_error
         self.settle_s = settle_s

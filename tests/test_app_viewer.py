@@ -1,0 +1,149 @@
+"""The viewer in-process, no browser: rapid target moves draw no stale answer, latency, faults stay visible."""
+
+from __future__ import annotations
+
+import math
+import socket
+import statistics
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from app.config import ViewerConfig
+from app.viewer import Viewer, launch
+from learning.training import Trainer
+
+MOVES = 50
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _wait(condition, timeout_s: float, what: str) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def _settled(viewer: Viewer) -> bool:
+    """The heading and learned answers on screen are for the current target and q0."""
+    latest, drawn = viewer.gate.latest, viewer.drawn_inputs
+    return (
+        drawn is not None
+        and (drawn.p, drawn.q0) == (latest.inputs.p, latest.inputs.q0)
+        and not isinstance(viewer.drawn.get("learned"), str | type(None))
+    )
+
+
+def _answers(viewer: Viewer) -> bool:
+    with urllib.request.urlopen(viewer.url, timeout=5) as response:
+        return response.status == 200
+
+
+@pytest.fixture
+def start_viewer():
+    viewers: list[Viewer] = []
+
+    def start(**kwargs) -> Viewer:
+        viewer = launch(ViewerConfig(port=_free_port(), **kwargs))
+        viewers.append(viewer)
+        return viewer
+
+    yield start
+    for viewer in viewers:
+        viewer.close()
+
+
+def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_viewer) -> None:
+    viewer = start_viewer()
+    _wait(lambda: viewer.trainer.status.step >= 2 and _settled(viewer), 60, "the trainer and the first answers")
+    first_step = viewer.trainer.status.step
+    rng = np.random.default_rng(0)
+    ws = viewer.cfg.workspace
+    targets = np.stack([rng.uniform(*ws.x, MOVES), rng.uniform(*ws.y, MOVES), rng.uniform(*ws.z, MOVES)], -1)
+    for p in targets[:-10]:
+        viewer.set_target(p)  # as fast as the page can send them
+    for p in targets[-10:]:  # then at a hand's pace, so that latency is measured on answers that land
+        viewer.set_target(p)
+        _wait(lambda: _settled(viewer), 30, "the answer for a target")
+    _wait(lambda: _settled(viewer), 30, "the final answers")
+
+    assert viewer.stale_draws == 0
+    assert viewer.gate.discarded > 0, "the burst should have overtaken some answers"
+    final = tuple(round(float(v), 4) for v in targets[-1])
+    assert viewer.drawn_inputs.p == pytest.approx(final, abs=1e-9)
+    heading = viewer.drawn["heading"].yaw
+    expected = math.atan2(final[1], final[0])
+    assert abs(math.remainder(heading - expected, 2 * math.pi)) < 1e-6
+    learned = viewer.drawn["learned"]
+    assert np.isfinite(learned.yaw) and learned.T_root_tcp.shape == (4, 4)
+    assert "heading" in viewer.grasp.table.content and f"{math.degrees(heading):.1f}" in viewer.grasp.table.content
+
+    _wait(lambda: viewer.trainer.status.step > first_step, 30, "the trainer to advance")
+    latency = viewer.median_latency_ms()
+    print(
+        f"\ntarget change -> heading+learned ghosts drawn: median {latency:.0f} ms over "
+        f"{len(viewer.latencies_ms)} changes (trainer running); drawn {viewer.gate.drawn}, "
+        f"discarded {viewer.gate.discarded}, stale drawn {viewer.stale_draws}"
+    )
+    assert latency < 1000.0
+    assert _answers(viewer)
+
+
+def test_latency_at_a_hands_pace_while_training(start_viewer) -> None:
+    viewer = start_viewer()
+    _wait(lambda: viewer.trainer.status.step >= 2 and _settled(viewer), 60, "the trainer and the first answers")
+    viewer.latencies_ms.clear()
+    for i in range(20):
+        viewer.set_target(np.array([0.40 + 0.01 * i, -0.2 + 0.02 * i, 0.1]))
+        _wait(lambda: _settled(viewer), 30, "the answer")
+        time.sleep(0.3)  # a hand moving the target; the trainer steps in between
+    latencies = list(viewer.latencies_ms)
+    print(
+        f"\nhand-paced target changes: median {statistics.median(latencies):.0f} ms, "
+        f"max {max(latencies):.0f} ms over {len(latencies)} (trainer step {viewer.trainer.status.step})"
+    )
+    assert viewer.stale_draws == 0
+    assert statistics.median(latencies) < 1000.0
+
+
+def test_bad_checkpoint_path_is_shown_and_training_starts_from_scratch(start_viewer, tmp_path: Path) -> None:
+    viewer = start_viewer(checkpoint=tmp_path / "missing.pt")
+    message = viewer.status.messages["checkpoint"]
+    assert "could not be loaded" in message and "missing.pt" in message and "from scratch" in message
+    assert "could not be loaded" in viewer.status.handle.content
+    _wait(lambda: viewer.trainer.status.step >= 1, 60, "the trainer to start from scratch")
+
+
+def test_garbage_checkpoint_file_is_shown(start_viewer, tmp_path: Path) -> None:
+    bad = tmp_path / "best.pt"
+    bad.write_bytes(b"not a checkpoint")
+    viewer = start_viewer(checkpoint=bad)
+    assert "could not be loaded" in viewer.status.messages["checkpoint"]
+    _wait(lambda: _settled(viewer), 60, "answers despite the bad checkpoint")
+
+
+def test_trainer_exception_is_shown_and_the_viewer_keeps_answering(start_viewer, monkeypatch) -> None:
+    def broken_step(self) -> float:
+        raise RuntimeError("simulated trainer crash")
+
+    monkeypatch.setattr(Trainer, "step", broken_step)
+    viewer = start_viewer()
+    _wait(lambda: "trainer" in viewer.status.messages, 60, "the trainer error in the status line")
+    assert "simulated trainer crash" in viewer.status.messages["trainer"]
+    assert "simulated trainer crash" in viewer.training.state.content
+    assert viewer.trainer.status.state == "failed"
+    viewer.set_target(np.array([0.45, -0.25, 0.15]))
+    _wait(lambda: _settled(viewer) and viewer.drawn_inputs.p == (0.45, -0.25, 0.15), 30, "answers after the crash")
+    assert _answers(viewer)
+    viewer.trainer.start()  # retry: fails again, visibly, without taking anything down
+    _wait(lambda: viewer.trainer.status.state == "failed", 30, "the retry to fail")
+    assert _answers(viewer)
