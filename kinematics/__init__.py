@@ -1,5 +1,6 @@
 """Batched, differentiable kinematics of serial chains in PyTorch: FK, geometric Jacobian and DLS IK."""
 
+from kinematics.box_qp import solve_box_qp
 from kinematics.chain import JointSpec, SerialChainKinematics
 from kinematics.errors import (
     CheckpointMismatchError,
@@ -16,6 +17,7 @@ from kinematics.errors import (
 )
 from kinematics.ik import DifferentiableIKCfg, DifferentiableIKLayer, IKResult, pose_error
 from kinematics.layer import KinematicsLayer
+from kinematics.r9 import r9_to_se3, se3_to_r9, singularity_margin
 from kinematics.rotations import make_transform, se3_exp_left, skew, so3_exp, so3_log, transform_inverse
 
 __all__ = [
@@ -37,6 +39,10 @@ __all__ = [
     "ShapeError",
     "URDFError",
     "make_transform",
+    "r9_to_se3",
+    "se3_to_r9",
+    "singularity_margin",
+    "solve_box_qp",
     "pose_error",
     "se3_exp_left",
     "skew",
