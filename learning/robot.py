@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 import assets
-from kinematics import KinematicsLayer, SerialChainKinematics
+from kinematics import KinematicsLayer, MissingAssetError, SerialChainKinematics
 
 
 def franka_kinematics(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> KinematicsLayer:
@@ -14,7 +14,10 @@ def franka_kinematics(device: torch.device | str = "cpu", dtype: torch.dtype = t
         assets.urdf_text(), end_link_name=assets.TCP_LINK, root_link_name=assets.ROOT_LINK, device=device, dtype=dtype
     )
     if chain.joint_names != assets.ARM_JOINTS:
-        raise AssertionError(f"unexpected Panda chain {chain.joint_names}")
+        raise MissingAssetError(
+            f"the installed Panda URDF has arm joints {chain.joint_names}, expected {assets.ARM_JOINTS}; "
+            "reinstall example-robot-data"
+        )
     return KinematicsLayer(chain)
 
 
