@@ -1,4 +1,4 @@
-"""End to end in real Chromium: ``python -m app`` serves the Panda and a joint slider drives the TCP readout.
+"""End to end in real Chromium: ``python -m app`` serves the viewer; typing a grasp target moves the answers.
 
 Needs Debian's ``/usr/bin/chromium`` and pip ``playwright`` (never ``playwright install``); skipped without
 them, except under ``CI=true`` where a missing browser fails. ``VIEWER_SCREENSHOT=PATH`` says where the
@@ -7,6 +7,7 @@ screenshot goes (default: the test's tmp_path); ``UPDATE_SCREENSHOT=1`` also cop
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shutil
@@ -17,13 +18,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-import numpy as np
 import pytest
-import torch
-import viser.transforms as vtf
-
-import assets
-from learning.robot import franka_kinematics
 
 pytestmark = pytest.mark.browser
 
@@ -41,7 +36,8 @@ CHROMIUM_ARGS = [
 ]
 STARTUP_TIMEOUT_S = 45.0
 UI_TIMEOUT_MS = 30_000
-MOVED_JOINT, MOVED_VALUE = "panda_joint3", 0.5  # radians
+INITIAL_TARGET = (0.5, 0.15, 0.12)  # app.viewer.INITIAL_TARGET
+NEW_TARGET = (0.42, -0.28, 0.08)  # metres; heading yaw -33.7 deg
 
 
 def _unavailable(reason: str) -> None:
@@ -134,29 +130,35 @@ def read_inputs(page, labels: list[str]) -> list[str]:
     )
 
 
-def expected_readout(q: list[float]) -> tuple[np.ndarray, np.ndarray]:
-    """TCP position (m) and wxyz quaternion at ``q`` by this project's FK (float64)."""
-    kinematics = franka_kinematics(dtype=torch.float64)
-    with torch.no_grad():
-        T_root_tcp = kinematics(torch.tensor(q, dtype=torch.float64)).numpy()
-    return T_root_tcp[:3, 3], vtf.SO3.from_matrix(T_root_tcp[:3, :3]).wxyz
+def method_row(page, label: str) -> list[str]:
+    """The cells of the answers-table row whose method cell contains ``label``."""
+    return page.evaluate(
+        """label => {
+            for (const row of document.querySelectorAll("tr")) {
+                const cells = [...row.querySelectorAll("td")].map(c => c.innerText.trim());
+                if (cells.length && cells[0].includes(label)) return cells;
+            }
+            return [];
+        }""",
+        label,
+    )
 
 
-def wait_for_readout(page, q: list[float], timeout_s: float = 20.0) -> None:
-    """Wait until the page's TCP readout shows FK(q): position to 0.2 mm, quaternion to 2e-4 (either sign)."""
-    position, wxyz = expected_readout(q)
+def wait_for_yaws(page, target: tuple[float, float, float], before: dict[str, str], timeout_s: float = 30.0) -> None:
+    """Wait until the heading row shows atan2(y, x) of ``target`` (deg, 0.1) and the learned row a new yaw."""
+    expected = math.degrees(math.atan2(target[1], target[0]))
     deadline = time.monotonic() + timeout_s
     while True:
-        texts = read_inputs(page, ["position (m)", "wxyz"])
+        heading, learned = method_row(page, "heading"), method_row(page, "learned predictor")
         try:
-            p, w = (np.array([float(v) for v in text.split(",")]) for text in texts)
-            quaternion_error = min(np.abs(w - wxyz).max(), np.abs(w + wxyz).max())
-            if np.abs(p - position).max() <= 2e-4 and quaternion_error <= 2e-4:
-                return
-        except ValueError:
-            pass  # Not a readout yet (empty field).
+            ok = abs(float(heading[1]) - expected) <= 0.051 and learned[1] != before["learned"]
+            float(learned[1])
+        except (IndexError, ValueError):
+            ok = False
+        if ok:
+            return
         if time.monotonic() > deadline:
-            pytest.fail(f"TCP readout shows {texts}, expected position {position} and wxyz {wxyz} for q={q}")
+            pytest.fail(f"heading row {heading}, learned row {learned}; expected heading yaw {expected:.1f}")
         page.wait_for_timeout(100)
 
 
@@ -164,32 +166,41 @@ def screenshot_path(tmp_path: Path) -> Path:
     return Path(os.environ.get("VIEWER_SCREENSHOT") or tmp_path / "viewer.png")
 
 
-def test_joint_slider_drives_tcp_readout(viewer_url: str, page, tmp_path: Path) -> None:
+def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, tmp_path: Path) -> None:
+    started = time.monotonic()
     page.goto(viewer_url)
     page.locator("canvas").first.wait_for(timeout=UI_TIMEOUT_MS)
-    page.locator(f"xpath={input_xpath(assets.ARM_JOINTS[-1])}").wait_for(timeout=UI_TIMEOUT_MS)
-    ready = list(assets.READY_POSE)
-    assert [float(v) for v in read_inputs(page, list(assets.ARM_JOINTS))] == pytest.approx(ready, abs=1e-3)
-    wait_for_readout(page, ready)
+    for label in ("target x (m)", "target y (m)", "target z (m)", "trainer step"):
+        page.locator(f"xpath={input_xpath(label)}").wait_for(timeout=UI_TIMEOUT_MS)
+    for text in ("Grasp", "Training", "Metrics", "training loss"):
+        page.get_by_text(text, exact=True).first.wait_for(timeout=UI_TIMEOUT_MS)
+    print(f"\npanels rendered after {time.monotonic() - started:.1f} s")
+    wait_for_yaws(page, INITIAL_TARGET, {"learned": ""})
+    print(f"first answers after {time.monotonic() - started:.1f} s")
+    step_before = int(read_inputs(page, ["trainer step"])[0])
 
-    joint = assets.ARM_JOINTS.index(MOVED_JOINT)
-    moved = ready[:joint] + [MOVED_VALUE] + ready[joint + 1 :]
-    assert np.abs(expected_readout(moved)[0] - expected_readout(ready)[0]).max() > 0.01, "the move must show"
-    page.locator(f"xpath={input_xpath(MOVED_JOINT)}").fill(str(MOVED_VALUE))
-    wait_for_readout(page, moved)
+    before = {"learned": method_row(page, "learned predictor")[1]}
+    for axis, value in zip("xyz", NEW_TARGET, strict=True):
+        page.locator(f"xpath={input_xpath(f'target {axis} (m)')}").fill(str(value))
+    wait_for_yaws(page, NEW_TARGET, before)
+    assert [float(v) for v in read_inputs(page, ["target x (m)", "target y (m)", "target z (m)"])] == pytest.approx(
+        NEW_TARGET
+    )
 
-    page.get_by_role("button", name="Ready pose").click()
-    wait_for_readout(page, ready)
-    assert float(read_inputs(page, [MOVED_JOINT])[0]) == pytest.approx(ready[joint], abs=1e-3)
+    print(f"new target's answers after {time.monotonic() - started:.1f} s")
+    deadline = time.monotonic() + 30
+    while int(read_inputs(page, ["trainer step"])[0]) <= step_before:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the trainer step stayed at {step_before}")
+        page.wait_for_timeout(200)
 
-    # Close viser's "Software WebGL rendering detected" notice, then give the meshes time to draw.
-    close_notice = page.locator(".mantine-Notification-root button")
-    if close_notice.count():
-        close_notice.first.click()
-    page.wait_for_timeout(3000)
+    # Close viser's "Software WebGL rendering detected" notice, then give the meshes and plots time to draw.
+    page.evaluate("document.querySelectorAll('.mantine-Notification-root').forEach(n => n.remove())")
+    page.wait_for_timeout(4000)
     path = screenshot_path(tmp_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(path))
     if os.environ.get("UPDATE_SCREENSHOT") == "1":
         (REPO / "docs").mkdir(exist_ok=True)
         shutil.copyfile(path, REPO / "docs" / "viewer.png")
+    print(f"\nbrowser test body took {time.monotonic() - started:.1f} s; screenshot {path}")
