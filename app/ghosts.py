@@ -22,10 +22,11 @@ class Ghost:
     """A method's arm under ``/ghosts/<name>`` and its TCP frame (x-axis = the chosen yaw) with a label."""
 
     def __init__(self, server: viser.ViserServer, urdf: yourdfpy.URDF, name: str) -> None:
+        """``urdf``: the Panda's collision model (``load_panda_collision_urdf``), light enough for three ghosts."""
         label, rgb = METHOD_STYLES[name]
         self.name = name
         color = (*(c / 255 for c in rgb), GHOST_ALPHA)
-        self._arm = ArmView(server, urdf, f"/ghosts/{name}", color=color)
+        self._arm = ArmView(server, urdf, f"/ghosts/{name}", color=color, coarse=True)
         self._frame = server.scene.add_frame(
             f"/ghost_tcp/{name}", axes_length=0.09, axes_radius=0.005, origin_radius=0.012, origin_color=rgb
         )

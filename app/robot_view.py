@@ -29,6 +29,18 @@ def load_panda_urdf() -> yourdfpy.URDF:
     )
 
 
+def load_panda_collision_urdf() -> yourdfpy.URDF:
+    """The Panda with only its collision meshes: coarse, light to send and to render; the ghosts use these."""
+    return yourdfpy.URDF.load(
+        str(assets.urdf_path()),
+        filename_handler=lambda fname: assets.resolve_package_uri(fname),
+        load_meshes=False,
+        build_scene_graph=False,
+        load_collision_meshes=True,
+        build_collision_scene_graph=True,
+    )
+
+
 class ArmView:
     """One drawn Panda under ``root`` (fingers open), optionally in one translucent colour.
 
@@ -37,6 +49,7 @@ class ArmView:
         urdf: the parsed Panda (shared between views).
         root: scene node name, e.g. ``"/robot"``.
         color: RGBA in [0, 1] overriding every mesh's colour (alpha < 1 is translucent); None: real colours.
+        coarse: draw the collision meshes (``urdf`` from ``load_panda_collision_urdf``) instead of the visual ones.
     """
 
     def __init__(
@@ -45,8 +58,18 @@ class ArmView:
         urdf: yourdfpy.URDF,
         root: str,
         color: tuple[float, float, float, float] | None = None,
+        coarse: bool = False,
     ) -> None:
-        self._urdf = ViserUrdf(server, urdf, root_node_name=root, mesh_color_override=color)
+        self._coarse = coarse
+        self._urdf = ViserUrdf(
+            server,
+            urdf,
+            root_node_name=root,
+            mesh_color_override=color,
+            collision_mesh_color_override=color,
+            load_meshes=not coarse,
+            load_collision_meshes=coarse,
+        )
         self._cfg_names = self._urdf.get_actuated_joint_names()
         self.limits = self._urdf.get_actuated_joint_limits()
 
@@ -58,4 +81,7 @@ class ArmView:
             self._urdf.update_cfg(np.array([joints[name] for name in self._cfg_names]))
 
     def set_visible(self, visible: bool) -> None:
-        self._urdf.show_visual = visible
+        if self._coarse:
+            self._urdf.show_collision = visible
+        else:
+            self._urdf.show_visual = visible

@@ -25,7 +25,7 @@ def set_stage(server: viser.ViserServer) -> None:
     """Z up, a floor grid (10 cm cells) and a camera that frames the arm, the workspace and the ghosts."""
     server.scene.set_up_direction("+z")
     server.scene.add_grid("/ground", width=2.0, height=2.0, cell_size=0.1, section_size=0.5)
-    server.initial_camera.position = (1.55, -1.05, 1.0)
+    server.initial_camera.position = (1.25, -0.85, 0.8)
     server.initial_camera.look_at = (0.35, 0.0, 0.2)
 
 

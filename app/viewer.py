@@ -24,7 +24,7 @@ from app.grasp_panel import PENDING, GraspPanel
 from app.inference import GraspInputs, GraspResult, GraspSolver, InferenceWorker, MethodResult
 from app.metrics_panel import MetricsPanel
 from app.reference import ReferenceInputs, ReferenceWorker
-from app.robot_view import ArmView, load_panda_urdf
+from app.robot_view import ArmView, load_panda_collision_urdf, load_panda_urdf
 from app.scene import TargetGizmo, draw_workspace, set_stage
 from app.status import StatusLine
 from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
@@ -76,7 +76,8 @@ class Viewer:
         urdf = load_panda_urdf()
         draw_workspace(self.server, cfg.workspace)
         self.robot = ArmView(self.server, urdf, "/robot")
-        self.ghosts = {name: Ghost(self.server, urdf, name) for name in METHOD_STYLES}
+        ghost_urdf = load_panda_collision_urdf()
+        self.ghosts = {name: Ghost(self.server, ghost_urdf, name) for name in METHOD_STYLES}
         self.gizmo = TargetGizmo(self.server, self._p, self._gizmo_moved)
         self.grasp = GraspPanel(
             self.server,
