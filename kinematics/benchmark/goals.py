@@ -1,0 +1,93 @@
+"""The project's speed targets, checked against one run's numbers (where that dtype and batch were
+measured)."""
+
+from __future__ import annotations
+
+
+def _goal(text: str, value: float | None, threshold: float, higher_is_better: bool, detail: str = "") -> dict:
+    met = None if value is None else (value >= threshold if higher_is_better else value <= threshold)
+    return {"goal": text, "value": value, "threshold": threshold, "met": met, "detail": detail}
+
+
+def _ratio(num: float | None, den: float | None) -> float | None:
+    return None if num is None or not den else num / den
+
+
+def fk_goals(doc: dict) -> list[dict]:
+    """FK+Jacobian at batch 1024 and 1, float32, against pytorch_kinematics and Pinocchio."""
+    idx = {(r["dtype"], r["batch"], r["op"], r["method"]): r["median_s"] for r in doc["results"]}
+
+    def t(batch: int, method: str) -> float | None:
+        return idx.get(("float32", batch, "fk+jac", method))
+
+    goals = []
+    for batch, need in ((1024, 3.0), (1, 2.0)):
+        ours, raw = t(batch, "ours.layer"), t(batch, "ours.raw")
+        pk, one = t(batch, "pk"), t(batch, "pk.one_pass")
+        detail = (
+            f"ours.raw: {_fmt(_ratio(pk, raw))}; vs pk.one_pass (FK and J in one call): "
+            f"{_fmt(_ratio(one, ours))} (ours.raw {_fmt(_ratio(one, raw))})"
+        )
+        goals.append(
+            _goal(
+                f"FK+J batch {batch} float32: pk time / ours time >= {need:g}",
+                _ratio(pk, ours),
+                need,
+                True,
+                detail,
+            )
+        )
+    ours, raw, pin = t(1024, "ours.layer"), t(1024, "ours.raw"), t(1024, "pin.single_x_batch")
+    goals.append(
+        _goal(
+            "FK+J batch 1024 float32: 1024 x Pinocchio single-config time / ours time >= 1",
+            _ratio(pin, ours),
+            1.0,
+            True,
+            f"ours.raw: {_fmt(_ratio(pin, raw))}; Pinocchio time from a Python-bound tight loop "
+            f"(includes call overhead); vs pin.loop: {_fmt(_ratio(t(1024, 'pin.loop'), ours))}",
+        )
+    )
+    return goals
+
+
+def ik_goals(doc: dict) -> list[dict]:
+    """IK forward against pk.matched, local success and the backward pass's cost (batch 1024, float32)."""
+    rows = {(r["dtype"], r["batch"], r["targets"], r["method"]): r for r in doc["solves"]}
+
+    def row(method: str, kind: str = "local") -> dict:
+        return rows.get(("float32", 1024, kind, method), {})
+
+    fwd, bwd, pk = row("ours.forward"), row("ours.forward_backward"), row("pk.matched")
+    fwd_d, bwd_d, pk_d = (
+        row("ours.forward", "distant"),
+        row("ours.forward_backward", "distant"),
+        row("pk.matched", "distant"),
+    )
+    return [
+        _goal(
+            "IK forward batch 1024 float32 local: pk.matched time / ours time >= 5",
+            _ratio(pk.get("median_s"), fwd.get("median_s")),
+            5.0,
+            True,
+            f"distant: {_fmt(_ratio(pk_d.get('median_s'), fwd_d.get('median_s')))}",
+        ),
+        _goal(
+            "IK batch 1024 float32 local: success rate >= 0.99",
+            fwd.get("success_rate"),
+            0.99,
+            True,
+            f"pk.matched: {_fmt(pk.get('success_rate'))}; distant: {_fmt(fwd_d.get('success_rate'))}",
+        ),
+        _goal(
+            "IK batch 1024 float32 local: forward+backward time / forward time <= 4",
+            _ratio(bwd.get("median_s"), fwd.get("median_s")),
+            4.0,
+            False,
+            f"distant: {_fmt(_ratio(bwd_d.get('median_s'), fwd_d.get('median_s')))}",
+        ),
+    ]
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.3g}"

@@ -1,0 +1,84 @@
+"""Smoke test of ``python -m kinematics.benchmark --quick``: both suites, in-process, valid results."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+pytest.importorskip("pytorch_kinematics", reason="pytorch_kinematics is a bench extra")
+
+from kinematics.benchmark import main  # noqa: E402
+
+
+def _positive(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x > 0
+
+
+def _finite_nonneg(x) -> bool:
+    return isinstance(x, (int, float)) and math.isfinite(x) and x >= 0
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    assert main(["--quick", "--threads", "1", "--out", str(out)]) == 0
+    return out
+
+
+def test_writes_json_and_markdown(results):
+    for suite in ("fk", "ik"):
+        assert (results / f"{suite}.md").read_text().startswith("#")
+        doc = json.loads((results / f"{suite}.json").read_text())
+        assert doc["suite"] == suite
+        assert doc["meta"]["torch_threads"] == 1 and doc["meta"]["quick"] is True
+        assert {"results" if suite == "fk" else "solves", "goals", "notes", "methods"} <= set(doc)
+    assert not list(results.glob(".*.tmp")), "atomic writes left a temp file behind"
+
+
+def test_fk_schema_and_numbers(results):
+    doc = json.loads((results / "fk.json").read_text())
+    methods = {(r["dtype"], r["batch"], r["op"], r["method"]) for r in doc["results"]}
+    for dtype in ("float32", "float64"):
+        for batch in (1, 16):
+            for op in ("fk", "fk+jac"):
+                assert (dtype, batch, op, "ours.layer") in methods
+                assert (dtype, batch, op, "ours.raw") in methods
+                assert (dtype, batch, op, "pk") in methods
+    for row in doc["results"]:
+        assert _positive(row["median_s"]) and _positive(row["per_config_s"]), row
+        if not row.get("derived"):
+            assert row["repeats"] >= 1 and row["number"] >= 1
+            assert row["min_s"] <= row["median_s"] <= row["q3_s"]
+    assert all(_positive(r["speedup"]) for r in doc["speedups"])
+    for peer, diffs in doc["agreement"].items():
+        if isinstance(diffs, dict):
+            assert all(_finite_nonneg(v) and v < 1e-5 for v in diffs.values()), (peer, diffs)
+
+
+def test_ik_schema_and_numbers(results):
+    doc = json.loads((results / "ik.json").read_text())
+    cases = {(r["batch"], r["targets"], r["method"]) for r in doc["solves"]}
+    for batch in (1, 16):
+        for kind in ("local", "distant"):
+            for method in ("ours.forward", "ours.forward_backward", "pk.matched", "pk.defaults"):
+                assert (batch, kind, method) in cases
+    for row in doc["solves"]:
+        assert _positive(row["median_s"]) and _positive(row["solves_per_s"]), row
+        assert 0.0 <= row["success_rate"] <= 1.0
+        for key in ("position_error_m", "rotation_error_rad"):
+            stats = row[key]
+            assert all(_finite_nonneg(stats[k]) for k in ("mean", "median", "max")), row
+            assert stats["median"] <= stats["max"] and stats["mean"] <= stats["max"]
+        mem = row["memory"]["cpu_peak_rss_delta_bytes"]
+        assert mem is None or (isinstance(mem, int) and mem >= 0)
+        if row["method"] == "ours.forward_backward":
+            assert row["gradients_finite"] is True
+    local = [r for r in doc["solves"] if r["targets"] == "local" and r["method"] == "ours.forward"]
+    assert all(r["success_rate"] >= 0.5 for r in local)
+    names = {c["component"] for c in doc["components"]}
+    assert {"fk_and_jacobian", "jjt_damped", "solve_ex", "jt_x", "dls_update"} <= names
+    assert all(_positive(c["median_s"]) for c in doc["components"])
+    assert all(_positive(s["time_over_ours_forward"]) for s in doc["speedups"])
+    assert {g["met"] for g in doc["goals"]} == {None}  # No batch 1024 in --quick: not measured, not failed.
