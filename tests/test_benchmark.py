@@ -82,3 +82,18 @@ def test_ik_schema_and_numbers(results):
     assert all(_positive(c["median_s"]) for c in doc["components"])
     assert all(_positive(s["time_over_ours_forward"]) for s in doc["speedups"])
     assert {g["met"] for g in doc["goals"]} == {None}  # No batch 1024 in --quick: not measured, not failed.
+
+
+def test_constrained_suite_reports_modes_and_gradient_agreement(results):
+    doc = json.loads((results / "constrained.json").read_text())
+    assert doc["suite"] == "constrained"
+    modes = {(r["targets"], r["mode"]) for r in doc["steps"]}
+    assert modes == {(t, m) for t in ("local", "near limits") for m in ("clamp", "qp", "qp+posture")}
+    for row in doc["steps"]:
+        assert 0.0 <= row["success_rate"] <= 1.0 and row["forward_s"] > 0
+        assert row["outside_limits_rows"] == 0
+    implicit = [r for r in doc["gradients"] if r["mode"] == "implicit"]
+    assert [r["iterations"] for r in implicit] == [16, 24]
+    for row in implicit:
+        assert row["converged_rows"] > 0 and -1.0 <= row["target_cosine_mean"] <= 1.0
+    assert (results / "constrained.md").read_text().startswith("# QP step")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from kinematics.benchmark import fk_suite, goals, ik_suite, peers, report
+from kinematics.benchmark import constrained_suite, fk_suite, goals, ik_suite, peers, report
 from kinematics.benchmark.config import DTYPES, BenchConfig
 from kinematics.benchmark.memory import MODES
 from kinematics.benchmark.timing import TimingPolicy
@@ -35,7 +35,7 @@ def _dtypes(text: str) -> tuple[str, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m kinematics.benchmark", description=__doc__)
-    p.add_argument("--suite", choices=("fk", "ik", "all"), default="all")
+    p.add_argument("--suite", choices=("fk", "ik", "constrained", "all"), default="all")
     p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="tiny batches and few repeats: a smoke test")
     p.add_argument("--batches", type=_ints, help="batch sizes for both suites (default 1,64,1024,8192)")
@@ -145,9 +145,22 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     for msg in peers.availability().values():
         if msg:
             print(f"warning: {msg}; its rows are skipped", file=sys.stderr)
-    suites = ("fk", "ik") if args.suite == "all" else (args.suite,)
+    suites = ("fk", "ik", "constrained") if args.suite == "all" else (args.suite,)
     for suite in suites:
         load = _loadavg()
+        if suite == "constrained":
+            doc = constrained_suite.run(
+                batch=16 if args.quick else 1024,
+                iteration_counts=(16, 24) if args.quick else (16, 32, 64, 128),
+                repeats=1 if args.quick else 5,
+                seed=args.seed,
+            )
+            doc["meta"] = meta(cfg, argv, load)
+            markdown = constrained_suite.markdown(doc)
+            json_path, md_path = report.write_suite(args.out, doc, markdown)
+            print(markdown, flush=True)
+            print(f"wrote {json_path} and {md_path}", flush=True)
+            continue
         if suite == "fk":
             doc = fk_suite.run(cfg)
             doc["goals"] = goals.fk_goals(doc)

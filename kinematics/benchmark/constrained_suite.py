@@ -1,0 +1,201 @@
+"""The paper's extensions, measured: QP step and posture cascade against the clamp, implicit against unrolled
+gradients (backward peak memory over iteration counts, time, agreement), on the Panda in float32/float64."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import torch
+
+from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
+from kinematics.benchmark import memory
+from kinematics.benchmark.problem import ik_problem, panda_layer
+from kinematics.benchmark.report import _table, fmt_mib, fmt_time
+from kinematics.rotations import se3_exp_left
+
+STEP_MODES = {
+    "clamp": {},
+    "qp": {"step": "qp"},
+    "qp+posture": {"step": "qp", "posture_gain": 0.02},
+}
+
+
+def near_limit_problem(layer64, batch: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeds with about half the joints within 3 cm (rad) of a limit; targets FK of the seed + N(0, 0.2 rad)."""
+    gen = torch.Generator().manual_seed(seed)
+    lo, hi = layer64.lower, layer64.upper
+    dof, f64 = layer64.dof, torch.float64
+    up = torch.rand(batch, dof, generator=gen) < 0.5
+    near = torch.where(
+        up,
+        hi - 1e-3 - 0.03 * torch.rand(batch, dof, generator=gen, dtype=f64),
+        lo + 1e-3 + 0.03 * torch.rand(batch, dof, generator=gen, dtype=f64),
+    )
+    mid = layer64.default_seed() + 0.3 * torch.randn(batch, dof, generator=gen, dtype=f64)
+    seeds = torch.where(torch.rand(batch, dof, generator=gen) < 0.5, near, mid).clamp(lo + 1e-3, hi - 1e-3)
+    with torch.no_grad():
+        return seeds, layer64(seeds + 0.2 * torch.randn(batch, dof, generator=gen, dtype=f64))
+
+
+def _median_time(fn, repeats: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def step_rows(batch: int, repeats: int, seed: int) -> list[dict]:
+    """Success, residuals, limits, speed and frozen-joint gradients of each step mode on two target sets."""
+    layer = panda_layer("cpu", torch.float64)
+    rows = []
+    problems = {"local": ik_problem(layer, batch, "local", seed), "near limits": near_limit_problem(layer, batch, seed)}
+    for kind, (seeds, targets) in problems.items():
+        gradient_norms = {}
+        for mode, extra in STEP_MODES.items():
+            ik = DifferentiableIKLayer(layer, DifferentiableIKCfg(**extra))
+            with torch.no_grad():
+                result = ik.solve(targets, seeds)
+            seconds = _median_time(lambda ik=ik, t=targets, s=seeds: ik.solve(t, s), repeats)
+            xi = torch.zeros(batch, 6, dtype=torch.float64, requires_grad=True)
+            qpos = ik.solve(se3_exp_left(xi, targets), seeds).qpos
+            gradient_norms[mode] = torch.stack(
+                [
+                    torch.autograd.grad(qpos[:, j].sum(), xi, retain_graph=True)[0].norm(dim=-1)
+                    for j in range(layer.dof)
+                ],
+                -1,
+            )
+            rows.append(
+                {
+                    "targets": kind,
+                    "mode": mode,
+                    "batch": batch,
+                    "success_rate": float(result.success.double().mean()),
+                    "position_error_mm_mean": 1e3 * float(result.position_error_norm.mean()),
+                    "outside_limits_rows": int((~result.within_limits).sum()),
+                    "distance_to_mid_rad2": float((result.qpos - layer.default_seed()).square().sum(-1).mean()),
+                    "forward_s": seconds,
+                }
+            )
+        frozen = gradient_norms["clamp"] == 0
+        for row in rows[-len(STEP_MODES) :]:
+            row["clamp_frozen_joint_rows"] = int(frozen.sum())
+            row["of_which_nonzero_target_gradient"] = int((frozen & (gradient_norms[row["mode"]] > 0)).sum())
+    return rows
+
+
+def gradient_rows(batch: int, iteration_counts: tuple[int, ...], repeats: int, seed: int) -> list[dict]:
+    """Backward peak memory and time of unrolled against implicit gradients, and their agreement."""
+    layer = panda_layer("cpu", torch.float32)
+    seeds64, targets64 = ik_problem(panda_layer("cpu", torch.float64), batch, "local", seed)
+    seeds, targets = seeds64.float(), targets64.float()
+    rows = []
+    for iterations in iteration_counts:
+        grads = {}
+        for mode in ("unrolled", "implicit"):
+            ik = DifferentiableIKLayer(layer, DifferentiableIKCfg(max_iterations=iterations, gradient=mode))
+
+            def forward_backward(ik=ik):
+                xi = torch.zeros(batch, 6, requires_grad=True)
+                seed = seeds.clone().requires_grad_(True)
+                result = ik.solve(se3_exp_left(xi, targets), seed)
+                weights = torch.linspace(-1.0, 1.0, layer.dof).expand(batch, -1)
+                (result.qpos * weights).sum().backward()
+                return xi.grad, seed.grad, result.success
+
+            peak = memory.rss_peak_delta_hwm(forward_backward) if memory.hwm_supported() else None
+            seconds = _median_time(forward_backward, repeats)
+            grads[mode] = forward_backward()
+            rows.append(
+                {
+                    "iterations": iterations,
+                    "mode": mode,
+                    "batch": batch,
+                    "forward_backward_s": seconds,
+                    "peak_rss_bytes": peak,
+                }
+            )
+        ok = grads["unrolled"][2] & grads["implicit"][2]
+        for index, name in ((0, "target"), (1, "seed")):
+            a, b = grads["unrolled"][index][ok], grads["implicit"][index][ok]
+            cosine = (a * b).sum(-1) / (a.norm(dim=-1) * b.norm(dim=-1)).clamp_min(1e-30)
+            rows[-1][f"{name}_cosine_mean"] = float(cosine.mean())
+            rows[-1][f"{name}_cosine_median"] = float(cosine.median())
+        rows[-1]["converged_rows"] = int(ok.sum())
+    return rows
+
+
+def run(
+    batch: int = 1024, iteration_counts: tuple[int, ...] = (16, 32, 64, 128), repeats: int = 5, seed: int = 0
+) -> dict:
+    return {
+        "suite": "constrained",
+        "torch_threads": torch.get_num_threads(),
+        "steps": step_rows(min(batch, 512), repeats, seed),
+        "gradients": gradient_rows(batch, iteration_counts, repeats, seed),
+    }
+
+
+def markdown(doc: dict) -> str:
+    steps = [
+        [
+            r["targets"],
+            r["mode"],
+            str(r["batch"]),
+            f"{100 * r['success_rate']:.1f}%",
+            f"{r['position_error_mm_mean']:.2f}",
+            str(r["outside_limits_rows"]),
+            f"{r['distance_to_mid_rad2']:.2f}",
+            f"{r['clamp_frozen_joint_rows']} / {r['of_which_nonzero_target_gradient']}",
+            fmt_time(r["forward_s"]),
+        ]
+        for r in doc["steps"]
+    ]
+    grads = [
+        [
+            str(r["iterations"]),
+            r["mode"],
+            fmt_time(r["forward_backward_s"]),
+            fmt_mib(r["peak_rss_bytes"]),
+            f"{r.get('target_cosine_mean', float('nan')):.4f} / {r.get('target_cosine_median', float('nan')):.5f}"
+            if "target_cosine_mean" in r
+            else "",
+            f"{r.get('seed_cosine_mean', float('nan')):.4f}" if "seed_cosine_mean" in r else "",
+        ]
+        for r in doc["gradients"]
+    ]
+    return "\n".join(
+        [
+            "# QP step, posture cascade and implicit gradients",
+            "",
+            f"float64 for the step modes (forward time, 16 iterations), float32 for the gradients; {doc['torch_threads']} "
+            "torch threads. Frozen joint-rows: joints whose target gradient the clamp makes exactly zero / how many of "
+            "those the mode gives a nonzero gradient.",
+            "",
+            _table(
+                [
+                    "targets",
+                    "mode",
+                    "batch",
+                    "success",
+                    "pos err mm (mean)",
+                    "rows outside limits",
+                    "|q - mid|^2",
+                    "clamp-frozen / nonzero here",
+                    "forward",
+                ],
+                steps,
+            ),
+            "",
+            "Forward+backward (gradient to target and seed) with unrolled and implicit gradients; peak = resident-set "
+            "growth over the call (MiB); cosine = agreement of the implicit with the unrolled gradient on rows both "
+            "solved (target: mean / median over rows; seed: mean).",
+            "",
+            _table(["iterations", "gradient", "forward+backward", "peak MiB", "target cosine", "seed cosine"], grads),
+            "",
+        ]
+    )
