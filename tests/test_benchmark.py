@@ -95,5 +95,5 @@ def test_constrained_suite_reports_modes_and_gradient_agreement(results):
     implicit = [r for r in doc["gradients"] if r["mode"] == "implicit"]
     assert [r["iterations"] for r in implicit] == [16, 24]
     for row in implicit:
-        assert row["converged_rows"] > 0 and -1.0 <= row["target_cosine_mean"] <= 1.0
+        assert row["solved_rows"] > 0 and -1.0 <= row["target_cosine_mean"] <= 1.0
     assert (results / "constrained.md").read_text().startswith("# QP step")
