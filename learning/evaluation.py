@@ -34,7 +34,6 @@ METHODS = (
     "angular_grid",
     "teacher",
 )
-SEARCH_METHODS = ("heading", "current_yaw", "online_optimization", "angular_grid", "teacher")
 
 
 def search_choosers(cfg: ExperimentCfg, kinematics: KinematicsLayer) -> dict[str, Chooser]:
