@@ -169,10 +169,11 @@ def markdown(doc: dict) -> str:
             r["mode"],
             fmt_time(r["forward_backward_s"]),
             fmt_mib(r["peak_rss_bytes"]),
-            f"{r.get('target_cosine_mean', float('nan')):.4f} / {r.get('target_cosine_median', float('nan')):.5f}"
-            if "target_cosine_mean" in r
-            else "",
-            f"{r.get('seed_cosine_mean', float('nan')):.4f}" if "seed_cosine_mean" in r else "",
+            _cos(r, "target_cosine"),
+            _cos(r, "seed_cosine"),
+            _cos(r, "converged_target_cosine"),
+            _cos(r, "converged_seed_cosine"),
+            f"{r['solved_rows']} / {r['converged_rows']}" if "converged_rows" in r else "",
         ]
         for r in doc["gradients"]
     ]
@@ -200,8 +201,8 @@ def markdown(doc: dict) -> str:
             ),
             "",
             "Forward+backward (gradient to target and seed) with unrolled and implicit gradients; peak = resident-set "
-            "growth over the call (MiB); cosine = agreement of the implicit with the unrolled gradient on rows both "
-            "solved (target: mean / median over rows; seed: mean).",
+            "growth over the call (MiB); cosine = agreement of the implicit with the unrolled gradient per row (mean / "
+            "median), on rows the unrolled solve solved (within tolerance) and on rows it converged (residuals < 1e-5).",
             "",
             _table(
                 [
