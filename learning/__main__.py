@@ -16,6 +16,7 @@ from pathlib import Path
 import learning.threads  # noqa: F401  (before torch)
 from kinematics.errors import ProjectError
 from learning.config import PRESETS, preset
+from learning.distribution import distribution_check
 from learning.experiment import evaluate_run, train_run
 from learning.report import render_markdown
 
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, text in (("evaluate", "evaluate a trained run"), ("report", "print a run's split table")):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--run", type=Path, required=True)
+    check = commands.add_parser("check-distribution", help="heading, current-yaw and a 72-yaw grid on 256 goals")
+    check.add_argument("--preset", choices=sorted(PRESETS), default="full")
     args = parser.parse_args(argv)
     try:
         if args.command == "train":
@@ -43,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
             report = evaluate_run(run)
             print(render_markdown(report))
             print(f"run folder: {run}")
+        elif args.command == "check-distribution":
+            for name, values in distribution_check(preset(args.preset)).items():
+                print(name, " ".join(f"{k} {v:.3f}" for k, v in values.items()))
         elif args.command == "evaluate":
             print(render_markdown(evaluate_run(args.run)))
         else:

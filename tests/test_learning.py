@@ -273,6 +273,18 @@ def test_full_pose_head_trains_through_r9_and_the_ik_layer():
         assert all(torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0 for p in head.parameters())
         optimizer.step()
     cost, deviation = losses()
-    print(f"pose head: loss {float(first):.3f} -> {float(cost + deviation):.3f}, deviation {float(deviation) / 1000:.2e}")
+    print(
+        f"pose head: loss {float(first):.3f} -> {float(cost + deviation):.3f}, deviation {float(deviation) / 1000:.2e}"
+    )
     assert float(cost + deviation) < 0.8 * float(first)
     assert float(deviation) / 1000 < 0.02  # a soft constraint: within about 8 degrees of top-down at p
+
+
+def test_distribution_check_reports_the_baselines_and_the_grid():
+    from learning.distribution import distribution_check
+
+    result = distribution_check(SMOKE, goals=16, grid_yaws=8)
+    assert set(result) == {"heading", "current_yaw", "grid_8", "any_yaw_solves"}
+    assert result["grid_8"]["success"] >= result["heading"]["success"]
+    assert result["any_yaw_solves"]["fraction"] >= result["grid_8"]["success"]
+    assert all(0.0 <= v["success"] <= 1.0 for k, v in result.items() if k != "any_yaw_solves")

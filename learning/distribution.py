@@ -1,0 +1,36 @@
+"""Does the yaw matter? Heading, the current-yaw rule and a dense grid on the first goals of the validation split.
+
+The experiment shows something only if ``q0`` varies enough that heading is far from the best yaw; this check
+(``python -m learning check-distribution``) measures that with 64-step IK, as the experiment's evaluation does.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from learning.baselines import angular_grid, current_yaw, heading_yaw, ik_layer
+from learning.config import ExperimentCfg
+from learning.robot import franka_kinematics
+from learning.scoring import score_yaws
+from learning.splits import make_splits
+from learning.task import failure_penalty
+
+
+def distribution_check(cfg: ExperimentCfg, goals: int = 256, grid_yaws: int = 72) -> dict[str, dict[str, float]]:
+    """Success and mean joint displacement of heading, current-yaw and a ``grid_yaws`` grid on ``goals`` goals,
+    and the fraction of goals that some grid yaw solves."""
+    kinematics = franka_kinematics(cfg.device)
+    split = make_splits(cfg, kinematics)["validation"].subset(slice(0, goals))
+    split = split.to(kinematics.device, kinematics.dtype)
+    ik, penalty = ik_layer(kinematics, cfg.eval_ik_iterations), failure_penalty(kinematics)
+    grid = angular_grid(ik, split.p, split.q0, grid_yaws, cfg.weights, penalty)
+    out = {}
+    for name, yaw in (
+        ("heading", heading_yaw(split.p)),
+        ("current_yaw", current_yaw(kinematics, split.q0)),
+        (f"grid_{grid_yaws}", grid.yaw),
+    ):
+        metrics = score_yaws(ik, split, yaw, cfg.weights, penalty)
+        out[name] = {"success": float(metrics.success.mean()), "displacement": float(metrics.displacement.mean())}
+    out["any_yaw_solves"] = {"fraction": float((grid.cost < penalty).to(torch.float64).mean())}
+    return out
