@@ -9,6 +9,7 @@ Run folder layout::
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -45,8 +46,6 @@ def checkpoint_path(run_dir: Path, seed: int, method: str) -> Path:
 
 
 def load_config(run_dir: Path) -> ExperimentCfg:
-    import json
-
     path = run_dir / "config.json"
     if not path.is_file():
         raise ConfigError(
@@ -106,8 +105,6 @@ def train_run(cfg: ExperimentCfg, run_dir: Path, show_progress: bool = True) -> 
 
 def evaluate_run(run_dir: Path, show_progress: bool = True) -> dict:
     """Evaluate every method on every split, measure latency, write report.json, report.md and figures."""
-    import json
-
     cfg = load_config(run_dir)
     kinematics = franka_kinematics(cfg.device)
     splits = {n: s.to(kinematics.device, kinematics.dtype) for n, s in load_splits(run_dir / "splits.pt").items()}
