@@ -62,9 +62,7 @@ def chain_of() -> Callable[..., SerialChainKinematics]:
     def get(urdf_text: str, root: str, end: str, dtype: torch.dtype = torch.float64) -> SerialChainKinematics:
         key = (hash(urdf_text), root, end, dtype)
         if key not in cache:
-            cache[key] = SerialChainKinematics.from_urdf(
-                urdf_text, end_link_name=end, root_link_name=root, dtype=dtype
-            )
+            cache[key] = SerialChainKinematics.from_urdf(urdf_text, end_link_name=end, root_link_name=root, dtype=dtype)
         return cache[key]
 
     return get
@@ -94,9 +92,7 @@ def make_panda_layer(panda_urdf) -> Callable[..., KinematicsLayer]:
     """Factory of private Panda layers (freshly parsed chain) for tests that move, reload or mutate them."""
 
     def make(dtype: torch.dtype = torch.float64, end: str = PANDA_TCP, **kwargs) -> KinematicsLayer:
-        chain = SerialChainKinematics.from_urdf(
-            panda_urdf, end_link_name=end, root_link_name=PANDA_ROOT, dtype=dtype
-        )
+        chain = SerialChainKinematics.from_urdf(panda_urdf, end_link_name=end, root_link_name=PANDA_ROOT, dtype=dtype)
         return KinematicsLayer(chain, **kwargs)
 
     return make
@@ -115,9 +111,7 @@ def sample_joints() -> Callable[..., torch.Tensor]:
     Bounded joints are drawn inside ``[lower + margin, upper - margin]``, unbounded ones in ``[-pi, pi)``.
     """
 
-    def sample(
-        lower: torch.Tensor, upper: torch.Tensor, n: int, seed: int, margin: float = 0.0
-    ) -> torch.Tensor:
+    def sample(lower: torch.Tensor, upper: torch.Tensor, n: int, seed: int, margin: float = 0.0) -> torch.Tensor:
         gen = torch.Generator().manual_seed(seed)
         u = torch.rand(n, lower.shape[-1], generator=gen, dtype=torch.float64)
         lo, hi = lower.to(torch.float64), upper.to(torch.float64)

@@ -39,9 +39,7 @@ def test_every_mesh_uri_resolves_to_an_existing_file(panda_urdf):
 
 def test_missing_mesh_and_missing_file_raise_missing_asset():
     with pytest.raises(MissingAssetError, match="nope.dae"):
-        assets.resolve_package_uri(
-            "package://example-robot-data/robots/panda_description/meshes/visual/nope.dae"
-        )
+        assets.resolve_package_uri("package://example-robot-data/robots/panda_description/meshes/visual/nope.dae")
     with pytest.raises(MissingAssetError, match="reinstall"):
         assets.robot_file("example-robot-data/robots/no_such_robot/robot.urdf")
     assert issubclass(MissingAssetError, ProjectError) and issubclass(MissingAssetError, FileNotFoundError)
@@ -49,16 +47,10 @@ def test_missing_mesh_and_missing_file_raise_missing_asset():
 
 def test_tcp_at_the_ready_pose(panda64, ready_pose):
     pose = panda64(ready_pose())
-    torch.testing.assert_close(
-        pose[:3, 3], torch.tensor([0.307, 0.0, 0.487], dtype=torch.float64), rtol=0, atol=2e-3
-    )
+    torch.testing.assert_close(pose[:3, 3], torch.tensor([0.307, 0.0, 0.487], dtype=torch.float64), rtol=0, atol=2e-3)
     # Pointing down: the TCP z axis is the root's -z.
-    torch.testing.assert_close(
-        pose[:3, 2], torch.tensor([0.0, 0.0, -1.0], dtype=torch.float64), rtol=0, atol=1e-9
-    )
-    assert assets.READY_POSE == pytest.approx(
-        (0, -math.pi / 4, 0, -3 * math.pi / 4, 0, math.pi / 2, math.pi / 4)
-    )
+    torch.testing.assert_close(pose[:3, 2], torch.tensor([0.0, 0.0, -1.0], dtype=torch.float64), rtol=0, atol=1e-9)
+    assert assets.READY_POSE == pytest.approx((0, -math.pi / 4, 0, -3 * math.pi / 4, 0, math.pi / 2, math.pi / 4))
 
 
 def test_learning_robot_builds_the_same_panda(panda64, ready_pose):
@@ -91,9 +83,7 @@ def test_missing_distribution_raises_missing_asset(without_distribution):
             call()
         assert isinstance(info.value.__cause__, importlib.metadata.PackageNotFoundError)
     with pytest.raises(MissingAssetError):
-        assets.resolve_package_uri(
-            "package://example-robot-data/robots/panda_description/meshes/visual/hand.dae"
-        )
+        assets.resolve_package_uri("package://example-robot-data/robots/panda_description/meshes/visual/hand.dae")
 
 
 def test_share_dir_recovers_after_the_distribution_returns():

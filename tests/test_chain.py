@@ -142,9 +142,7 @@ def _toy(spin_type: str = "revolute", axis_z: str = "2") -> str:
 
 def test_toy_chain_matches_hand_computed_fk():
     """A prismatic joint behind a rotated origin, a fixed joint, a revolute joint with a long axis."""
-    chain = SerialChainKinematics.from_urdf(
-        _toy(), end_link_name="tip", root_link_name="base", dtype=torch.float64
-    )
+    chain = SerialChainKinematics.from_urdf(_toy(), end_link_name="tip", root_link_name="base", dtype=torch.float64)
     assert chain.joint_names == ("slide", "spin")
     assert [j.kind for j in chain.joints] == [PRISMATIC, REVOLUTE]
     d, th = 0.3, 0.7
@@ -248,9 +246,7 @@ def _urdf_limits(urdf_text: str, names) -> list[tuple[float, float]]:
     return out
 
 
-def test_default_seed_is_midpoint_of_bounded_joints_and_zero_for_unbounded(
-    panda_urdf, pr2_urdf, pr2, panda64
-):
+def test_default_seed_is_midpoint_of_bounded_joints_and_zero_for_unbounded(panda_urdf, pr2_urdf, pr2, panda64):
     for layer, text in ((panda64, panda_urdf), (KinematicsLayer(pr2), pr2_urdf)):
         limits = _urdf_limits(text, layer.joint_names)
         expected = [0.0 if math.isinf(lo) else 0.5 * (lo + hi) for lo, hi in limits]
@@ -275,13 +271,9 @@ def test_default_seed_is_midpoint_of_bounded_joints_and_zero_for_unbounded(
 @pytest.mark.parametrize("joint_type", ["floating", "planar"])
 def test_unsupported_joint_type_on_the_chain_raises_urdf_error(joint_type):
     with pytest.raises(URDFError, match=rf"spin.*{joint_type}"):
-        SerialChainKinematics.from_urdf(
-            _toy(spin_type=joint_type), end_link_name="tip", root_link_name="base"
-        )
+        SerialChainKinematics.from_urdf(_toy(spin_type=joint_type), end_link_name="tip", root_link_name="base")
     # Off the chain, the same joint is ignored.
-    chain = SerialChainKinematics.from_urdf(
-        _toy(spin_type=joint_type), end_link_name="a", root_link_name="base"
-    )
+    chain = SerialChainKinematics.from_urdf(_toy(spin_type=joint_type), end_link_name="a", root_link_name="base")
     assert chain.joint_names == ("slide",)
 
 
@@ -322,9 +314,7 @@ def test_pr2_sibling_arms_are_not_a_chain(pr2_urdf):
 
 def test_chain_without_movable_joint_raises_not_a_chain(panda_urdf):
     with pytest.raises(NotAChainError, match="no movable joint"):
-        SerialChainKinematics.from_urdf(
-            panda_urdf, end_link_name="panda_hand_tcp", root_link_name="panda_link8"
-        )
+        SerialChainKinematics.from_urdf(panda_urdf, end_link_name="panda_hand_tcp", root_link_name="panda_link8")
 
 
 BAD_URDFS = {

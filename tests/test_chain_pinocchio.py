@@ -53,9 +53,7 @@ class Reference:
         pin.computeJointJacobians(self.model, self.data, qp)
         root, end = self.data.oMf[self.root_frame], self.data.oMf[self.end_frame]
         pose = (root.inverse() * end).homogeneous
-        jac = pin.getFrameJacobian(self.model, self.data, self.end_frame, pin.LOCAL_WORLD_ALIGNED)[
-            :, self.idx_v
-        ]
+        jac = pin.getFrameJacobian(self.model, self.data, self.end_frame, pin.LOCAL_WORLD_ALIGNED)[:, self.idx_v]
         rt = root.rotation.T
         return pose, np.block([[rt, np.zeros((3, 3))], [np.zeros((3, 3)), rt]]) @ jac
 

@@ -252,9 +252,7 @@ def test_enforce_joint_limits_false_lets_qpos_leave_the_limits(panda64, ready_po
     [((5,), (), (5,)), ((), (3,), (3,)), ((2, 1), (1, 3), (2, 3)), ((2, 3), (2, 3), (2, 3)), ((), (), ())],
     ids=["targets5-seed", "target-seeds3", "2x1-1x3", "2x3-2x3", "single"],
 )
-def test_leading_dimensions_broadcast_into_every_field(
-    dtype, panda_layer, target_batch, seed_batch, expected
-):
+def test_leading_dimensions_broadcast_into_every_field(dtype, panda_layer, target_batch, seed_batch, expected):
     kin = panda_layer(dtype)
     ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(max_iterations=3))
     n_t, n_s = math.prod(target_batch), math.prod(seed_batch)
@@ -478,9 +476,7 @@ def test_cfg_is_frozen():
 
 
 def _valid_target() -> torch.Tensor:
-    return make_transform(
-        so3_exp(torch.tensor([math.pi, 0.0, 0.0], dtype=F64)), torch.tensor([0.4, 0.0, 0.4])
-    )
+    return make_transform(so3_exp(torch.tensor([math.pi, 0.0, 0.0], dtype=F64)), torch.tensor([0.4, 0.0, 0.4]))
 
 
 def _bad_targets():
@@ -504,9 +500,7 @@ def _bad_targets():
     ]
 
 
-@pytest.mark.parametrize(
-    ("case", "target", "error", "match"), _bad_targets(), ids=[c[0] for c in _bad_targets()]
-)
+@pytest.mark.parametrize(("case", "target", "error", "match"), _bad_targets(), ids=[c[0] for c in _bad_targets()])
 def test_invalid_targets_raise(ik64, case, target, error, match):
     with pytest.raises(error, match=match):
         ik64.solve(target)
@@ -568,9 +562,7 @@ def test_state_dict_holds_settings_tcp_limits_and_fingerprint(make_panda_layer):
     kin = make_panda_layer(tcp=_tcp())
     state = DifferentiableIKLayer(kin, CUSTOM_CFG).state_dict()
     assert torch.equal(state["kinematics.tcp"], _tcp())
-    assert torch.equal(state["kinematics.lower"], kin.lower) and torch.equal(
-        state["kinematics.upper"], kin.upper
-    )
+    assert torch.equal(state["kinematics.lower"], kin.lower) and torch.equal(state["kinematics.upper"], kin.upper)
     extra = state["kinematics._extra_state"]
     assert extra["geometry_fingerprint"] == kin.model.fingerprint and len(extra["geometry_fingerprint"]) == 64
     assert state["_extra_state"]["cfg"] == dataclasses.asdict(CUSTOM_CFG)
@@ -599,9 +591,7 @@ def test_state_dict_round_trip(make_panda_layer):
 def test_loading_into_another_chain_fails_clearly(make_panda_layer, ur5_urdf, pr2_urdf, other):
     saved = _saved(DifferentiableIKLayer(make_panda_layer(), CUSTOM_CFG))
     if other == "ur5":
-        chain = SerialChainKinematics.from_urdf(
-            ur5_urdf, end_link_name="tool0", root_link_name="base_link", dtype=F64
-        )
+        chain = SerialChainKinematics.from_urdf(ur5_urdf, end_link_name="tool0", root_link_name="base_link", dtype=F64)
         kin = KinematicsLayer(chain)
     elif other == "pr2":
         chain = SerialChainKinematics.from_urdf(

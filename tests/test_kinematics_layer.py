@@ -22,9 +22,9 @@ CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 
 
 def _tcp(dtype=F64) -> torch.Tensor:
-    return make_transform(
-        so3_exp(torch.tensor([0.0, 0.0, 0.4], dtype=F64)), torch.tensor([0.01, -0.02, 0.05])
-    ).to(dtype)
+    return make_transform(so3_exp(torch.tensor([0.0, 0.0, 0.4], dtype=F64)), torch.tensor([0.01, -0.02, 0.05])).to(
+        dtype
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -67,9 +67,7 @@ def test_input_errors_are_project_errors(panda64, ready_pose):
     for bad in (ready_pose(torch.float32), torch.zeros(6, dtype=F64), torch.full((7,), math.nan, dtype=F64)):
         with pytest.raises(ProjectError):
             panda64(bad)
-    assert issubclass(DtypeDeviceMismatchError, ProjectError) and issubclass(
-        DtypeDeviceMismatchError, TypeError
-    )
+    assert issubclass(DtypeDeviceMismatchError, ProjectError) and issubclass(DtypeDeviceMismatchError, TypeError)
     assert issubclass(ShapeError, ProjectError) and issubclass(NonFiniteError, ProjectError)
 
 

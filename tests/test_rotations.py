@@ -169,9 +169,7 @@ def test_se3_exp_left_stays_on_se3_and_matches_the_ik_error_split():
 
 
 def _valid(dtype=F64) -> torch.Tensor:
-    return make_transform(
-        so3_exp(torch.tensor([0.3, -0.2, 0.9], dtype=F64)), torch.tensor([0.4, 0.1, 0.5])
-    ).to(dtype)
+    return make_transform(so3_exp(torch.tensor([0.3, -0.2, 0.9], dtype=F64)), torch.tensor([0.4, 0.1, 0.5])).to(dtype)
 
 
 @DTYPES
