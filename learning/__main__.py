@@ -8,6 +8,7 @@ python -m learning report --run DIR                         # print the split ta
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import time
@@ -38,8 +39,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "train":
             cfg = preset(args.preset)
             if args.device:
-                import dataclasses
-
                 cfg = dataclasses.replace(cfg, device=args.device)
             run = args.run or Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
             train_run(cfg, run)

@@ -85,6 +85,11 @@ def _notes(notes: list[str], methods: dict) -> str:
     return "\n".join(lines + [f"- {note}" for note in notes])
 
 
+def _footer(doc: dict) -> list[str]:
+    """The targets and notes sections every suite's markdown ends with."""
+    return ["## Targets", "", _goals(doc["goals"]), "", "## Notes", "", _notes(doc["notes"], doc["methods"]), ""]
+
+
 def fk_markdown(doc: dict) -> str:
     idx = {(r["dtype"], r["batch"], r["op"], r["method"]): r for r in doc["results"]}
     methods = [m for m in doc["methods"] if any(k[3] == m for k in idx)]
@@ -139,17 +144,7 @@ def fk_markdown(doc: dict) -> str:
             "\n".join(f"- {r[0]}: " + ", ".join(f"{k} {v:.2e}" for k, v in agree[r[0]].items()) for r in rows),
             "",
         ]
-    parts += [
-        "## Targets",
-        "",
-        _goals(doc["goals"]),
-        "",
-        "## Notes",
-        "",
-        _notes(doc["notes"], doc["methods"]),
-        "",
-    ]
-    return "\n".join(parts)
+    return "\n".join(parts + _footer(doc))
 
 
 def _div(a: float | None, b: float | None) -> float | None:
@@ -267,14 +262,4 @@ def ik_markdown(doc: dict) -> str:
             ),
             "",
         ]
-    parts += [
-        "## Targets",
-        "",
-        _goals(doc["goals"]),
-        "",
-        "## Notes",
-        "",
-        _notes(doc["notes"], doc["methods"]),
-        "",
-    ]
-    return "\n".join(parts)
+    return "\n".join(parts + _footer(doc))
