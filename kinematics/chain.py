@@ -16,6 +16,7 @@ import torch
 import yourdfpy
 from torch import nn
 
+from kinematics.batch_last import cross, from_batch_last, matmul, matmul_constant, to_batch_last
 from kinematics.errors import LinkNotFoundError, NotAChainError, URDFError
 
 REVOLUTE, PRISMATIC = 0, 1
@@ -105,6 +106,7 @@ class SerialChainKinematics(nn.Module):
         # Prismatic joints move along the axis expressed in the parent frame: O_i's rotation times the axis.
         self.register_buffer("trans_dir", as_t(np.where(rev[..., 0], 0.0, np.einsum("nij,nj->ni", rot0, axes))))
         self.register_buffer("axes", as_t(axes))
+        self.register_buffer("axis_in_parent", as_t(np.einsum("nij,nj->ni", rot0, axes)), persistent=False)
         self.register_buffer("revolute_mask", as_t((kinds == REVOLUTE).astype(float)))
         self.register_buffer("tail", as_t(tail))
         self.register_buffer("homogeneous_row", as_t([[0.0, 0.0, 0.0, 1.0]]))
@@ -185,34 +187,50 @@ class SerialChainKinematics(nn.Module):
 
         ``q``: ``(..., dof)``; ``tcp``: optional ``(4, 4)`` offset after the chain's end link.
         """
-        s, one_minus_c = torch.sin(q)[..., None, None], (1.0 - torch.cos(q))[..., None, None]
-        local_rot = torch.addcmul(torch.addcmul(self.rot_a, s, self.rot_b), one_minus_c, self.rot_c)
+        batch = q.shape[:-1]
+        rot, position, jac_t = self.fk_and_jacobian_batch_last(to_batch_last(q, 1), tcp, with_jacobian)
+        tip = from_batch_last(torch.cat((rot, position[:, None]), 1), batch)
+        pose = torch.cat((tip, self.homogeneous_row.expand(*batch, 1, 4)), -2)
+        return pose, None if jac_t is None else from_batch_last(jac_t.transpose(0, 1), batch)
+
+    def fk_and_jacobian_batch_last(
+        self, q: torch.Tensor, tcp: torch.Tensor | None = None, with_jacobian: bool = True
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """The same quantities in the batch-last layout (``kinematics.batch_last``): ``q`` ``(dof, B)`` ->
+        TCP rotation ``(3, 3, B)``, TCP position ``(3, B)`` and the transposed Jacobian ``(dof, 6, B)``."""
+        dof, batch = q.shape
+        s, one_minus_c = torch.sin(q)[:, None, None], (1.0 - torch.cos(q))[:, None, None]
+        local_rot = torch.addcmul(
+            torch.addcmul(self.rot_a[..., None], s, self.rot_b[..., None]), one_minus_c, self.rot_c[..., None]
+        )
         if self.all_revolute:
-            local_trans = self.trans_0.expand(*q.shape, 3)
+            local_trans = self.trans_0[..., None, None].expand(dof, 3, 1, batch)
         else:
-            local_trans = torch.addcmul(self.trans_0, q[..., None], self.trans_dir)
-        # unbind/split rather than indexing: their backward concatenates instead of filling a zero tensor per slice.
-        local = torch.cat((local_rot, local_trans[..., None]), -1).unbind(-3)  # dof x (..., 3, 4): [R | p]
-        rot, trans = local[0].split([3, 1], -1)
-        rots, origins = [rot], [trans]
-        for i in range(1, self.dof):
-            rot_next, step = (rot @ local[i]).split([3, 1], -1)
-            trans, rot = trans + step, rot_next
-            rots.append(rot)
+            local_trans = torch.addcmul(
+                self.trans_0[..., None, None], q[:, None, None], self.trans_dir[..., None, None]
+            )
+        # A rotation about an axis leaves it fixed, so joint i's axis in the root frame is R_{i-1} O_i a_i: a
+        # constant fourth column that the chain product carries along. unbind/split rather than indexing: their
+        # backward concatenates instead of filling a zero tensor per slice.
+        axis = self.axis_in_parent[..., None, None].expand(dof, 3, 1, batch)
+        local = torch.cat((local_rot, local_trans, axis), 2).unbind(0)  # dof x (3, 5, B): [R | p | axis]
+        rot, trans, z = local[0].split([3, 1, 1], 1)
+        origins, axes = [trans], [z]
+        for frame in local[1:]:
+            rot, step, z = matmul(rot, frame).split([3, 1, 1], 1)
+            trans = trans + step
             origins.append(trans)
+            axes.append(z)
         end = self.tail if tcp is None else self.tail @ tcp
-        tip_rot, tip_step = (rot @ end[:3, :]).split([3, 1], -1)
-        p_tip = trans + tip_step  # (..., 3, 1)
-        tip = torch.cat((tip_rot, p_tip), -1)
-        pose = torch.cat((tip, self.homogeneous_row.expand(*tip.shape[:-2], 1, 4)), -2)
+        tip_rot, tip_step = matmul_constant(rot, end[:3, :]).split([3, 1], 1)
+        position = (trans + tip_step).squeeze(1)
         if not with_jacobian:
-            return pose, None
-        z = (torch.stack(rots, -3) @ self.axes[..., None])[..., 0]  # (..., dof, 3) joint axes in the root frame
-        arm = p_tip[..., None, :, 0] - torch.cat(origins, -1).transpose(-1, -2)
+            return tip_rot, position, None
+        z = torch.stack(axes).squeeze(2)  # (dof, 3, B) joint axes in the root frame
+        arm = position - torch.stack(origins).squeeze(2)
         if self.all_revolute:
-            jac = torch.cat((torch.linalg.cross(z, arm), z), -1).transpose(-1, -2)
+            jac_t = torch.cat((cross(z, arm), z), 1)
         else:
-            rev = self.revolute_mask[:, None]
-            linear = rev * torch.linalg.cross(z, arm) + (1.0 - rev) * z
-            jac = torch.cat((linear, rev * z), -1).transpose(-1, -2)
-        return pose, jac
+            rev = self.revolute_mask[:, None, None]
+            jac_t = torch.cat((rev * cross(z, arm) + (1.0 - rev) * z, rev * z), 1)
+        return tip_rot, position, jac_t

@@ -14,11 +14,12 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
+from kinematics.batch_last import from_batch_last, gram, matmul, to_batch_last
 from kinematics.box_qp import solve_box_qp
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError
 from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
-from kinematics.rotations import so3_log, validate_transform
+from kinematics.rotations import so3_log_matrix_first, validate_transform
 
 
 @dataclass(frozen=True)
@@ -82,9 +83,22 @@ class IKResult:
 
 def pose_error(target: torch.Tensor, reached: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Root-frame position error ``(..., 3)`` and shortest rotation error ``log(R_target R_reached^T)`` ``(..., 3)``."""
-    position = target[..., :3, 3] - reached[..., :3, 3]
-    rotation = so3_log(target[..., :3, :3] @ reached[..., :3, :3].transpose(-1, -2))
-    return position, rotation
+    batch = torch.broadcast_shapes(target.shape[:-2], reached.shape[:-2])
+    target, reached = target.expand(*batch, 4, 4), reached.expand(*batch, 4, 4)
+    position, rotation = _pose_error_batch_last(
+        to_batch_last(target[..., :3, :3], 2),
+        to_batch_last(target[..., :3, 3], 1),
+        to_batch_last(reached[..., :3, :3], 2),
+        to_batch_last(reached[..., :3, 3], 1),
+    )
+    return from_batch_last(position, batch), from_batch_last(rotation, batch)
+
+
+def _pose_error_batch_last(
+    target_rot: torch.Tensor, target_pos: torch.Tensor, rot: torch.Tensor, pos: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """``pose_error`` in the batch-last layout: rotations ``(3, 3, B)``, positions ``(3, B)`` -> two ``(3, B)``."""
+    return target_pos - pos, so3_log_matrix_first(matmul(target_rot, rot.transpose(0, 1)))
 
 
 class DifferentiableIKLayer(nn.Module):
@@ -125,27 +139,35 @@ class DifferentiableIKLayer(nn.Module):
         return self.evaluate(target, q)
 
     def _iterate(self, target: torch.Tensor, seed: torch.Tensor) -> torch.Tensor:
-        """The fixed-count iterations from the (projected) seed; no host synchronisation."""
-        kin, cfg = self.kinematics, self.cfg
-        q = kin.clamp(seed) if cfg.enforce_joint_limits else seed
-        eye = torch.eye(6 if cfg.step == "clamp" else kin.dof, dtype=q.dtype, device=q.device)
-        damping_sq = cfg.damping**2 * eye
-        for _ in range(cfg.max_iterations):
-            pose, jac = kin.model.fk_and_jacobian(q, kin.tcp)
-            err = _stacked_error(target, pose)
-            jt = jac.transpose(-1, -2)
-            if cfg.step == "clamp":
-                x, _ = torch.linalg.solve_ex(jac @ jt + damping_sq, err[..., None], check_errors=False)
-                q = q + cfg.step_size * (jt @ x)[..., 0]
-                q = kin.clamp(q) if cfg.enforce_joint_limits else q
-            else:
-                q = self._qp_step(q, jac, err, damping_sq)
-        return q
+        """The fixed-count iterations from the (projected) seed ``(..., dof)``; no host synchronisation.
 
-    def _qp_step(self, q: torch.Tensor, jac: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor) -> torch.Tensor:
-        """One step as a box QP: min |J dq - e|^2 + damping^2 |dq|^2 s.t. lower <= q + step_size dq <= upper,
-        then (with posture_gain > 0) the posture level of the cascade."""
+        The loop runs in the batch-last layout (``kinematics.batch_last``); only the linear solve takes its
+        ``(B, 6, 6)`` view of the damped ``J J^T``.
+        """
         kin, cfg = self.kinematics, self.cfg
+        batch = seed.shape[:-1]
+        target_rot, target_pos = to_batch_last(target[..., :3, :3], 2), to_batch_last(target[..., :3, 3], 1)
+        lower, upper = kin.lower[:, None], kin.upper[:, None]
+        q = to_batch_last(seed, 1)
+        q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
+        damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]
+        for _ in range(cfg.max_iterations):
+            rot, pos, jac_t = kin.model.fk_and_jacobian_batch_last(q, kin.tcp)
+            err = torch.cat(_pose_error_batch_last(target_rot, target_pos, rot, pos))  # (6, B)
+            if cfg.step == "clamp":
+                damped = gram(jac_t, damping_sq)  # J J^T + damping^2 I, (6, 6, B)
+                x, _ = torch.linalg.solve_ex(damped.permute(2, 0, 1), err.T[..., None], check_errors=False)
+                q = q + cfg.step_size * (jac_t * x[..., 0].T).sum(1)
+                q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
+            else:
+                q = self._qp_step(q.T, jac_t.permute(2, 1, 0), err.T).T
+        return from_batch_last(q, batch)
+
+    def _qp_step(self, q: torch.Tensor, jac: torch.Tensor, err: torch.Tensor) -> torch.Tensor:
+        """One step as a box QP: min |J dq - e|^2 + damping^2 |dq|^2 s.t. lower <= q + step_size dq <= upper,
+        then (with posture_gain > 0) the posture level of the cascade. Batch first: ``(B, dof)``, ``(B, 6, dof)``."""
+        kin, cfg = self.kinematics, self.cfg
+        damping_sq = cfg.damping**2 * torch.eye(kin.dof, dtype=q.dtype, device=q.device)
         if cfg.enforce_joint_limits:
             low, high = (kin.lower - q) / cfg.step_size, (kin.upper - q) / cfg.step_size
         else:
@@ -177,13 +199,25 @@ class DifferentiableIKLayer(nn.Module):
     def evaluate(self, target: torch.Tensor, q: torch.Tensor) -> IKResult:
         """Residuals and success of joints ``q`` against ``target`` (broadcast), as the solve reports them."""
         kin, cfg = self.kinematics, self.cfg
-        reached = kin.model.fk_and_jacobian(q, kin.tcp, with_jacobian=False)[0]
-        position, rotation = pose_error(target, reached)
-        pos_norm = position.norm(dim=-1)
-        rot_norm = _safe_norm(rotation)
+        batch = torch.broadcast_shapes(target.shape[:-2], q.shape[:-1])
+        target, q = target.expand(*batch, 4, 4), q.expand(*batch, kin.dof)
+        rot, pos, _ = kin.model.fk_and_jacobian_batch_last(to_batch_last(q, 1), kin.tcp, with_jacobian=False)
+        position, rotation = _pose_error_batch_last(
+            to_batch_last(target[..., :3, :3], 2), to_batch_last(target[..., :3, 3], 1), rot, pos
+        )
+        pos_norm, rot_norm = _safe_norm(position), _safe_norm(rotation)
         inside = kin.within_limits(q)
-        success = (pos_norm <= cfg.position_tolerance) & (rot_norm <= cfg.rotation_tolerance) & inside
-        return IKResult(q, success, position, rotation, pos_norm, rot_norm, inside)
+        success = from_batch_last((pos_norm <= cfg.position_tolerance) & (rot_norm <= cfg.rotation_tolerance), batch)
+        success = success & inside
+        return IKResult(
+            q,
+            success,
+            from_batch_last(position, batch),
+            from_batch_last(rotation, batch),
+            from_batch_last(pos_norm, batch),
+            from_batch_last(rot_norm, batch),
+            inside,
+        )
 
     def get_extra_state(self) -> dict:
         return {"cfg": asdict(self.cfg)}
@@ -206,7 +240,8 @@ def _stacked_error(target: torch.Tensor, reached: torch.Tensor) -> torch.Tensor:
 
 
 def _safe_norm(v: torch.Tensor) -> torch.Tensor:
-    """Euclidean norm over the last axis with a zero (not NaN) gradient at the origin."""
-    sq = (v * v).sum(-1)
+    """Euclidean norm over the first axis (batch-last vectors ``(3, B)``) with a zero (not NaN) gradient at the
+    origin."""
+    sq = (v * v).sum(0)
     zero = sq == 0
     return torch.where(zero, 0.0, torch.where(zero, 1.0, sq).sqrt())

@@ -44,31 +44,39 @@ def so3_log(rotation: torch.Tensor) -> torch.Tensor:
     Differentiable everywhere except at an angle of exactly pi (the branch cut), with the correct,
     finite derivative at the identity.
     """
-    r = rotation
-    v = 0.5 * torch.stack((r[..., 2, 1] - r[..., 1, 2], r[..., 0, 2] - r[..., 2, 0], r[..., 1, 0] - r[..., 0, 1]), -1)
-    cos = 0.5 * (r[..., 0, 0] + r[..., 1, 1] + r[..., 2, 2] - 1.0)
-    sin_sq = (v * v).sum(-1)
+    return so3_log_matrix_first(rotation.movedim((-2, -1), (0, 1))).movedim(0, -1)
+
+
+def so3_log_matrix_first(r: torch.Tensor) -> torch.Tensor:
+    """``so3_log`` with the matrix axes first: ``(3, 3, ...) -> (3, ...)`` (the solver's batch-last layout)."""
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = (row.unbind(0) for row in r.unbind(0))
+    v = 0.5 * torch.stack((r21 - r12, r02 - r20, r10 - r01))
+    cos = 0.5 * (r00 + r11 + r22 - 1.0)
+    sin_sq = (v * v).sum(0)
     small = sin_sq < _SMALL_SIN_SQ
-    sin = torch.where(small, torch.ones_like(sin_sq), sin_sq).sqrt()
+    sin = torch.where(small, 1.0, sin_sq).sqrt()
     theta = torch.atan2(sin, cos)
     # Generic branch: v * theta / sin(theta). At the identity: v * (1 + sin^2 / 6).
-    scale = torch.where(small, 1.0 + sin_sq / 6.0, theta / sin)
-    generic = v * scale[..., None]
-    # Near pi: (R + R^T) / 2 - cos I = (1 - cos) a a^T; take the column of the largest diagonal entry.
+    generic = v * torch.where(small, 1.0 + sin_sq / 6.0, theta / sin)
+    # Near pi: (R + R^T) / 2 - cos I = (1 - cos) a a^T; take the column of the largest diagonal entry (the first
+    # one on ties).
     near_pi = cos < _NEAR_PI_COS
-    eye = torch.eye(3, dtype=r.dtype, device=r.device)
-    sym = 0.5 * (r + r.transpose(-1, -2)) - cos[..., None, None] * eye
-    diag = torch.diagonal(sym, dim1=-2, dim2=-1)
-    column = torch.gather(sym, -1, diag.argmax(-1)[..., None, None].expand(*sym.shape[:-1], 1))[..., 0]
-    col_norm_sq = (column * column).sum(-1, keepdim=True)
-    col_norm = torch.where(near_pi[..., None], col_norm_sq, torch.ones_like(col_norm_sq)).clamp_min(1e-30).sqrt()
+    d0, d1, d2 = r00 - cos, r11 - cos, r22 - cos
+    s01, s02, s12 = 0.5 * (r01 + r10), 0.5 * (r02 + r20), 0.5 * (r12 + r21)
+    column = torch.where(
+        (d0 >= d1) & (d0 >= d2),
+        torch.stack((d0, s01, s02)),
+        torch.where(d1 >= d2, torch.stack((s01, d1, s12)), torch.stack((s02, s12, d2))),
+    )
+    col_norm_sq = (column * column).sum(0)
+    col_norm = torch.where(near_pi, col_norm_sq, 1.0).clamp_min(1e-30).sqrt()
     axis = column / col_norm
     # v = sin(theta) a, so |axis . v| is sin(theta) without the small-sine guard above (which would turn a
     # half turn into atan2(1, -1) = 3 pi / 4); abs has a finite derivative at an exact half turn.
-    along = (axis * v).sum(-1, keepdim=True)
-    sign = torch.where(along < 0, -1.0, 1.0).to(r.dtype)
-    pi_branch = axis * sign * torch.atan2(along.abs(), cos[..., None])
-    return torch.where(near_pi[..., None], pi_branch, generic)
+    along = (axis * v).sum(0)
+    angle = torch.atan2(along.abs(), cos)
+    pi_branch = axis * torch.where(along < 0, -angle, angle)
+    return torch.where(near_pi, pi_branch, generic)
 
 
 def make_transform(rotation: torch.Tensor, translation: torch.Tensor) -> torch.Tensor:

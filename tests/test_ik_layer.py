@@ -388,14 +388,14 @@ def test_iterations_follow_the_dls_update(panda64, ready_pose, cfg):
 def test_each_iteration_computes_fk_and_jacobian_once(panda64, monkeypatch):
     model = panda64.model
     calls = []
-    original = type(model).fk_and_jacobian
+    original = type(model).fk_and_jacobian_batch_last
 
     def counting(self, q, tcp=None, with_jacobian=True):
         calls.append(with_jacobian)
         return original(self, q, tcp, with_jacobian)
 
     targets, seeds, _ = _local_problem(panda64, 4, seed=8)
-    monkeypatch.setattr(type(model), "fk_and_jacobian", counting)
+    monkeypatch.setattr(type(model), "fk_and_jacobian_batch_last", counting)
     DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=5)).solve(targets, seeds)
     assert calls.count(True) == 5  # one FK + Jacobian per step (the final evaluation needs FK only)
     assert calls.count(False) <= 1
