@@ -29,10 +29,10 @@ def from_batch_last(x: torch.Tensor, batch: torch.Size | tuple[int, ...]) -> tor
 
 
 def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    columns, rows = a.unbind(1), b.unbind(0)
-    out = columns[0][:, None] * rows[0][None]
+    columns, rows = a[:, :, None].unbind(1), b[None].unbind(1)  # k x (n, 1, B) and k x (1, m, B)
+    out = columns[0] * rows[0]
     for column, row in zip(columns[1:], rows[1:], strict=True):
-        out = torch.addcmul(out, column[:, None], row[None])
+        out = torch.addcmul(out, column, row)
     return out
 
 

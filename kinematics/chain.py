@@ -99,14 +99,20 @@ class SerialChainKinematics(nn.Module):
         k = k - k.transpose(0, 2, 1)
         rot0 = origins[:, :3, :3]
         as_t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device=device)  # noqa: E731
-        self.register_buffer("rot_a", as_t(rot0))
-        self.register_buffer("rot_b", as_t(np.where(rev, rot0 @ k, 0.0)))
-        self.register_buffer("rot_c", as_t(np.where(rev, rot0 @ k @ k, 0.0)))
-        self.register_buffer("trans_0", as_t(origins[:, :3, 3]))
-        # Prismatic joints move along the axis expressed in the parent frame: O_i's rotation times the axis.
-        self.register_buffer("trans_dir", as_t(np.where(rev[..., 0], 0.0, np.einsum("nij,nj->ni", rot0, axes))))
-        self.register_buffer("axes", as_t(axes))
-        self.register_buffer("axis_in_parent", as_t(np.einsum("nij,nj->ni", rot0, axes)), persistent=False)
+        # Local frame i as [R | p | axis] (dof, 3, 5) = constant + sin(q) sine + (1 - cos(q)) versine + q slide:
+        # O_i R(q) by Rodrigues, the origin (moving along the axis for prismatic joints), and the axis in the parent
+        # frame, O_i a_i, which the joint's own motion leaves fixed; the chain product carries it to the root frame.
+        in_parent = np.einsum("nij,nj->ni", rot0, axes)
+        prismatic = np.where(rev[..., 0], 0.0, in_parent)
+        zero = np.zeros((len(joints), 3, 1))
+        constant = np.concatenate((rot0, origins[:, :3, 3:4], in_parent[..., None]), 2)
+        sine = np.concatenate((np.where(rev, rot0 @ k, 0.0), zero, zero), 2)
+        versine = np.concatenate((np.where(rev, rot0 @ k @ k, 0.0), zero, zero), 2)
+        slide = np.concatenate((np.zeros((len(joints), 3, 3)), prismatic[..., None], zero), 2)
+        self.register_buffer("local_constant", as_t(constant))
+        self.register_buffer("local_sine", as_t(sine))
+        self.register_buffer("local_versine", as_t(versine))
+        self.register_buffer("local_slide", as_t(slide))
         self.register_buffer("revolute_mask", as_t((kinds == REVOLUTE).astype(float)))
         self.register_buffer("tail", as_t(tail))
         self.register_buffer("homogeneous_row", as_t([[0.0, 0.0, 0.0, 1.0]]))
@@ -200,34 +206,27 @@ class SerialChainKinematics(nn.Module):
         TCP rotation ``(3, 3, B)``, TCP position ``(3, B)`` and the transposed Jacobian ``(dof, 6, B)``."""
         dof, batch = q.shape
         s, one_minus_c = torch.sin(q)[:, None, None], (1.0 - torch.cos(q))[:, None, None]
-        local_rot = torch.addcmul(
-            torch.addcmul(self.rot_a[..., None], s, self.rot_b[..., None]), one_minus_c, self.rot_c[..., None]
-        )
-        if self.all_revolute:
-            local_trans = self.trans_0[..., None, None].expand(dof, 3, 1, batch)
-        else:
-            local_trans = torch.addcmul(
-                self.trans_0[..., None, None], q[:, None, None], self.trans_dir[..., None, None]
-            )
-        # A rotation about an axis leaves it fixed, so joint i's axis in the root frame is R_{i-1} O_i a_i: a
-        # constant fourth column that the chain product carries along. unbind/split rather than indexing: their
-        # backward concatenates instead of filling a zero tensor per slice.
-        axis = self.axis_in_parent[..., None, None].expand(dof, 3, 1, batch)
-        local = torch.cat((local_rot, local_trans, axis), 2).unbind(0)  # dof x (3, 5, B): [R | p | axis]
-        rot, trans, z = local[0].split([3, 1, 1], 1)
-        origins, axes = [trans], [z]
-        for frame in local[1:]:
-            rot, step, z = matmul(rot, frame).split([3, 1, 1], 1)
-            trans = trans + step
-            origins.append(trans)
-            axes.append(z)
+        local = torch.addcmul(self.local_constant[..., None], s, self.local_sine[..., None])
+        local = torch.addcmul(local, one_minus_c, self.local_versine[..., None])
+        if not self.all_revolute:
+            local = torch.addcmul(local, q[:, None, None], self.local_slide[..., None])
+        # Frame i in the root frame: R_{i-1} [R_i^local | p_i^local | axis_i] = [R_i | p_i - p_{i-1} | axis_i].
+        # unbind/split rather than indexing: their backward concatenates instead of filling a zero tensor per slice.
+        frames = local.unbind(0)
+        products = [frames[0]]
+        rot = frames[0].split([3, 2], 1)[0]
+        for frame in frames[1:]:
+            products.append(matmul(rot, frame))
+            rot = products[-1].split([3, 2], 1)[0]
+        _, steps, axes = torch.stack(products).split([3, 1, 1], 2)  # (dof, 3, 1, B) each
         end = self.tail if tcp is None else self.tail @ tcp
         tip_rot, tip_step = matmul_constant(rot, end[:3, :]).split([3, 1], 1)
-        position = (trans + tip_step).squeeze(1)
+        origins = steps.squeeze(2).cumsum(0)  # (dof, 3, B) joint origins
+        position = origins[-1] + tip_step.squeeze(1)
         if not with_jacobian:
             return tip_rot, position, None
-        z = torch.stack(axes).squeeze(2)  # (dof, 3, B) joint axes in the root frame
-        arm = position - torch.stack(origins).squeeze(2)
+        z = axes.squeeze(2)  # (dof, 3, B) joint axes in the root frame
+        arm = position - origins
         if self.all_revolute:
             jac_t = torch.cat((cross(z, arm), z), 1)
         else:

@@ -156,7 +156,9 @@ class DifferentiableIKLayer(nn.Module):
             err = torch.cat(_pose_error_batch_last(target_rot, target_pos, rot, pos))  # (6, B)
             if cfg.step == "clamp":
                 damped = gram(jac_t, damping_sq)  # J J^T + damping^2 I, (6, 6, B)
-                x, _ = torch.linalg.solve_ex(damped.permute(2, 0, 1), err.T[..., None], check_errors=False)
+                # (B, 6, 6) rows of the symmetric matrix, handed over column-major (.mT) as LAPACK stores them.
+                damped = damped.reshape(36, -1).T.reshape(-1, 6, 6).mT
+                x, _ = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)
                 q = q + cfg.step_size * (jac_t * x[..., 0].T).sum(1)
                 q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
             else:

@@ -134,7 +134,7 @@ def test_custom_joint_limits_drive_clamp_within_limits_and_default_seed(panda64)
 def test_geometry_and_tcp_are_buffers_not_parameters(panda64):
     assert list(panda64.parameters()) == []
     names = dict(panda64.named_buffers())
-    for name in ("tcp", "lower", "upper", "model.rot_a", "model.axes", "model.tail", "model.trans_0"):
+    for name in ("tcp", "lower", "upper", "model.local_constant", "model.local_sine", "model.tail"):
         assert name in names, name
     assert not any(b.requires_grad for b in names.values())
 
