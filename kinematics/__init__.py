@@ -15,8 +15,9 @@ from kinematics.errors import (
     ShapeError,
     URDFError,
 )
-from kinematics.ik import DifferentiableIKCfg, DifferentiableIKLayer, IKResult, pose_error
+from kinematics.ik import DifferentiableIKCfg, DifferentiableIKLayer, IKResult
 from kinematics.layer import KinematicsLayer
+from kinematics.pose_error import pose_error
 from kinematics.r9 import r9_to_se3, se3_to_r9, singularity_margin
 from kinematics.rotations import make_transform, se3_exp_left, skew, so3_exp, so3_log, transform_inverse
 

@@ -14,12 +14,13 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
-from kinematics.batch_last import from_batch_last, gram, matmul, to_batch_last
+from kinematics.batch_last import from_batch_last, gram, to_batch_last
 from kinematics.box_qp import solve_box_qp
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError
 from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
-from kinematics.rotations import so3_log_matrix_first, validate_transform
+from kinematics.pose_error import pose_error, pose_error_batch_last
+from kinematics.rotations import validate_transform
 
 
 @dataclass(frozen=True)
@@ -81,24 +82,18 @@ class IKResult:
     within_limits: torch.Tensor  # (...) bool
 
 
-def pose_error(target: torch.Tensor, reached: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """Root-frame position error ``(..., 3)`` and shortest rotation error ``log(R_target R_reached^T)`` ``(..., 3)``."""
-    batch = torch.broadcast_shapes(target.shape[:-2], reached.shape[:-2])
-    target, reached = target.expand(*batch, 4, 4), reached.expand(*batch, 4, 4)
-    position, rotation = _pose_error_batch_last(
-        to_batch_last(target[..., :3, :3], 2),
-        to_batch_last(target[..., :3, 3], 1),
-        to_batch_last(reached[..., :3, :3], 2),
-        to_batch_last(reached[..., :3, 3], 1),
-    )
-    return from_batch_last(position, batch), from_batch_last(rotation, batch)
+def dls_step(
+    q: torch.Tensor, jac_t: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor, step_size: float
+) -> torch.Tensor:
+    """``q + step_size * J^T solve(J J^T + damping^2 I, e)`` in the batch-last layout, before any projection.
 
-
-def _pose_error_batch_last(
-    target_rot: torch.Tensor, target_pos: torch.Tensor, rot: torch.Tensor, pos: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """``pose_error`` in the batch-last layout: rotations ``(3, 3, B)``, positions ``(3, B)`` -> two ``(3, B)``."""
-    return target_pos - pos, so3_log_matrix_first(matmul(target_rot, rot.transpose(0, 1)))
+    ``q`` ``(dof, B)``, ``jac_t`` (``J^T``) ``(dof, 6, B)``, ``err`` ``(6, B)``, ``damping_sq`` ``(6, 6, 1)``.
+    """
+    damped = gram(jac_t, damping_sq)  # (6, 6, B)
+    # The symmetric matrices as contiguous (B, 6, 6) rows, handed over column-major (.mT) as LAPACK stores them.
+    damped = damped.reshape(36, -1).T.reshape(-1, 6, 6).mT
+    x, _ = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)
+    return q + step_size * (jac_t * x[..., 0].T).sum(1)
 
 
 class DifferentiableIKLayer(nn.Module):
@@ -153,13 +148,9 @@ class DifferentiableIKLayer(nn.Module):
         damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]
         for _ in range(cfg.max_iterations):
             rot, pos, jac_t = kin.model.fk_and_jacobian_batch_last(q, kin.tcp)
-            err = torch.cat(_pose_error_batch_last(target_rot, target_pos, rot, pos))  # (6, B)
+            err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))  # (6, B)
             if cfg.step == "clamp":
-                damped = gram(jac_t, damping_sq)  # J J^T + damping^2 I, (6, 6, B)
-                # (B, 6, 6) rows of the symmetric matrix, handed over column-major (.mT) as LAPACK stores them.
-                damped = damped.reshape(36, -1).T.reshape(-1, 6, 6).mT
-                x, _ = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)
-                q = q + cfg.step_size * (jac_t * x[..., 0].T).sum(1)
+                q = dls_step(q, jac_t, err, damping_sq, cfg.step_size)
                 q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
             else:
                 q = self._qp_step(q.T, jac_t.permute(2, 1, 0), err.T).T
@@ -204,7 +195,7 @@ class DifferentiableIKLayer(nn.Module):
         batch = torch.broadcast_shapes(target.shape[:-2], q.shape[:-1])
         target, q = target.expand(*batch, 4, 4), q.expand(*batch, kin.dof)
         rot, pos, _ = kin.model.fk_and_jacobian_batch_last(to_batch_last(q, 1), kin.tcp, with_jacobian=False)
-        position, rotation = _pose_error_batch_last(
+        position, rotation = pose_error_batch_last(
             to_batch_last(target[..., :3, :3], 2), to_batch_last(target[..., :3, 3], 1), rot, pos
         )
         pos_norm, rot_norm = _safe_norm(position), _safe_norm(rotation)

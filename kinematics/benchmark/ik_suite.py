@@ -12,11 +12,14 @@ import numpy as np
 import torch
 
 import assets
-from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, pose_error
+from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
+from kinematics.batch_last import gram, to_batch_last
 from kinematics.benchmark import memory, peers
 from kinematics.benchmark.config import BenchConfig
 from kinematics.benchmark.problem import TARGET_KINDS, ik_problem, panda_layer
 from kinematics.benchmark.timing import measure
+from kinematics.ik import dls_step
+from kinematics.pose_error import pose_error_batch_last
 
 PK_DEFAULT_RETRIES = 10
 METHODS = {
@@ -36,12 +39,12 @@ METHODS = {
     "damping, step and clamp",
 }
 COMPONENTS = {
-    "fk_and_jacobian": "layer.model.fk_and_jacobian(q, tcp)",
-    "pose_error": "position and so3_log rotation error (6-vector)",
-    "jjt_damped": "J J^T + damping^2 I",
-    "solve_ex": "torch.linalg.solve_ex(A, e, check_errors=False)",
+    "fk_and_jacobian": "layer.model.fk_and_jacobian_batch_last(q, tcp): TCP pose and J^T, batch-last layout",
+    "pose_error": "pose_error_batch_last: position and so3_log rotation error (6-vector)",
+    "jjt_damped": "batch_last.gram: J J^T + damping^2 I",
+    "solve_ex": "torch.linalg.solve_ex(A, e, check_errors=False) on the (B, 6, 6) column-major view",
     "jt_x": "J^T x",
-    "dls_update": "clamp(q + step * J^T solve(J J^T + damping^2 I, e)) from J and e",
+    "dls_update": "clamp(ik.dls_step(...)): clamp(q + step * J^T solve(J J^T + damping^2 I, e)) from J and e",
     "iteration": "one whole loop body: FK+J, error, DLS update",
 }
 
@@ -173,34 +176,34 @@ class Solvers:
         return run
 
     def components(self, seeds64: torch.Tensor, targets64: torch.Tensor) -> dict[str, Callable[[], object]]:
-        """Callables for the parts of one DLS iteration at these inputs, as ``DifferentiableIKLayer.solve``
-        runs them."""
+        """Callables for the parts of one DLS iteration at these inputs, with the functions
+        ``DifferentiableIKLayer.solve`` runs, in its batch-last layout."""
         kin, cfg = self.layer, self.ik.cfg
         model, tcp = kin.model, kin.tcp
-        q, target = kin.clamp(self.cast(seeds64)), self.cast(targets64)
-        damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)
-        pose, jac = model.fk_and_jacobian(q, tcp)
-        err = torch.cat(pose_error(target, pose), -1)
-        jt = jac.transpose(-1, -2)
-        a = jac @ jt + damping_sq
-        x = torch.linalg.solve_ex(a, err[..., None], check_errors=False)[0]
+        lower, upper = kin.lower[:, None], kin.upper[:, None]
+        q = torch.clamp(to_batch_last(self.cast(seeds64), 1), lower, upper)
+        target = self.cast(targets64)
+        target_rot, target_pos = to_batch_last(target[..., :3, :3], 2), to_batch_last(target[..., :3, 3], 1)
+        damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]
+        rot, pos, jac_t = model.fk_and_jacobian_batch_last(q, tcp)
+        err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))
+        damped = gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6).mT
+        x = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)[0]
 
-        def update(jac, err):
-            jt = jac.transpose(-1, -2)
-            x = torch.linalg.solve_ex(jac @ jt + damping_sq, err[..., None], check_errors=False)[0]
-            return kin.clamp(q + cfg.step_size * (jt @ x)[..., 0])
+        def update(jac_t, err):
+            return torch.clamp(dls_step(q, jac_t, err, damping_sq, cfg.step_size), lower, upper)
 
         def iteration():
-            pose, jac = model.fk_and_jacobian(q, tcp)
-            return update(jac, torch.cat(pose_error(target, pose), -1))
+            rot, pos, jac_t = model.fk_and_jacobian_batch_last(q, tcp)
+            return update(jac_t, torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos)))
 
         return {
-            "fk_and_jacobian": lambda: model.fk_and_jacobian(q, tcp),
-            "pose_error": lambda: torch.cat(pose_error(target, pose), -1),
-            "jjt_damped": lambda: jac @ jt + damping_sq,
-            "solve_ex": lambda: torch.linalg.solve_ex(a, err[..., None], check_errors=False),
-            "jt_x": lambda: (jt @ x)[..., 0],
-            "dls_update": lambda: update(jac, err),
+            "fk_and_jacobian": lambda: model.fk_and_jacobian_batch_last(q, tcp),
+            "pose_error": lambda: torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos)),
+            "jjt_damped": lambda: gram(jac_t, damping_sq),
+            "solve_ex": lambda: torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False),
+            "jt_x": lambda: (jac_t * x[..., 0].T).sum(1),
+            "dls_update": lambda: update(jac_t, err),
             "iteration": iteration,
         }
 
