@@ -36,11 +36,8 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _gram(rows: torch.Tensor, diagonal: torch.Tensor) -> torch.Tensor:
-    out = diagonal
-    for row in rows.unbind(0):
-        out = torch.addcmul(out, row[:, None], row[None])
-    return out
+def _gram(rows: torch.Tensor, constant: torch.Tensor) -> torch.Tensor:
+    return (rows[:, :, None] * rows[:, None]).sum(0) + constant
 
 
 class _Product(torch.autograd.Function):
@@ -63,8 +60,8 @@ class _Product(torch.autograd.Function):
 
 class _Gram(torch.autograd.Function):
     @staticmethod
-    def forward(rows: torch.Tensor, diagonal: torch.Tensor) -> torch.Tensor:
-        return _gram(rows, diagonal)
+    def forward(rows: torch.Tensor, constant: torch.Tensor) -> torch.Tensor:
+        return _gram(rows, constant)
 
     @staticmethod
     def setup_context(ctx, inputs, output) -> None:

@@ -64,6 +64,14 @@ def _chain_joints(urdf: yourdfpy.URDF, root_link: str, end_link: str) -> list:
     return path[::-1]
 
 
+def _rotation_taking_z_to(axis: np.ndarray) -> np.ndarray:
+    """A rotation whose third column is the unit ``axis`` (the identity for the z axis itself)."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = helper - helper.dot(axis) * axis
+    x = x / np.linalg.norm(x)
+    return np.stack((x, np.cross(axis, x), axis), 1)
+
+
 class SerialChainKinematics(nn.Module):
     """Geometry of a serial chain as buffers, and batched FK plus geometric Jacobian in torch.
 
@@ -93,28 +101,29 @@ class SerialChainKinematics(nn.Module):
         self.end_link_name = end_link_name
         kinds = np.array([j.kind for j in joints])
         axes = axes / np.linalg.norm(axes, axis=-1, keepdims=True)
+        # Re-express every joint frame by a constant rotation P_i that takes z to the joint axis, so that each
+        # joint moves along its local z: O_i' = P_{i-1}^T O_i P_i and tail' = P_n^T tail. Joint origins and the TCP
+        # are unchanged, and each joint's axis in the root frame is the third column of its frame's rotation.
+        frames, previous = [], np.eye(4)
+        for origin, axis in zip(origins, axes, strict=True):
+            to_axis = np.eye(4)
+            to_axis[:3, :3] = _rotation_taking_z_to(axis)
+            frames.append(previous.T @ origin @ to_axis)
+            previous = to_axis
+        frames = np.stack(frames)
         rev = (kinds == REVOLUTE)[:, None, None]
-        k = np.zeros((len(joints), 3, 3))
-        k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -axes[:, 2], axes[:, 1], -axes[:, 0]
-        k = k - k.transpose(0, 2, 1)
-        rot0 = origins[:, :3, :3]
+        rot, zero = frames[:, :3, :3], np.zeros((len(joints), 3, 1))
+        k = np.array([[0.0, -1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, 0.0]])  # skew(z)
+        slide = np.where(rev[..., 0], 0.0, rot[:, :, 2])[..., None]
         as_t = lambda a: torch.as_tensor(np.ascontiguousarray(a), dtype=dtype, device=device)  # noqa: E731
-        # Local frame i as [R | p | axis] (dof, 3, 5) = constant + sin(q) sine + (1 - cos(q)) versine + q slide:
-        # O_i R(q) by Rodrigues, the origin (moving along the axis for prismatic joints), and the axis in the parent
-        # frame, O_i a_i, which the joint's own motion leaves fixed; the chain product carries it to the root frame.
-        in_parent = np.einsum("nij,nj->ni", rot0, axes)
-        prismatic = np.where(rev[..., 0], 0.0, in_parent)
-        zero = np.zeros((len(joints), 3, 1))
-        constant = np.concatenate((rot0, origins[:, :3, 3:4], in_parent[..., None]), 2)
-        sine = np.concatenate((np.where(rev, rot0 @ k, 0.0), zero, zero), 2)
-        versine = np.concatenate((np.where(rev, rot0 @ k @ k, 0.0), zero, zero), 2)
-        slide = np.concatenate((np.zeros((len(joints), 3, 3)), prismatic[..., None], zero), 2)
-        self.register_buffer("local_constant", as_t(constant))
-        self.register_buffer("local_sine", as_t(sine))
-        self.register_buffer("local_versine", as_t(versine))
-        self.register_buffer("local_slide", as_t(slide))
+        # Local frame i as [R | p] (dof, 3, 4) = constant + sin(q) sine + (1 - cos(q)) versine + q slide: O_i' R_z(q)
+        # by Rodrigues for revolute joints, O_i' translated by q along z for prismatic ones.
+        self.register_buffer("local_constant", as_t(frames[:, :3, :]))
+        self.register_buffer("local_sine", as_t(np.concatenate((np.where(rev, rot @ k, 0.0), zero), 2)))
+        self.register_buffer("local_versine", as_t(np.concatenate((np.where(rev, rot @ k @ k, 0.0), zero), 2)))
+        self.register_buffer("local_slide", as_t(np.concatenate((np.zeros((len(joints), 3, 3)), slide), 2)))
         self.register_buffer("revolute_mask", as_t((kinds == REVOLUTE).astype(float)))
-        self.register_buffer("tail", as_t(tail))
+        self.register_buffer("tail", as_t(previous.T @ tail))
         self.register_buffer("homogeneous_row", as_t([[0.0, 0.0, 0.0, 1.0]]))
         self.register_buffer("lower", as_t([j.lower for j in joints]))
         self.register_buffer("upper", as_t([j.upper for j in joints]))
@@ -210,15 +219,16 @@ class SerialChainKinematics(nn.Module):
         local = torch.addcmul(local, one_minus_c, self.local_versine[..., None])
         if not self.all_revolute:
             local = torch.addcmul(local, q[:, None, None], self.local_slide[..., None])
-        # Frame i in the root frame: R_{i-1} [R_i^local | p_i^local | axis_i] = [R_i | p_i - p_{i-1} | axis_i].
-        # unbind/split rather than indexing: their backward concatenates instead of filling a zero tensor per slice.
+        # Frame i in the root frame: R_{i-1} [R_i^local | p_i^local] = [R_i | p_i - p_{i-1}]; its z column is
+        # joint i's axis. unbind/split rather than indexing: their backward concatenates instead of filling a
+        # zero tensor per slice.
         frames = local.unbind(0)
         products = [frames[0]]
-        rot = frames[0].split([3, 2], 1)[0]
+        rot = frames[0].split([3, 1], 1)[0]
         for frame in frames[1:]:
             products.append(matmul(rot, frame))
-            rot = products[-1].split([3, 2], 1)[0]
-        _, steps, axes = torch.stack(products).split([3, 1, 1], 2)  # (dof, 3, 1, B) each
+            rot = products[-1].split([3, 1], 1)[0]
+        _, axes, steps = torch.stack(products).split([2, 1, 1], 2)  # axes, steps: (dof, 3, 1, B)
         end = self.tail if tcp is None else self.tail @ tcp
         tip_rot, tip_step = matmul_constant(rot, end[:3, :]).split([3, 1], 1)
         origins = steps.squeeze(2).cumsum(0)  # (dof, 3, B) joint origins

@@ -318,9 +318,10 @@ def run(cfg: BenchConfig) -> dict:
             for name, timing in parts.items():
                 components.append({"dtype": dtype, "batch": batch, "component": name, **timing.as_dict()})
     notes += [
-        f"{cfg.iterations} iterations for this project, pk.matched and pin.dls; seeds uniform in the joint "
-        "limits; local targets = FK(seed + N(0, 0.05 rad) per joint, clamped); distant targets = "
-        "FK(independent uniform configuration). Every method sees the same seeds and targets.",
+        f"{cfg.iterations} iterations for this project, pk.matched and pin.dls; targets = FK(configuration "
+        "uniform in the joint limits), the same for both kinds; local seeds = that configuration + N(0, 0.05 rad) "
+        "per joint, clamped; distant seeds = independent uniform configurations. Every method sees the same "
+        "seeds and targets.",
         "Accuracy by this project's criteria for every method: success = position error <= 5e-4 m, rotation "
         "error <= 5e-4 rad and inside the joint limits; mean/median/max over all rows, failed rows included.",
         "Times are medians over repeats measured round-robin across the methods of a case, after one warm-up "

@@ -13,7 +13,7 @@ import torch
 import assets
 from kinematics import KinematicsLayer, SerialChainKinematics
 
-# Standard deviation (rad) of the per-joint perturbation that turns a seed into a "local" target.
+# Standard deviation (rad) of the per-joint perturbation that turns a target's configuration into a "local" seed.
 LOCAL_PERTURBATION = 0.05
 TARGET_KINDS = ("local", "distant")
 
@@ -47,16 +47,17 @@ def random_configs(layer: KinematicsLayer, n: int, seed: int) -> torch.Tensor:
 def ik_problem(layer64: KinematicsLayer, batch: int, kind: str, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Seeds ``(batch, dof)`` and targets ``(batch, 4, 4)``, float64 on the CPU.
 
-    ``local``: FK of the seed plus N(0, 0.05 rad) per joint, clamped into the limits. ``distant``: FK of an
-    independent uniform configuration. The seeds are the same for both kinds.
+    The targets are FK of configurations uniform inside the limits, the same for both kinds. ``local``: each
+    seed is its target's configuration perturbed by N(0, 0.05 rad) per joint, clamped into the limits.
+    ``distant``: independent uniform seeds.
     """
-    seeds = random_configs(layer64, batch, seed)
+    goal = random_configs(layer64, batch, seed)
     if kind == "local":
         gen = torch.Generator().manual_seed(seed + 1)
         noise = torch.randn(batch, layer64.dof, generator=gen, dtype=torch.float64)
-        goal = layer64.clamp(seeds + LOCAL_PERTURBATION * noise)
+        seeds = layer64.clamp(goal + LOCAL_PERTURBATION * noise)
     elif kind == "distant":
-        goal = random_configs(layer64, batch, seed + 2)
+        seeds = random_configs(layer64, batch, seed + 2)
     else:
         raise ValueError(f"target kind must be one of {TARGET_KINDS}, got {kind!r}")
     with torch.no_grad():
