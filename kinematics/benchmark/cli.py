@@ -108,6 +108,7 @@ def meta(cfg: BenchConfig, argv: list[str], load_start: float | None) -> dict:
         "cpu": _cpu_name(),
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (the OpenMP runtime's default)"),
         "device": str(device) + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""),
         "peer_versions": peers.versions(),
         "iterations": cfg.iterations,

@@ -62,7 +62,8 @@ def _meta_line(meta: dict) -> str:
     peers = ", ".join(f"{k} {v}" for k, v in meta["peer_versions"].items() if v)
     load = meta.get("loadavg_start"), meta.get("loadavg_end")
     return (
-        f"torch {meta['torch']} · {meta['torch_threads']} threads · device {meta['device']} · {peers} · "
+        f"torch {meta['torch']} · {meta['torch_threads']} threads · OMP_WAIT_POLICY "
+        f"{meta.get('omp_wait_policy', 'not recorded')} · device {meta['device']} · {peers} · "
         f"CPU {meta['cpu']} · load average (1 min) {load[0]} at start, {load[1]} at end · {meta['timestamp']}"
     )
 
