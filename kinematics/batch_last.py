@@ -36,10 +36,6 @@ def _product(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return out
 
 
-def _gram(rows: torch.Tensor, constant: torch.Tensor) -> torch.Tensor:
-    return (rows[:, :, None] * rows[:, None]).sum(0) + constant
-
-
 class _Product(torch.autograd.Function):
     @staticmethod
     def forward(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -58,22 +54,6 @@ class _Product(torch.autograd.Function):
         return grad_a, grad_b
 
 
-class _Gram(torch.autograd.Function):
-    @staticmethod
-    def forward(rows: torch.Tensor, constant: torch.Tensor) -> torch.Tensor:
-        return _gram(rows, constant)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output) -> None:
-        ctx.save_for_backward(inputs[0])
-
-    @staticmethod
-    @once_differentiable
-    def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor, None]:
-        (rows,) = ctx.saved_tensors
-        return _product(grad + grad.transpose(0, 1), rows.transpose(0, 1)).transpose(0, 1), None
-
-
 def _tracked(*tensors: torch.Tensor) -> bool:
     return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
 
@@ -85,10 +65,8 @@ def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 def gram(rows: torch.Tensor, constant: torch.Tensor) -> torch.Tensor:
     """``constant + sum_k rows[k] rows[k]^T``: ``(K, n, B)`` vectors -> ``(n, n, B)``, i.e. ``J J^T + C`` with ``J^T``
-    stored as ``rows``. ``constant`` broadcasts to ``(n, n, B)`` and gets no gradient."""
-    if constant.requires_grad:
-        raise ValueError("gram: the added constant must not require a gradient")
-    return _Gram.apply(rows, constant) if _tracked(rows) else _gram(rows, constant)
+    stored as ``rows``; ``constant`` broadcasts to ``(n, n, B)``."""
+    return (rows[:, :, None] * rows[:, None]).sum(0) + constant
 
 
 def matmul_constant(a: torch.Tensor, m: torch.Tensor) -> torch.Tensor:

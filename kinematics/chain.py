@@ -17,6 +17,7 @@ import yourdfpy
 from torch import nn
 
 from kinematics.batch_last import cross, from_batch_last, matmul, matmul_constant, to_batch_last
+from kinematics.chain_gradient import RevoluteChainKinematics
 from kinematics.errors import LinkNotFoundError, NotAChainError, URDFError
 
 REVOLUTE, PRISMATIC = 0, 1
@@ -212,7 +213,19 @@ class SerialChainKinematics(nn.Module):
         self, q: torch.Tensor, tcp: torch.Tensor | None = None, with_jacobian: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """The same quantities in the batch-last layout (``kinematics.batch_last``): ``q`` ``(dof, B)`` ->
-        TCP rotation ``(3, 3, B)``, TCP position ``(3, B)`` and the transposed Jacobian ``(dof, 6, B)``."""
+        TCP rotation ``(3, 3, B)``, TCP position ``(3, B)`` and the transposed Jacobian ``(dof, 6, B)``.
+
+        Gradients to ``q`` through an all-revolute chain's pose and Jacobian use the closed form of
+        ``kinematics.chain_gradient``; otherwise autograd follows the pass itself.
+        """
+        closed_form = with_jacobian and self.all_revolute and (tcp is None or not tcp.requires_grad)
+        if closed_form and torch.is_grad_enabled() and q.requires_grad:
+            return RevoluteChainKinematics.apply(q, lambda x: self._batch_last_pass(x, tcp, True))
+        return self._batch_last_pass(q, tcp, with_jacobian)
+
+    def _batch_last_pass(
+        self, q: torch.Tensor, tcp: torch.Tensor | None, with_jacobian: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         dof, batch = q.shape
         s, one_minus_c = torch.sin(q)[:, None, None], (1.0 - torch.cos(q))[:, None, None]
         local = torch.addcmul(self.local_constant[..., None], s, self.local_sine[..., None])

@@ -14,8 +14,9 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
-from kinematics.batch_last import from_batch_last, gram, to_batch_last
+from kinematics.batch_last import from_batch_last, to_batch_last
 from kinematics.box_qp import solve_box_qp
+from kinematics.dls_step import dls_step
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError
 from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
@@ -80,20 +81,6 @@ class IKResult:
     position_error_norm: torch.Tensor  # (...)
     rotation_error_norm: torch.Tensor  # (...)
     within_limits: torch.Tensor  # (...) bool
-
-
-def dls_step(
-    q: torch.Tensor, jac_t: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor, step_size: float
-) -> torch.Tensor:
-    """``q + step_size * J^T solve(J J^T + damping^2 I, e)`` in the batch-last layout, before any projection.
-
-    ``q`` ``(dof, B)``, ``jac_t`` (``J^T``) ``(dof, 6, B)``, ``err`` ``(6, B)``, ``damping_sq`` ``(6, 6, 1)``.
-    """
-    damped = gram(jac_t, damping_sq)  # (6, 6, B)
-    # The symmetric matrices as contiguous (B, 6, 6) rows, handed over column-major (.mT) as LAPACK stores them.
-    damped = damped.reshape(36, -1).T.reshape(-1, 6, 6).mT
-    x, _ = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)
-    return q + step_size * (jac_t * x[..., 0].T).sum(1)
 
 
 class DifferentiableIKLayer(nn.Module):

@@ -18,7 +18,7 @@ from kinematics.benchmark import memory, peers
 from kinematics.benchmark.config import BenchConfig
 from kinematics.benchmark.problem import TARGET_KINDS, ik_problem, panda_layer
 from kinematics.benchmark.timing import measure
-from kinematics.ik import dls_step
+from kinematics.dls_step import dls_step
 from kinematics.pose_error import pose_error_batch_last
 
 PK_DEFAULT_RETRIES = 10

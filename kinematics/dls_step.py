@@ -1,0 +1,66 @@
+"""One damped-least-squares step in the batch-last layout, with its first-order gradient in closed form.
+
+``u = J^T x`` with ``x = solve(A, e)`` and ``A = J J^T + damping^2 I`` (``torch.linalg.solve_ex`` with
+``check_errors=False``: no host synchronisation, a singular row gives non-finite values instead of an
+exception). For an upstream gradient ``g`` on ``u``, with ``y = A^{-1} J g`` and ``w = J^T y``:
+
+    dL/de = y,    dL/dJ[a, k] = x_a (g_k - w_k) - y_a u_k
+
+one more solve and a few products instead of autograd's path through the LU factors.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from kinematics.batch_last import gram
+
+
+def _solve(damped: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
+    """``(B, 6, 6)`` systems, ``(6, B)`` right-hand sides -> ``(6, B)``."""
+    x, _ = torch.linalg.solve_ex(damped, rhs.T[..., None], check_errors=False)
+    return x[..., 0].T
+
+
+def _damped_least_squares(jac_t: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor):
+    # The symmetric matrices as contiguous (B, 6, 6) rows, handed over column-major (.mT) as LAPACK stores them.
+    damped = gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6).mT
+    x = _solve(damped, err)
+    return (jac_t * x).sum(1), x, damped
+
+
+class _DampedLeastSquares(torch.autograd.Function):
+    @staticmethod
+    def forward(jac_t: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor):
+        return _damped_least_squares(jac_t, err, damping_sq)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        u, x, damped = output
+        ctx.mark_non_differentiable(x, damped)
+        ctx.save_for_backward(inputs[0], u, x, damped)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_u, _grad_x, _grad_damped):
+        jac_t, u, x, damped = ctx.saved_tensors
+        y = _solve(damped, (jac_t * grad_u[:, None]).sum(0))
+        w = (jac_t * y).sum(1)
+        grad_jac = x * (grad_u - w)[:, None] - y * u[:, None]
+        return grad_jac, y, None
+
+
+def dls_step(
+    q: torch.Tensor, jac_t: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor, step_size: float
+) -> torch.Tensor:
+    """``q + step_size * J^T solve(J J^T + damping^2 I, e)`` in the batch-last layout, before any projection.
+
+    ``q`` ``(dof, B)``, ``jac_t`` (``J^T``) ``(dof, 6, B)``, ``err`` ``(6, B)``, ``damping_sq`` ``(6, 6, 1)``
+    without a gradient.
+    """
+    if torch.is_grad_enabled() and (jac_t.requires_grad or err.requires_grad):
+        step = _DampedLeastSquares.apply(jac_t, err, damping_sq)[0]
+    else:
+        step = _damped_least_squares(jac_t, err, damping_sq)[0]
+    return q + step_size * step
