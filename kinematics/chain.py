@@ -16,6 +16,7 @@ import torch
 import yourdfpy
 from torch import nn
 
+from kinematics import native
 from kinematics.batch_last import cross, from_batch_last, matmul, matmul_constant, to_batch_last
 from kinematics.chain_gradient import RevoluteChainKinematics
 from kinematics.errors import LinkNotFoundError, NotAChainError, URDFError
@@ -218,14 +219,22 @@ class SerialChainKinematics(nn.Module):
         Gradients to ``q`` through an all-revolute chain's pose and Jacobian use the closed form of
         ``kinematics.chain_gradient``; otherwise autograd follows the pass itself.
         """
-        closed_form = with_jacobian and self.all_revolute and (tcp is None or not tcp.requires_grad)
+        closed_form = self.all_revolute and (tcp is None or not tcp.requires_grad)
         if closed_form and torch.is_grad_enabled() and q.requires_grad:
-            return RevoluteChainKinematics.apply(q, lambda x: self._batch_last_pass(x, tcp, True))
+            rot, pos, jac_t = RevoluteChainKinematics.apply(q, lambda x: self._batch_last_pass(x, tcp, True))
+            return rot, pos, jac_t if with_jacobian else None
         return self._batch_last_pass(q, tcp, with_jacobian)
 
     def _batch_last_pass(
         self, q: torch.Tensor, tcp: torch.Tensor | None, with_jacobian: bool
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        end = self.tail if tcp is None else self.tail @ tcp
+        blocks = (self.local_constant, self.local_sine, self.local_versine, self.local_slide)
+        recording = torch.is_grad_enabled() and any(t.requires_grad for t in (q, end, *blocks))
+        if not recording and native.supports(q):
+            computed = native.fk_jacobian(q, torch.stack(blocks, 1), self.revolute_mask, end[:3])
+            if computed is not None:
+                return computed if with_jacobian else (*computed[:2], None)
         dof, batch = q.shape
         s, one_minus_c = torch.sin(q)[:, None, None], (1.0 - torch.cos(q))[:, None, None]
         local = torch.addcmul(self.local_constant[..., None], s, self.local_sine[..., None])
@@ -242,7 +251,6 @@ class SerialChainKinematics(nn.Module):
             products.append(matmul(rot, frame))
             rot = products[-1].split([3, 1], 1)[0]
         _, axes, steps = torch.stack(products).split([2, 1, 1], 2)  # axes, steps: (dof, 3, 1, B)
-        end = self.tail if tcp is None else self.tail @ tcp
         tip_rot, tip_step = matmul_constant(rot, end[:3, :]).split([3, 1], 1)
         origins = steps.squeeze(2).cumsum(0)  # (dof, 3, B) joint origins
         position = origins[-1] + tip_step.squeeze(1)
