@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 from torch.autograd.function import once_differentiable
 
+from kinematics import native
 from kinematics.batch_last import gram
 
 
@@ -24,10 +25,18 @@ def _solve(damped: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
 
 
 def _damped_least_squares(jac_t: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor):
+    """``(J^T x, x, A)``; without a graph to record, on the CPU, the products run in ``kinematics.native``."""
+    compiled = native.supports(jac_t) and not (torch.is_grad_enabled() and (jac_t.requires_grad or err.requires_grad))
+    damped = native.gram(jac_t, damping_sq) if compiled else None
+    if damped is None:
+        compiled = False
+        damped = gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6)
     # The symmetric matrices as contiguous (B, 6, 6) rows, handed over column-major (.mT) as LAPACK stores them.
-    damped = gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6).mT
-    x = _solve(damped, err)
-    return (jac_t * x).sum(1), x, damped
+    damped = damped.mT
+    x, _ = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)
+    x = x[..., 0]  # (B, 6)
+    step = native.jt_x(jac_t, x) if compiled else None
+    return (jac_t * x.T).sum(1) if step is None else step, x.T, damped
 
 
 class _DampedLeastSquares(torch.autograd.Function):

@@ -1,4 +1,5 @@
-"""A compiled CPU kernel for the chain pass (FK + Jacobian, batch-last), built with the system C compiler.
+"""Compiled CPU kernels for the chain pass (FK + Jacobian, batch-last) and the DLS step's products, built with
+the system C compiler.
 
 The torch pass in ``kinematics.chain`` is about 90 small torch calls per evaluation; at batch 1024 most of its
 time is dispatch. This kernel does the same arithmetic in one call: one loop over the joints and, inside, a loop
@@ -92,10 +93,47 @@ DISPATCH void fk_jacobian_REAL(long dof, long n, const REAL *restrict sine, cons
         }
     }
 }
+
+/* J J^T + C for J^T stored as jac (dof, 6, n): sums in the batch-last layout (vectorised), then written as
+   contiguous (n, 6, 6) matrices for the batched solve. work: (21, n) scratch. */
+DISPATCH void gram_REAL(long dof, long n, const REAL *restrict jac, const REAL *restrict constant,
+                        REAL *restrict work, REAL *restrict out) {
+    long entry = 0;
+    for (int r = 0; r < 6; r++) {
+        for (int c = r; c < 6; c++, entry++) {
+            REAL *restrict w = work + entry * n, k = constant[6 * r + c];
+            _Pragma("GCC ivdep") for (long b = 0; b < n; b++) w[b] = k;
+            for (long i = 0; i < dof; i++) {
+                const REAL *restrict x = jac + (6 * i + r) * n, *restrict y = jac + (6 * i + c) * n;
+                _Pragma("GCC ivdep") for (long b = 0; b < n; b++) w[b] += x[b] * y[b];
+            }
+        }
+    }
+    for (long b = 0; b < n; b++) {
+        REAL *restrict m = out + 36 * b;
+        entry = 0;
+        for (int r = 0; r < 6; r++) {
+            for (int c = r; c < 6; c++, entry++) m[6 * r + c] = m[6 * c + r] = work[entry * n + b];
+        }
+    }
+}
+
+/* J^T x: jac (dof, 6, n), x (n, 6) as the batched solve returns it -> out (dof, n). */
+DISPATCH void jt_x_REAL(long dof, long n, const REAL *restrict jac, const REAL *restrict x, REAL *restrict out) {
+    for (long i = 0; i < dof; i++) {
+        const REAL *restrict j = jac + 6 * i * n;
+        REAL *restrict o = out + i * n;
+        _Pragma("GCC ivdep") for (long b = 0; b < n; b++) {
+            o[b] = j[b] * x[6 * b] + j[n + b] * x[6 * b + 1] + j[2 * n + b] * x[6 * b + 2] + j[3 * n + b] * x[6 * b + 3]
+                 + j[4 * n + b] * x[6 * b + 4] + j[5 * n + b] * x[6 * b + 5];
+        }
+    }
+}
 """
 SOURCE = _HEADER + _BODY.replace("REAL", "float") + _BODY.replace("REAL", "double")
 _FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99")
-_FUNCTIONS = {torch.float32: "fk_jacobian_float", torch.float64: "fk_jacobian_double"}
+_SUFFIX = {torch.float32: "float", torch.float64: "double"}
+_ARGUMENTS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3}  # pointers after (dof, n)
 _lock = threading.Lock()
 _state: dict[str, object] = {}
 
@@ -122,9 +160,11 @@ def _build() -> ctypes.CDLL:
                 raise OSError(f"{compiler} failed: {result.stderr.strip()[:500]}")
             os.replace(built, library)  # atomic: a concurrent build of the same key writes the same bytes
     lib = ctypes.CDLL(str(library))
-    for name in _FUNCTIONS.values():
-        getattr(lib, name).argtypes = [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * 9
-        getattr(lib, name).restype = None
+    for name, pointers in _ARGUMENTS.items():
+        for suffix in _SUFFIX.values():
+            function = getattr(lib, f"{name}_{suffix}")
+            function.argtypes = [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * pointers
+            function.restype = None
     return lib
 
 
@@ -150,7 +190,7 @@ def library() -> ctypes.CDLL | None:
 
 def supports(q: torch.Tensor) -> bool:
     """Whether ``q`` has a kernel: a CPU float32/float64 tensor (the caller checks that no graph is recorded)."""
-    return q.device.type == "cpu" and q.dtype in _FUNCTIONS
+    return q.device.type == "cpu" and q.dtype in _SUFFIX
 
 
 def fk_jacobian(
@@ -169,5 +209,30 @@ def fk_jacobian(
     pos = torch.empty(3, n, dtype=q.dtype)
     jac_t = torch.empty(dof, 6, n, dtype=q.dtype)
     args = (sine, versine, q, local.contiguous(), revolute.contiguous(), end.contiguous(), rot, pos, jac_t)
-    getattr(lib, _FUNCTIONS[q.dtype])(dof, n, *(t.data_ptr() for t in args))
+    getattr(lib, f"fk_jacobian_{_SUFFIX[q.dtype]}")(dof, n, *(t.data_ptr() for t in args))
     return rot, pos, jac_t
+
+
+def gram(jac_t: torch.Tensor, constant: torch.Tensor) -> torch.Tensor | None:
+    """``J J^T + C`` as contiguous ``(B, 6, 6)`` matrices from ``jac_t`` ``(dof, 6, B)`` and ``C`` (36 values), or
+    ``None`` when the kernel is unavailable."""
+    lib = library()
+    if lib is None:
+        return None
+    dof, _, n = jac_t.shape
+    jac_t, constant = jac_t.contiguous(), constant.contiguous()
+    work, out = torch.empty(21, n, dtype=jac_t.dtype), torch.empty(n, 6, 6, dtype=jac_t.dtype)
+    getattr(lib, f"gram_{_SUFFIX[jac_t.dtype]}")(dof, n, *(t.data_ptr() for t in (jac_t, constant, work, out)))
+    return out
+
+
+def jt_x(jac_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
+    """``J^T x`` ``(dof, B)`` from ``jac_t`` ``(dof, 6, B)`` and ``x`` ``(B, 6)``, or ``None``."""
+    lib = library()
+    if lib is None:
+        return None
+    dof, _, n = jac_t.shape
+    jac_t, x = jac_t.contiguous(), x.contiguous()
+    out = torch.empty(dof, n, dtype=jac_t.dtype)
+    getattr(lib, f"jt_x_{_SUFFIX[jac_t.dtype]}")(dof, n, *(t.data_ptr() for t in (jac_t, x, out)))
+    return out

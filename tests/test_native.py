@@ -75,3 +75,16 @@ def test_build_lands_atomically_in_its_cache(fresh_native, monkeypatch, tmp_path
     assert fresh_native.library() is not None
     built = list((tmp_path / "grasp-yaw-ik").iterdir())
     assert len(built) == 1 and built[0].name.startswith("chain-") and built[0].suffix == ".so"
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_dls_products_equal_their_torch_form(dtype):
+    gen = torch.Generator().manual_seed(11)
+    jac_t = torch.randn(7, 6, 33, generator=gen, dtype=torch.float64).to(dtype)
+    constant = (0.05**2 * torch.eye(6, dtype=dtype))[..., None]
+    jac = jac_t.permute(2, 1, 0)  # (B, 6, 7)
+    expected = jac @ jac.mT + 0.05**2 * torch.eye(6, dtype=dtype)
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(native.gram(jac_t, constant), expected, rtol=0, atol=tol)
+    x = torch.randn(33, 6, generator=gen, dtype=torch.float64).to(dtype)
+    torch.testing.assert_close(native.jt_x(jac_t, x), (jac.mT @ x[..., None])[..., 0].T, rtol=0, atol=tol)

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 import assets
-from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
+from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, native
 from kinematics.batch_last import gram, to_batch_last
 from kinematics.benchmark import memory, peers
 from kinematics.benchmark.config import BenchConfig
@@ -39,11 +39,12 @@ METHODS = {
     "damping, step and clamp",
 }
 COMPONENTS = {
-    "fk_and_jacobian": "layer.model.fk_and_jacobian_batch_last(q, tcp): TCP pose and J^T, batch-last layout",
-    "pose_error": "pose_error_batch_last: position and so3_log rotation error (6-vector)",
-    "jjt_damped": "batch_last.gram: J J^T + damping^2 I",
+    "fk_and_jacobian": "layer.model.fk_and_jacobian_batch_last(q, tcp): TCP pose and J^T, batch-last layout "
+    "(the compiled kernel on the CPU)",
+    "pose_error": "pose_error_batch_last: position and so3_log rotation error (6-vector), torch ops",
+    "jjt_damped": "J J^T + damping^2 I as (B, 6, 6) matrices (compiled kernel on the CPU, else torch ops)",
     "solve_ex": "torch.linalg.solve_ex(A, e, check_errors=False) on the (B, 6, 6) column-major view",
-    "jt_x": "J^T x",
+    "jt_x": "J^T x (compiled kernel on the CPU, else torch ops)",
     "dls_update": "clamp(ik.dls_step(...)): clamp(q + step * J^T solve(J J^T + damping^2 I, e)) from J and e",
     "iteration": "one whole loop body: FK+J, error, DLS update",
 }
@@ -187,8 +188,18 @@ class Solvers:
         damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]
         rot, pos, jac_t = model.fk_and_jacobian_batch_last(q, tcp)
         err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))
-        damped = gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6).mT
-        x = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)[0]
+        compiled = native.library() is not None and native.supports(q)
+
+        def jjt_damped():
+            if compiled:
+                return native.gram(jac_t, damping_sq)
+            return gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6)
+
+        damped = jjt_damped().mT
+        x = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)[0][..., 0]
+
+        def jt_x():
+            return native.jt_x(jac_t, x) if compiled else (jac_t * x.T).sum(1)
 
         def update(jac_t, err):
             return torch.clamp(dls_step(q, jac_t, err, damping_sq, cfg.step_size), lower, upper)
@@ -200,9 +211,9 @@ class Solvers:
         return {
             "fk_and_jacobian": lambda: model.fk_and_jacobian_batch_last(q, tcp),
             "pose_error": lambda: torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos)),
-            "jjt_damped": lambda: gram(jac_t, damping_sq),
+            "jjt_damped": jjt_damped,
             "solve_ex": lambda: torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False),
-            "jt_x": lambda: (jac_t * x[..., 0].T).sum(1),
+            "jt_x": jt_x,
             "dls_update": lambda: update(jac_t, err),
             "iteration": iteration,
         }
