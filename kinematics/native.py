@@ -24,7 +24,10 @@ from pathlib import Path
 
 import torch
 
-_HEADER = r"""#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+from kinematics.rotations import NEAR_PI_COS, SMALL_SIN_SQ
+
+_HEADER = r"""#include <math.h>
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define DISPATCH __attribute__((target_clones("avx2", "default")))
 #else
 #define DISPATCH
@@ -129,9 +132,55 @@ DISPATCH void jt_x_REAL(long dof, long n, const REAL *restrict jac, const REAL *
         }
     }
 }
+
+/* The IK residual (kinematics.pose_error): target minus reached position, and log(R_target R^T) by the formula of
+   kinematics.rotations.so3_log_matrix_first, branch for branch. Rotations (3, 3, n), positions (3, n) -> (6, n). */
+DISPATCH void pose_error_REAL(long n, const REAL *restrict tr, const REAL *restrict tp, const REAL *restrict r,
+                              const REAL *restrict p, REAL *restrict out, REAL small_sin_sq, REAL near_pi_cos) {
+    const REAL half = (REAL)0.5, one = (REAL)1;
+    for (long b = 0; b < n; b++) {
+        REAL m[9];
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < 3; j++) {
+                m[3 * i + j] = tr[3 * i * n + b] * r[3 * j * n + b] + tr[(3 * i + 1) * n + b] * r[(3 * j + 1) * n + b]
+                             + tr[(3 * i + 2) * n + b] * r[(3 * j + 2) * n + b];
+            }
+        }
+        REAL v0 = half * (m[7] - m[5]), v1 = half * (m[2] - m[6]), v2 = half * (m[3] - m[1]);
+        REAL c = half * (m[0] + m[4] + m[8] - one);
+        REAL s2 = v0 * v0 + v1 * v1 + v2 * v2;
+        int small = s2 < small_sin_sq, near = c < near_pi_cos;
+        REAL sn = small ? one : SQRT(s2);
+        REAL d0 = m[0] - c, d1 = m[4] - c, d2 = m[8] - c;
+        REAL s01 = half * (m[1] + m[3]), s02 = half * (m[2] + m[6]), s12 = half * (m[5] + m[7]);
+        int pick0 = d0 >= d1 && d0 >= d2, pick1 = d1 >= d2;
+        REAL c0 = pick0 ? d0 : (pick1 ? s01 : s02), c1 = pick0 ? s01 : (pick1 ? d1 : s12);
+        REAL c2 = pick0 ? s02 : (pick1 ? s12 : d2);
+        REAL cn2 = near ? c0 * c0 + c1 * c1 + c2 * c2 : one;
+        REAL cn = SQRT(cn2 > (REAL)1e-30 ? cn2 : (REAL)1e-30);
+        REAL a0 = c0 / cn, a1 = c1 / cn, a2 = c2 / cn;
+        REAL along = a0 * v0 + a1 * v1 + a2 * v2;
+        REAL angle = ATAN2(near ? FABS(along) : sn, c);
+        REAL e0, e1, e2;
+        if (near) {
+            REAL signed_angle = along < 0 ? -angle : angle;
+            e0 = a0 * signed_angle; e1 = a1 * signed_angle; e2 = a2 * signed_angle;
+        } else {
+            REAL g = small ? one + s2 / (REAL)6 : angle / sn;
+            e0 = v0 * g; e1 = v1 * g; e2 = v2 * g;
+        }
+        for (int k = 0; k < 3; k++) out[k * n + b] = tp[k * n + b] - p[k * n + b];
+        out[3 * n + b] = e0; out[4 * n + b] = e1; out[5 * n + b] = e2;
+    }
+}
 """
-SOURCE = _HEADER + _BODY.replace("REAL", "float") + _BODY.replace("REAL", "double")
+SOURCE = (
+    _HEADER
+    + _BODY.replace("REAL", "float").replace("SQRT", "sqrtf").replace("ATAN2", "atan2f").replace("FABS", "fabsf")
+    + _BODY.replace("REAL", "double").replace("SQRT", "sqrt").replace("ATAN2", "atan2").replace("FABS", "fabs")
+)
 _FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99")
+_LIBRARIES = ("-lm",)
 _SUFFIX = {torch.float32: "float", torch.float64: "double"}
 _ARGUMENTS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3}  # pointers after (dof, n)
 _lock = threading.Lock()
@@ -155,16 +204,20 @@ def _build() -> ctypes.CDLL:
             source = Path(scratch) / "chain.c"
             source.write_text(SOURCE)
             built = Path(scratch) / "chain.so"
-            result = subprocess.run([compiler, *_FLAGS, "-o", str(built), str(source)], capture_output=True, text=True)
+            command = [compiler, *_FLAGS, "-o", str(built), str(source), *_LIBRARIES]
+            result = subprocess.run(command, capture_output=True, text=True)
             if result.returncode != 0:
                 raise OSError(f"{compiler} failed: {result.stderr.strip()[:500]}")
             os.replace(built, library)  # atomic: a concurrent build of the same key writes the same bytes
     lib = ctypes.CDLL(str(library))
-    for name, pointers in _ARGUMENTS.items():
-        for suffix in _SUFFIX.values():
+    for suffix, real in (("float", ctypes.c_float), ("double", ctypes.c_double)):
+        for name, pointers in _ARGUMENTS.items():
             function = getattr(lib, f"{name}_{suffix}")
             function.argtypes = [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * pointers
             function.restype = None
+        function = getattr(lib, f"pose_error_{suffix}")
+        function.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real]
+        function.restype = None
     return lib
 
 
@@ -235,4 +288,19 @@ def jt_x(jac_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
     jac_t, x = jac_t.contiguous(), x.contiguous()
     out = torch.empty(dof, n, dtype=jac_t.dtype)
     getattr(lib, f"jt_x_{_SUFFIX[jac_t.dtype]}")(dof, n, *(t.data_ptr() for t in (jac_t, x, out)))
+    return out
+
+
+def pose_error(
+    target_rot: torch.Tensor, target_pos: torch.Tensor, rot: torch.Tensor, pos: torch.Tensor
+) -> torch.Tensor | None:
+    """``(6, B)``: position error then ``log(R_target R^T)``, batch-last inputs, or ``None``."""
+    lib = library()
+    if lib is None:
+        return None
+    n = rot.shape[-1]
+    tensors = [t.contiguous() for t in (target_rot, target_pos, rot, pos)]
+    out = torch.empty(6, n, dtype=rot.dtype)
+    function = getattr(lib, f"pose_error_{_SUFFIX[rot.dtype]}")
+    function(n, *(t.data_ptr() for t in (*tensors, out)), SMALL_SIN_SQ, NEAR_PI_COS)
     return out

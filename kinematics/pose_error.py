@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import torch
+from torch.autograd.function import once_differentiable
 
+from kinematics import native
 from kinematics.batch_last import from_batch_last, matmul, to_batch_last
-from kinematics.rotations import so3_log_matrix_first
+from kinematics.rotations import so3_log_matrix_first, so3_log_matrix_first_vjp
 
 
 def pose_error(target: torch.Tensor, reached: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -24,5 +26,42 @@ def pose_error(target: torch.Tensor, reached: torch.Tensor) -> tuple[torch.Tenso
 def pose_error_batch_last(
     target_rot: torch.Tensor, target_pos: torch.Tensor, rot: torch.Tensor, pos: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """``pose_error`` in the batch-last layout: rotations ``(3, 3, B)``, positions ``(3, B)`` -> two ``(3, B)``."""
+    """``pose_error`` in the batch-last layout: rotations ``(3, 3, B)``, positions ``(3, B)`` -> two ``(3, B)``.
+
+    Its backward is the closed form ``so3_log_matrix_first_vjp`` (equal to autograd through the formula); on the
+    CPU the values come from ``kinematics.native`` when it is available.
+    """
+    inputs = (target_rot, target_pos, rot, pos)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        return _PoseError.apply(*inputs)
+    return _pose_error(*inputs)
+
+
+def _pose_error(
+    target_rot: torch.Tensor, target_pos: torch.Tensor, rot: torch.Tensor, pos: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    if native.supports(rot):
+        computed = native.pose_error(target_rot, target_pos, rot, pos)
+        if computed is not None:
+            return computed[:3], computed[3:]
     return target_pos - pos, so3_log_matrix_first(matmul(target_rot, rot.transpose(0, 1)))
+
+
+class _PoseError(torch.autograd.Function):
+    @staticmethod
+    def forward(target_rot, target_pos, rot, pos):
+        return _pose_error(target_rot, target_pos, rot, pos)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output) -> None:
+        ctx.save_for_backward(inputs[0], inputs[2])
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad_position, grad_rotation):
+        target_rot, rot = ctx.saved_tensors
+        grad_error = so3_log_matrix_first_vjp(matmul(target_rot, rot.transpose(0, 1)), grad_rotation)
+        # log(R_t R^T): d/dR_t = G R, d/dR = G^T R_t.
+        grad_target = matmul(grad_error, rot) if ctx.needs_input_grad[0] else None
+        grad_rot = matmul(grad_error.transpose(0, 1), target_rot) if ctx.needs_input_grad[2] else None
+        return grad_target, grad_position, grad_rot, -grad_position

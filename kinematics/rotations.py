@@ -13,9 +13,9 @@ import torch
 from kinematics.errors import InvalidTargetError, NonFiniteError, ShapeError
 
 # Below this squared sine the log uses its Taylor expansion (theta / sin(theta) ~ 1 + theta^2 / 6).
-_SMALL_SIN_SQ = 1e-12
+SMALL_SIN_SQ = 1e-12
 # Cosine below which the log reads the axis from the symmetric part (angle above ~3.0 rad).
-_NEAR_PI_COS = -0.99
+NEAR_PI_COS = -0.99
 
 
 def skew(v: torch.Tensor) -> torch.Tensor:
@@ -28,7 +28,7 @@ def skew(v: torch.Tensor) -> torch.Tensor:
 def so3_exp(omega: torch.Tensor) -> torch.Tensor:
     """Rotation vector ``(..., 3)`` in radians to a rotation matrix ``(..., 3, 3)`` (Rodrigues)."""
     theta_sq = (omega * omega).sum(-1, keepdim=True)[..., None]
-    small = theta_sq < _SMALL_SIN_SQ
+    small = theta_sq < SMALL_SIN_SQ
     safe_sq = torch.where(small, torch.ones_like(theta_sq), theta_sq)
     theta = safe_sq.sqrt()
     a = torch.where(small, 1.0 - theta_sq / 6.0, torch.sin(theta) / theta)
@@ -53,14 +53,14 @@ def so3_log_matrix_first(r: torch.Tensor) -> torch.Tensor:
     v = 0.5 * torch.stack((r21 - r12, r02 - r20, r10 - r01))
     cos = 0.5 * (r00 + r11 + r22 - 1.0)
     sin_sq = (v * v).sum(0)
-    small = sin_sq < _SMALL_SIN_SQ
+    small = sin_sq < SMALL_SIN_SQ
     sin = torch.where(small, 1.0, sin_sq).sqrt()
     theta = torch.atan2(sin, cos)
     # Generic branch: v * theta / sin(theta). At the identity: v * (1 + sin^2 / 6).
     generic = v * torch.where(small, 1.0 + sin_sq / 6.0, theta / sin)
     # Near pi: (R + R^T) / 2 - cos I = (1 - cos) a a^T; take the column of the largest diagonal entry (the first
     # one on ties).
-    near_pi = cos < _NEAR_PI_COS
+    near_pi = cos < NEAR_PI_COS
     d0, d1, d2 = r00 - cos, r11 - cos, r22 - cos
     s01, s02, s12 = 0.5 * (r01 + r10), 0.5 * (r02 + r20), 0.5 * (r12 + r21)
     column = torch.where(
@@ -77,6 +77,69 @@ def so3_log_matrix_first(r: torch.Tensor) -> torch.Tensor:
     angle = torch.atan2(along.abs(), cos)
     pi_branch = axis * torch.where(along < 0, -angle, angle)
     return torch.where(near_pi, pi_branch, generic)
+
+
+def so3_log_matrix_first_vjp(r: torch.Tensor, grad: torch.Tensor) -> torch.Tensor:
+    """The vector-Jacobian product of ``so3_log_matrix_first`` at ``r`` ``(3, 3, ...)`` for ``grad`` ``(3, ...)``,
+    in closed form: ``(3, 3, ...)``, the values autograd gives through the formula, branch for branch (the
+    derivative of any 3x3 matrix argument, not only of rotations)."""
+    (r00, r01, r02), (r10, r11, r12), (r20, r21, r22) = (row.unbind(0) for row in r.unbind(0))
+    v = 0.5 * torch.stack((r21 - r12, r02 - r20, r10 - r01))
+    cos = 0.5 * (r00 + r11 + r22 - 1.0)
+    sin_sq = (v * v).sum(0)
+    small, near_pi = sin_sq < SMALL_SIN_SQ, cos < NEAR_PI_COS
+    generic, pi_branch = torch.where(near_pi, 0.0, grad), torch.where(near_pi, grad, 0.0)
+    # Generic branch: v g with g = theta / sin, theta = atan2(sin, cos); g = 1 + sin^2 / 6 below the small sine.
+    sin = torch.where(small, 1.0, sin_sq).sqrt()
+    theta = torch.atan2(sin, cos)
+    radius_sq = sin * sin + cos * cos
+    lam_v = (generic * v).sum(0)
+    dg_dsin = (cos / radius_sq * sin - theta) / (sin * sin)
+    grad_v = torch.where(
+        small, generic * (1.0 + sin_sq / 6.0) + (lam_v / 3.0) * v, generic * (theta / sin) + (lam_v * dg_dsin / sin) * v
+    )
+    grad_cos = torch.where(small, 0.0, -lam_v / radius_sq)
+    # Near pi: axis * (+-atan2(|axis . v|, cos)), axis = the chosen column of the symmetric part, normalised.
+    d0, d1, d2 = r00 - cos, r11 - cos, r22 - cos
+    s01, s02, s12 = 0.5 * (r01 + r10), 0.5 * (r02 + r20), 0.5 * (r12 + r21)
+    pick0, pick1 = (d0 >= d1) & (d0 >= d2), d1 >= d2
+    column = torch.where(
+        pick0,
+        torch.stack((d0, s01, s02)),
+        torch.where(pick1, torch.stack((s01, d1, s12)), torch.stack((s02, s12, d2))),
+    )
+    col_norm_sq = torch.where(near_pi, (column * column).sum(0), 1.0)
+    col_norm = col_norm_sq.clamp_min(1e-30).sqrt()
+    axis = column / col_norm
+    along = (axis * v).sum(0)
+    angle = torch.atan2(along.abs(), cos)
+    sign = torch.where(along < 0, -1.0, 1.0)
+    mu = sign * (pi_branch * axis).sum(0)
+    radius_sq = along * along + cos * cos
+    k = mu * cos / radius_sq * torch.sign(along)
+    grad_axis = (sign * angle) * pi_branch + k * v
+    grad_v = grad_v + k * axis
+    grad_cos = grad_cos - mu * along.abs() / radius_sq
+    live = near_pi & (col_norm_sq > 1e-30)
+    grad_column = grad_axis / col_norm - torch.where(live, (grad_axis * column).sum(0) / col_norm**3, 0.0) * column
+    g0, g1, g2 = grad_column.unbind(0)
+    zero = torch.zeros_like(g0)
+    grad_d0 = torch.where(pick0, g0, zero)
+    grad_d1 = torch.where(~pick0 & pick1, g1, zero)
+    grad_d2 = torch.where(~pick0 & ~pick1, g2, zero)
+    grad_s01 = torch.where(pick0, g1, torch.where(pick1, g0, zero))
+    grad_s02 = torch.where(pick0, g2, torch.where(pick1, zero, g0))
+    grad_s12 = torch.where(pick0, zero, torch.where(pick1, g2, g1))
+    grad_cos = grad_cos - grad_d0 - grad_d1 - grad_d2
+    v0, v1, v2 = (0.5 * grad_v).unbind(0)
+    c = 0.5 * grad_cos
+    return torch.stack(
+        (
+            torch.stack((c + grad_d0, 0.5 * grad_s01 - v2, 0.5 * grad_s02 + v1)),
+            torch.stack((0.5 * grad_s01 + v2, c + grad_d1, 0.5 * grad_s12 - v0)),
+            torch.stack((0.5 * grad_s02 - v1, 0.5 * grad_s12 + v0, c + grad_d2)),
+        )
+    )
 
 
 def make_transform(rotation: torch.Tensor, translation: torch.Tensor) -> torch.Tensor:

@@ -65,3 +65,56 @@ def test_dls_step_backward_passes_gradcheck_and_equals_autograd(panda_layer, nee
     expected = torch.autograd.grad(q + 0.5 * _damped_least_squares(jac_t, err, damping_sq)[0], inputs, g)
     for got, want in zip(grads, expected, strict=True):
         torch.testing.assert_close(got, want, rtol=1e-10, atol=1e-12)
+
+
+def _rotation_batch(n: int, seed: int) -> torch.Tensor:
+    """``(3, 3, n)`` float64 matrices covering every branch of the log: generic, below the small-sine threshold,
+    near and exactly at pi, the identity, and rotations perturbed off SO(3) (an ambient derivative)."""
+    from kinematics.rotations import so3_exp
+
+    gen = torch.Generator().manual_seed(seed)
+    w = torch.randn(n, 3, generator=gen, dtype=F64)
+    unit = w / w.norm(dim=-1, keepdim=True)
+    w[: n // 8] *= 1e-7
+    w[n // 8 : n // 3] = unit[n // 8 : n // 3] * (
+        torch.pi - 0.12 * torch.rand(n // 3 - n // 8, 1, generator=gen, dtype=F64)
+    )
+    w[n // 3 : n // 3 + 4] = unit[n // 3 : n // 3 + 4] * torch.pi
+    w[n // 3 + 4 : n // 3 + 6] = 0.0
+    r = so3_exp(w).permute(1, 2, 0).contiguous()
+    r[:, :, n // 2 :] += 1e-4 * torch.randn(3, 3, n - n // 2, generator=gen, dtype=F64)
+    return r
+
+
+def test_log_vjp_equals_autograd_through_the_formula_on_every_branch():
+    from kinematics.rotations import so3_log_matrix_first, so3_log_matrix_first_vjp
+
+    r = _rotation_batch(400, 4).requires_grad_(True)
+    out = so3_log_matrix_first(r)
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(5), dtype=F64)
+    expected = torch.autograd.grad(out, r, g)[0]
+    torch.testing.assert_close(so3_log_matrix_first_vjp(r.detach(), g), expected, rtol=1e-10, atol=1e-12)
+
+
+def test_pose_error_backward_passes_gradcheck_and_equals_autograd():
+    from kinematics.batch_last import matmul
+    from kinematics.pose_error import pose_error_batch_last
+    from kinematics.rotations import so3_log_matrix_first
+
+    gen = torch.Generator().manual_seed(6)
+    reached = _rotation_batch(48, 7)
+    target = matmul(_rotation_batch(48, 8), reached)
+    target_pos, pos = torch.randn(3, 48, generator=gen, dtype=F64), torch.randn(3, 48, generator=gen, dtype=F64)
+    # gradcheck on small, near-pi and generic rows; not on exact half turns, where the axis sign jumps.
+    rows = torch.tensor([0, 3, 6, 9, 12, 15, 40, 44, 47])
+    picked = [t[..., rows].clone().requires_grad_(True) for t in (target, target_pos, reached, pos)]
+    assert torch.autograd.gradcheck(pose_error_batch_last, picked)
+    closed = [t.clone().requires_grad_(True) for t in (target, target_pos, reached, pos)]
+    traced = [t.clone().requires_grad_(True) for t in (target, target_pos, reached, pos)]
+    position, rotation = pose_error_batch_last(*closed)
+    expected = (traced[1] - traced[3], so3_log_matrix_first(matmul(traced[0], traced[2].transpose(0, 1))))
+    cot = [torch.randn(3, 48, generator=gen, dtype=F64) for _ in range(2)]
+    got = torch.autograd.grad((position, rotation), closed, cot)
+    want = torch.autograd.grad(expected, traced, cot)
+    for a, b in zip(got, want, strict=True):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)

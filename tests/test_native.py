@@ -88,3 +88,33 @@ def test_dls_products_equal_their_torch_form(dtype):
     torch.testing.assert_close(native.gram(jac_t, constant), expected, rtol=0, atol=tol)
     x = torch.randn(33, 6, generator=gen, dtype=torch.float64).to(dtype)
     torch.testing.assert_close(native.jt_x(jac_t, x), (jac.mT @ x[..., None])[..., 0].T, rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_pose_error_kernel_equals_the_torch_formula(dtype, monkeypatch):
+    from kinematics.batch_last import matmul
+    from kinematics.pose_error import pose_error_batch_last
+    from kinematics.rotations import so3_exp
+
+    gen = torch.Generator().manual_seed(12)
+    w = torch.randn(64, 3, generator=gen, dtype=torch.float64)
+    w[:8] *= 1e-7  # below the small-sine threshold
+    w[8:24] *= (torch.pi - 0.1 * torch.rand(16, 1, generator=gen, dtype=torch.float64)) / w[8:24].norm(
+        dim=-1, keepdim=True
+    )
+    reached = so3_exp(torch.randn(64, 3, generator=gen, dtype=torch.float64)).permute(1, 2, 0)
+    target = matmul(so3_exp(w).permute(1, 2, 0).contiguous(), reached)
+    args = [
+        t.to(dtype).contiguous()
+        for t in (
+            target,
+            torch.randn(3, 64, generator=gen, dtype=torch.float64),
+            reached,
+            torch.randn(3, 64, generator=gen, dtype=torch.float64),
+        )
+    ]
+    compiled = torch.cat(pose_error_batch_last(*args))
+    monkeypatch.setattr(native, "supports", lambda q: False)
+    reference = torch.cat(pose_error_batch_last(*args))
+    tol = 1e-12 if dtype == torch.float64 else 2e-5
+    torch.testing.assert_close(compiled, reference, rtol=0, atol=tol)
