@@ -173,6 +173,121 @@ DISPATCH void pose_error_REAL(long n, const REAL *restrict tr, const REAL *restr
         out[3 * n + b] = e0; out[4 * n + b] = e1; out[5 * n + b] = e2;
     }
 }
+
+/* The backward of pose_error for the rotation part: grad (3, n) on log(M), M = R_t R^T -> d/dR_t = G R and
+   d/dR = G^T R_t (3, 3, n), with G the closed form of kinematics.rotations.so3_log_matrix_first_vjp. */
+DISPATCH void pose_error_vjp_REAL(long n, const REAL *restrict tr, const REAL *restrict r, const REAL *restrict grad,
+                                  REAL *restrict grad_tr, REAL *restrict grad_r, REAL small_sin_sq, REAL near_pi_cos) {
+    const REAL half = (REAL)0.5, one = (REAL)1, zero = (REAL)0;
+    for (long b = 0; b < n; b++) {
+        REAL m[9], a[9], o[9], g[9];
+        for (int k = 0; k < 9; k++) {
+            a[k] = tr[k * n + b];
+            o[k] = r[k * n + b];
+        }
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < 3; j++) m[3 * i + j] = a[3 * i] * o[3 * j] + a[3 * i + 1] * o[3 * j + 1] + a[3 * i + 2] * o[3 * j + 2];
+        }
+        REAL l0 = grad[b], l1 = grad[n + b], l2 = grad[2 * n + b];
+        REAL v0 = half * (m[7] - m[5]), v1 = half * (m[2] - m[6]), v2 = half * (m[3] - m[1]);
+        REAL c = half * (m[0] + m[4] + m[8] - one);
+        REAL s2 = v0 * v0 + v1 * v1 + v2 * v2;
+        int small = s2 < small_sin_sq, near = c < near_pi_cos;
+        REAL gv0, gv1, gv2, gc, gd0 = zero, gd1 = zero, gd2 = zero, gs01 = zero, gs02 = zero, gs12 = zero;
+        if (!near) {
+            REAL lv = l0 * v0 + l1 * v1 + l2 * v2;
+            if (small) {
+                REAL f = one + s2 / (REAL)6, h = lv / (REAL)3;
+                gv0 = l0 * f + h * v0; gv1 = l1 * f + h * v1; gv2 = l2 * f + h * v2;
+                gc = zero;
+            } else {
+                REAL sn = SQRT(s2), theta = ATAN2(sn, c), rad = sn * sn + c * c;
+                REAL f = theta / sn, h = lv * ((c / rad * sn - theta) / (sn * sn)) / sn;
+                gv0 = l0 * f + h * v0; gv1 = l1 * f + h * v1; gv2 = l2 * f + h * v2;
+                gc = -lv / rad;
+            }
+        } else {
+            REAL d0 = m[0] - c, d1 = m[4] - c, d2 = m[8] - c;
+            REAL s01 = half * (m[1] + m[3]), s02 = half * (m[2] + m[6]), s12 = half * (m[5] + m[7]);
+            int pick0 = d0 >= d1 && d0 >= d2, pick1 = d1 >= d2;
+            REAL c0 = pick0 ? d0 : (pick1 ? s01 : s02), c1 = pick0 ? s01 : (pick1 ? d1 : s12);
+            REAL c2 = pick0 ? s02 : (pick1 ? s12 : d2);
+            REAL cn2 = c0 * c0 + c1 * c1 + c2 * c2;
+            int live = cn2 > (REAL)1e-30;
+            REAL cn = SQRT(live ? cn2 : (REAL)1e-30);
+            REAL a0 = c0 / cn, a1 = c1 / cn, a2 = c2 / cn;
+            REAL along = a0 * v0 + a1 * v1 + a2 * v2, y = FABS(along), angle = ATAN2(y, c);
+            REAL sign = along < 0 ? -one : one, sgn = along > 0 ? one : (along < 0 ? -one : zero);
+            REAL mu = sign * (l0 * a0 + l1 * a1 + l2 * a2), rad = along * along + c * c;
+            REAL k = mu * c / rad * sgn;
+            REAL ga0 = sign * angle * l0 + k * v0, ga1 = sign * angle * l1 + k * v1, ga2 = sign * angle * l2 + k * v2;
+            gv0 = k * a0; gv1 = k * a1; gv2 = k * a2;
+            gc = -mu * y / rad;
+            REAL t = live ? (ga0 * c0 + ga1 * c1 + ga2 * c2) / (cn * cn * cn) : zero;
+            REAL g0 = ga0 / cn - t * c0, g1 = ga1 / cn - t * c1, g2 = ga2 / cn - t * c2;
+            if (pick0) { gd0 = g0; gs01 = g1; gs02 = g2; }
+            else if (pick1) { gs01 = g0; gd1 = g1; gs12 = g2; }
+            else { gs02 = g0; gs12 = g1; gd2 = g2; }
+            gc -= gd0 + gd1 + gd2;
+        }
+        REAL hc = half * gc, h0 = half * gv0, h1 = half * gv1, h2 = half * gv2;
+        g[0] = hc + gd0; g[1] = half * gs01 - h2; g[2] = half * gs02 + h1;
+        g[3] = half * gs01 + h2; g[4] = hc + gd1; g[5] = half * gs12 - h0;
+        g[6] = half * gs02 - h1; g[7] = half * gs12 + h0; g[8] = hc + gd2;
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < 3; j++) {
+                grad_tr[(3 * i + j) * n + b] = g[3 * i] * o[j] + g[3 * i + 1] * o[3 + j] + g[3 * i + 2] * o[6 + j];
+                grad_r[(3 * i + j) * n + b] = g[i] * a[j] + g[3 + i] * a[3 + j] + g[6 + i] * a[6 + j];
+            }
+        }
+    }
+}
+
+/* The backward of the chain pass for an all-revolute chain (kinematics.chain_gradient): rot (3, 3, n) the TCP
+   rotation, jac (dof, 6, n) = J^T, and the output gradients -> grad_q (dof, n). work: (12, n) scratch. */
+DISPATCH void chain_vjp_REAL(long dof, long n, const REAL *restrict rot, const REAL *restrict jac,
+                             const REAL *restrict grad_rot, const REAL *restrict grad_pos,
+                             const REAL *restrict grad_jac, REAL *restrict work, REAL *restrict grad_q) {
+    REAL *restrict w0 = work, *restrict w1 = work + n, *restrict w2 = work + 2 * n;            /* omega */
+    REAL *restrict t0 = work + 3 * n, *restrict t1 = work + 4 * n, *restrict t2 = work + 5 * n; /* sum of a_i */
+    REAL *restrict u0 = work + 6 * n, *restrict u1 = work + 7 * n, *restrict u2 = work + 8 * n; /* running a */
+    REAL *restrict p0 = work + 9 * n, *restrict p1 = work + 10 * n, *restrict p2 = work + 11 * n; /* running b */
+    _Pragma("GCC ivdep") for (long b = 0; b < n; b++) {
+        REAL m[9];  /* R G^T */
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < 3; j++) {
+                m[3 * i + j] = rot[3 * i * n + b] * grad_rot[3 * j * n + b] + rot[(3 * i + 1) * n + b] * grad_rot[(3 * j + 1) * n + b]
+                             + rot[(3 * i + 2) * n + b] * grad_rot[(3 * j + 2) * n + b];
+            }
+        }
+        w0[b] = m[5] - m[7]; w1[b] = m[6] - m[2]; w2[b] = m[1] - m[3];
+        t0[b] = 0; t1[b] = 0; t2[b] = 0; u0[b] = 0; u1[b] = 0; u2[b] = 0;
+        p0[b] = grad_pos[b]; p1[b] = grad_pos[n + b]; p2[b] = grad_pos[2 * n + b];
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        for (long i = 0; i < dof; i++) {
+            const REAL *restrict j = jac + 6 * i * n, *restrict g = grad_jac + 6 * i * n;
+            REAL *restrict out = grad_q + i * n;
+            _Pragma("GCC ivdep") for (long b = 0; b < n; b++) {
+                REAL lx = j[b], ly = j[n + b], lz = j[2 * n + b], zx = j[3 * n + b], zy = j[4 * n + b], zz = j[5 * n + b];
+                REAL gx = g[b], gy = g[n + b], gz = g[2 * n + b], hx = g[3 * n + b], hy = g[4 * n + b], hz = g[5 * n + b];
+                /* a_i = J_i x G_J,i + z_i x G_z,i */
+                REAL ax = ly * gz - lz * gy + zy * hz - zz * hy;
+                REAL ay = lz * gx - lx * gz + zz * hx - zx * hz;
+                REAL az = lx * gy - ly * gx + zx * hy - zy * hx;
+                if (pass == 0) {
+                    t0[b] += ax; t1[b] += ay; t2[b] += az;
+                } else {
+                    u0[b] += ax; u1[b] += ay; u2[b] += az;
+                    /* b_i = G_J,i x z_i, summed over i <= k */
+                    p0[b] += gy * zz - gz * zy; p1[b] += gz * zx - gx * zz; p2[b] += gx * zy - gy * zx;
+                    out[b] = zx * (t0[b] - u0[b] + w0[b]) + zy * (t1[b] - u1[b] + w1[b]) + zz * (t2[b] - u2[b] + w2[b])
+                           + lx * p0[b] + ly * p1[b] + lz * p2[b];
+                }
+            }
+        }
+    }
+}
 """
 SOURCE = (
     _HEADER
@@ -182,7 +297,7 @@ SOURCE = (
 _FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99")
 _LIBRARIES = ("-lm",)
 _SUFFIX = {torch.float32: "float", torch.float64: "double"}
-_ARGUMENTS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3}  # pointers after (dof, n)
+_ARGUMENTS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # pointers after (dof, n)
 _lock = threading.Lock()
 _state: dict[str, object] = {}
 
@@ -215,9 +330,10 @@ def _build() -> ctypes.CDLL:
             function = getattr(lib, f"{name}_{suffix}")
             function.argtypes = [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * pointers
             function.restype = None
-        function = getattr(lib, f"pose_error_{suffix}")
-        function.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real]
-        function.restype = None
+        for name in ("pose_error", "pose_error_vjp"):
+            function = getattr(lib, f"{name}_{suffix}")
+            function.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real]
+            function.restype = None
     return lib
 
 
@@ -304,3 +420,33 @@ def pose_error(
     function = getattr(lib, f"pose_error_{_SUFFIX[rot.dtype]}")
     function(n, *(t.data_ptr() for t in (*tensors, out)), SMALL_SIN_SQ, NEAR_PI_COS)
     return out
+
+
+def pose_error_vjp(
+    target_rot: torch.Tensor, rot: torch.Tensor, grad_rotation: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """Gradients ``(3, 3, B)`` of the rotation error to ``target_rot`` and ``rot`` for ``grad_rotation``
+    ``(3, B)``, or ``None``."""
+    lib = library()
+    if lib is None:
+        return None
+    n = rot.shape[-1]
+    tensors = [t.contiguous() for t in (target_rot, rot, grad_rotation)]
+    grad_target, grad_rot = torch.empty(3, 3, n, dtype=rot.dtype), torch.empty(3, 3, n, dtype=rot.dtype)
+    function = getattr(lib, f"pose_error_vjp_{_SUFFIX[rot.dtype]}")
+    function(n, *(t.data_ptr() for t in (*tensors, grad_target, grad_rot)), SMALL_SIN_SQ, NEAR_PI_COS)
+    return grad_target, grad_rot
+
+
+def chain_vjp(
+    rot: torch.Tensor, jac_t: torch.Tensor, grad_rot: torch.Tensor, grad_pos: torch.Tensor, grad_jac: torch.Tensor
+) -> torch.Tensor | None:
+    """``(dof, B)``: the revolute chain's closed-form backward (``kinematics.chain_gradient``), or ``None``."""
+    lib = library()
+    if lib is None:
+        return None
+    dof, _, n = jac_t.shape
+    tensors = [t.contiguous() for t in (rot, jac_t, grad_rot, grad_pos, grad_jac)]
+    work, grad_q = torch.empty(12, n, dtype=rot.dtype), torch.empty(dof, n, dtype=rot.dtype)
+    getattr(lib, f"chain_vjp_{_SUFFIX[rot.dtype]}")(dof, n, *(t.data_ptr() for t in (*tensors, work, grad_q)))
+    return grad_q

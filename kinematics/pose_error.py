@@ -60,8 +60,9 @@ class _PoseError(torch.autograd.Function):
     @once_differentiable
     def backward(ctx, grad_position, grad_rotation):
         target_rot, rot = ctx.saved_tensors
-        grad_error = so3_log_matrix_first_vjp(matmul(target_rot, rot.transpose(0, 1)), grad_rotation)
-        # log(R_t R^T): d/dR_t = G R, d/dR = G^T R_t.
-        grad_target = matmul(grad_error, rot) if ctx.needs_input_grad[0] else None
-        grad_rot = matmul(grad_error.transpose(0, 1), target_rot) if ctx.needs_input_grad[2] else None
-        return grad_target, grad_position, grad_rot, -grad_position
+        computed = native.pose_error_vjp(target_rot, rot, grad_rotation) if native.supports(rot) else None
+        if computed is None:
+            grad_error = so3_log_matrix_first_vjp(matmul(target_rot, rot.transpose(0, 1)), grad_rotation)
+            # log(R_t R^T): d/dR_t = G R, d/dR = G^T R_t.
+            computed = matmul(grad_error, rot), matmul(grad_error.transpose(0, 1), target_rot)
+        return computed[0], grad_position, computed[1], -grad_position

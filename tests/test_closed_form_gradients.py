@@ -4,10 +4,21 @@ autograd through the plain forward computation."""
 import pytest
 import torch
 
+from kinematics import native
 from kinematics.batch_last import to_batch_last
 from kinematics.dls_step import _damped_least_squares, dls_step
 
 F64 = torch.float64
+
+
+@pytest.fixture(params=["compiled", "torch"])
+def kernels(request, monkeypatch):
+    """Each closed form both ways: through the compiled CPU kernels and through torch ops (CUDA, no compiler)."""
+    if request.param == "torch":
+        monkeypatch.setattr(native, "supports", lambda x: False)
+    else:
+        assert native.library() is not None
+    return request.param
 
 
 def _configs(kin, n, seed):
@@ -16,13 +27,13 @@ def _configs(kin, n, seed):
     return lo + torch.rand(n, kin.dof, generator=gen, dtype=F64) * (hi - lo)
 
 
-def test_revolute_chain_backward_passes_gradcheck(panda_layer):
+def test_revolute_chain_backward_passes_gradcheck(panda_layer, kernels):
     kin = panda_layer(F64)
     q = to_batch_last(_configs(kin, 3, 0), 1).requires_grad_(True)
     assert torch.autograd.gradcheck(lambda x: kin.model.fk_and_jacobian_batch_last(x, kin.tcp), (q,))
 
 
-def test_revolute_chain_backward_equals_autograd_through_the_pass(panda_layer):
+def test_revolute_chain_backward_equals_autograd_through_the_pass(panda_layer, kernels):
     kin = panda_layer(F64)
     q = to_batch_last(_configs(kin, 64, 1), 1)
     closed, traced = q.clone().requires_grad_(True), q.clone().requires_grad_(True)
@@ -44,7 +55,7 @@ def test_chains_with_a_prismatic_joint_keep_autograd(pr2_urdf, chain_of):
 
 
 @pytest.mark.parametrize("needs", [(True, True), (True, False), (False, True)])
-def test_dls_step_backward_passes_gradcheck_and_equals_autograd(panda_layer, needs):
+def test_dls_step_backward_passes_gradcheck_and_equals_autograd(panda_layer, needs, kernels):
     kin = panda_layer(F64)
     q = to_batch_last(_configs(kin, 4, 2), 1)
     _, _, jac_t = kin.model.fk_and_jacobian_batch_last(q, kin.tcp)
@@ -96,7 +107,7 @@ def test_log_vjp_equals_autograd_through_the_formula_on_every_branch():
     torch.testing.assert_close(so3_log_matrix_first_vjp(r.detach(), g), expected, rtol=1e-10, atol=1e-12)
 
 
-def test_pose_error_backward_passes_gradcheck_and_equals_autograd():
+def test_pose_error_backward_passes_gradcheck_and_equals_autograd(kernels):
     from kinematics.batch_last import matmul
     from kinematics.pose_error import pose_error_batch_last
     from kinematics.rotations import so3_log_matrix_first
