@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import os
+import platform
 import subprocess
 import tempfile
 import threading
@@ -310,7 +311,8 @@ def _cache_dir() -> Path:
 def _build() -> ctypes.CDLL:
     compiler = os.environ.get("CC", "cc")
     version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True).stdout
-    key = hashlib.sha256("\n".join((SOURCE, " ".join(_FLAGS), version)).encode()).hexdigest()[:16]
+    identity = (SOURCE, " ".join(_FLAGS), version, platform.machine(), platform.system())
+    key = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
     folder = _cache_dir()
     folder.mkdir(parents=True, exist_ok=True)
     library = folder / f"chain-{key}.so"
