@@ -364,13 +364,22 @@ def supports(q: torch.Tensor) -> bool:
     return q.device.type == "cpu" and q.dtype in _SUFFIX
 
 
+def _ready(*tensors: torch.Tensor) -> ctypes.CDLL | None:
+    """The library when every tensor is on the CPU with one supported dtype (the kernels read raw memory of that
+    type); ``None`` sends the caller to its torch ops, which promote or raise as torch does."""
+    first = tensors[0]
+    if not supports(first) or any(t.dtype != first.dtype or t.device != first.device for t in tensors):
+        return None
+    return library()
+
+
 def fk_jacobian(
     q: torch.Tensor, local: torch.Tensor, revolute: torch.Tensor, end: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """``q`` ``(dof, B)``; ``local`` ``(dof, 4, 3, 4)``: each joint's constant, sine, versine and slide blocks;
     ``revolute`` ``(dof,)`` 1/0; ``end`` ``(3, 4)`` -> TCP rotation ``(3, 3, B)``, position ``(3, B)`` and the
     transposed Jacobian ``(dof, 6, B)``, or ``None`` when the kernel is unavailable."""
-    lib = library()
+    lib = _ready(q, local, revolute, end)
     if lib is None:
         return None
     dof, n = q.shape
@@ -387,7 +396,7 @@ def fk_jacobian(
 def gram(jac_t: torch.Tensor, constant: torch.Tensor) -> torch.Tensor | None:
     """``J J^T + C`` as contiguous ``(B, 6, 6)`` matrices from ``jac_t`` ``(dof, 6, B)`` and ``C`` (36 values), or
     ``None`` when the kernel is unavailable."""
-    lib = library()
+    lib = _ready(jac_t, constant)
     if lib is None:
         return None
     dof, _, n = jac_t.shape
@@ -399,7 +408,7 @@ def gram(jac_t: torch.Tensor, constant: torch.Tensor) -> torch.Tensor | None:
 
 def jt_x(jac_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
     """``J^T x`` ``(dof, B)`` from ``jac_t`` ``(dof, 6, B)`` and ``x`` ``(B, 6)``, or ``None``."""
-    lib = library()
+    lib = _ready(jac_t, x)
     if lib is None:
         return None
     dof, _, n = jac_t.shape
@@ -413,7 +422,7 @@ def pose_error(
     target_rot: torch.Tensor, target_pos: torch.Tensor, rot: torch.Tensor, pos: torch.Tensor
 ) -> torch.Tensor | None:
     """``(6, B)``: position error then ``log(R_target R^T)``, batch-last inputs, or ``None``."""
-    lib = library()
+    lib = _ready(rot, target_rot, target_pos, pos)
     if lib is None:
         return None
     n = rot.shape[-1]
@@ -429,7 +438,7 @@ def pose_error_vjp(
 ) -> tuple[torch.Tensor, torch.Tensor] | None:
     """Gradients ``(3, 3, B)`` of the rotation error to ``target_rot`` and ``rot`` for ``grad_rotation``
     ``(3, B)``, or ``None``."""
-    lib = library()
+    lib = _ready(rot, target_rot, grad_rotation)
     if lib is None:
         return None
     n = rot.shape[-1]
@@ -444,7 +453,7 @@ def chain_vjp(
     rot: torch.Tensor, jac_t: torch.Tensor, grad_rot: torch.Tensor, grad_pos: torch.Tensor, grad_jac: torch.Tensor
 ) -> torch.Tensor | None:
     """``(dof, B)``: the revolute chain's closed-form backward (``kinematics.chain_gradient``), or ``None``."""
-    lib = library()
+    lib = _ready(rot, jac_t, grad_rot, grad_pos, grad_jac)
     if lib is None:
         return None
     dof, _, n = jac_t.shape

@@ -118,3 +118,10 @@ def test_pose_error_kernel_equals_the_torch_formula(dtype, monkeypatch):
     reference = torch.cat(pose_error_batch_last(*args))
     tol = 1e-12 if dtype == torch.float64 else 2e-5
     torch.testing.assert_close(compiled, reference, rtol=0, atol=tol)
+
+
+def test_mixed_dtypes_never_reach_the_kernel(panda_layer):
+    kin = panda_layer(torch.float32)
+    q = to_batch_last(torch.zeros(2, kin.dof, dtype=torch.float64), 1)
+    assert native.fk_jacobian(q, torch.zeros(kin.dof, 4, 3, 4), kin.model.revolute_mask, torch.zeros(3, 4)) is None
+    assert native.jt_x(torch.zeros(7, 6, 2), torch.zeros(2, 6, dtype=torch.float64)) is None
