@@ -82,6 +82,14 @@ def test_ik_schema_and_numbers(results):
     assert all(_positive(c["median_s"]) for c in doc["components"])
     assert all(_positive(s["time_over_ours_forward"]) for s in doc["speedups"])
     assert {g["met"] for g in doc["goals"]} == {None}  # No batch 1024 in --quick: not measured, not failed.
+    failures = doc["local_failures"]
+    causes = ("failed_on_a_limit", "failed_near_singular", "failed_other")
+    assert failures["failed"] == sum(failures[k] for k in causes)
+    assert failures["failed"] == round((1 - failures["success"]) * failures["batch"])
+    rates = [failures["success_qp_step"], *failures["success_at_iterations"].values()]
+    rates += list(failures["success_around_ready_pose"].values())
+    assert all(0.0 <= r <= 1.0 for r in rates) and len(rates) == 5
+    assert "## Local failures (float64)" in (results / "ik.md").read_text()
 
 
 def test_constrained_suite_reports_modes_and_gradient_agreement(results):

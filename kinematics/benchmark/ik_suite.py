@@ -16,12 +16,14 @@ from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, native
 from kinematics.batch_last import gram, to_batch_last
 from kinematics.benchmark import memory, peers
 from kinematics.benchmark.config import BenchConfig
+from kinematics.benchmark.failures import local_failures
 from kinematics.benchmark.problem import TARGET_KINDS, ik_problem, panda_layer
 from kinematics.benchmark.timing import measure
 from kinematics.dls_step import dls_step
 from kinematics.pose_error import pose_error_batch_last
 
 PK_DEFAULT_RETRIES = 10
+FAILURE_BATCH, FAILURE_BATCH_QUICK = 8192, 64
 METHODS = {
     "ours.forward": "DifferentiableIKLayer.solve under torch.no_grad (fixed iterations, damping 0.05, "
     "step 0.5, joint-limit projection every step)",
@@ -341,8 +343,13 @@ def run(cfg: BenchConfig) -> dict:
         "iterations; larger batches scale linearly).",
         _memory_note(mem_mode),
     ]
+    start = time.perf_counter()
+    layer64 = panda_layer("cpu", torch.float64)
+    failures = local_failures(layer64, FAILURE_BATCH_QUICK if cfg.quick else FAILURE_BATCH, cfg.seed, cfg.iterations)
+    _log(f"local failure analysis: {time.perf_counter() - start:.1f} s")
     return {
         "suite": "ik",
+        "local_failures": failures,
         "methods": METHODS,
         "component_descriptions": COMPONENTS,
         "solves": solves,

@@ -8,6 +8,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from kinematics.benchmark import failures
+
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a part."""
@@ -237,6 +239,8 @@ def ik_markdown(doc: dict) -> str:
             _table(["batch", *names, f"{iterations} x iteration", "ours.forward"], rows),
             "",
         ]
+    if "local_failures" in doc:
+        parts += failures.markdown(doc["local_failures"])
     extra = [r for r in solves if "max_abs_qpos_diff_vs_ours" in r and r["method"] in ("pk.matched", "pin.dls")]
     if extra:
         parts += [
