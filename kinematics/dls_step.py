@@ -24,19 +24,30 @@ def _solve(damped: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     return x[..., 0].T
 
 
+def _compiled(*tensors: torch.Tensor) -> bool:
+    """The CPU kernels apply: no graph is recorded through these tensors."""
+    return native.supports(tensors[0]) and not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
+
+
+def damped_gram(jac_t: torch.Tensor, damping_sq: torch.Tensor) -> torch.Tensor:
+    """``J J^T + damping^2 I`` as contiguous ``(B, 6, 6)`` matrices (``kinematics.native`` on the CPU)."""
+    damped = native.gram(jac_t, damping_sq) if _compiled(jac_t) else None
+    return gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6) if damped is None else damped
+
+
+def transposed_product(jac_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """``J^T x`` ``(dof, B)`` for ``x`` ``(B, 6)`` as the batched solve returns it."""
+    step = native.jt_x(jac_t, x) if _compiled(jac_t, x) else None
+    return (jac_t * x.T).sum(1) if step is None else step
+
+
 def _damped_least_squares(jac_t: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor):
-    """``(J^T x, x, A)``; without a graph to record, on the CPU, the products run in ``kinematics.native``."""
-    compiled = native.supports(jac_t) and not (torch.is_grad_enabled() and (jac_t.requires_grad or err.requires_grad))
-    damped = native.gram(jac_t, damping_sq) if compiled else None
-    if damped is None:
-        compiled = False
-        damped = gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6)
+    """``(J^T x, x, A)``."""
     # The symmetric matrices as contiguous (B, 6, 6) rows, handed over column-major (.mT) as LAPACK stores them.
-    damped = damped.mT
+    damped = damped_gram(jac_t, damping_sq).mT
     x, _ = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)
     x = x[..., 0]  # (B, 6)
-    step = native.jt_x(jac_t, x) if compiled else None
-    return (jac_t * x.T).sum(1) if step is None else step, x.T, damped
+    return transposed_product(jac_t, x), x.T, damped
 
 
 class _DampedLeastSquares(torch.autograd.Function):

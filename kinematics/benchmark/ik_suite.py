@@ -12,14 +12,14 @@ import numpy as np
 import torch
 
 import assets
-from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, native
-from kinematics.batch_last import gram, to_batch_last
+from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
+from kinematics.batch_last import to_batch_last
 from kinematics.benchmark import memory, peers
 from kinematics.benchmark.config import BenchConfig
 from kinematics.benchmark.failures import local_failures
 from kinematics.benchmark.problem import TARGET_KINDS, ik_problem, panda_layer
 from kinematics.benchmark.timing import measure
-from kinematics.dls_step import dls_step
+from kinematics.dls_step import damped_gram, dls_step, transposed_product
 from kinematics.pose_error import pose_error_batch_last
 
 PK_DEFAULT_RETRIES = 10
@@ -190,18 +190,8 @@ class Solvers:
         damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]
         rot, pos, jac_t = model.fk_and_jacobian_batch_last(q, tcp)
         err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))
-        compiled = native.library() is not None and native.supports(q)
-
-        def jjt_damped():
-            if compiled:
-                return native.gram(jac_t, damping_sq)
-            return gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6)
-
-        damped = jjt_damped().mT
+        damped = damped_gram(jac_t, damping_sq).mT
         x = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)[0][..., 0]
-
-        def jt_x():
-            return native.jt_x(jac_t, x) if compiled else (jac_t * x.T).sum(1)
 
         def update(jac_t, err):
             return torch.clamp(dls_step(q, jac_t, err, damping_sq, cfg.step_size), lower, upper)
@@ -213,9 +203,9 @@ class Solvers:
         return {
             "fk_and_jacobian": lambda: model.fk_and_jacobian_batch_last(q, tcp),
             "pose_error": lambda: torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos)),
-            "jjt_damped": jjt_damped,
+            "jjt_damped": lambda: damped_gram(jac_t, damping_sq),
             "solve_ex": lambda: torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False),
-            "jt_x": jt_x,
+            "jt_x": lambda: transposed_product(jac_t, x),
             "dls_update": lambda: update(jac_t, err),
             "iteration": iteration,
         }
