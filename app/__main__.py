@@ -1,22 +1,57 @@
-"""``python -m app [--host HOST] [--port PORT] [--checkpoint PATH] [--device DEV] [--preset NAME]``: serve the viewer."""
+"""``python -m app [--host HOST] [--port PORT] [--checkpoint PATH] [--device DEV] [--preset NAME] [--threads N]``:
+serve the viewer.
+
+Bad command-line values and a port that cannot be bound end with one line on stderr and exit status 2. The
+process's torch thread count is set here (``--threads``, 1 by default: the trainer and the page's answers run on
+threads of their own, a core each on a 2-core machine).
+"""
 
 from __future__ import annotations
 
+import errno
+import socket
 import sys
+
+import torch
 
 import learning.threads  # noqa: F401  (first: passive OpenMP waiting, before torch is imported)
 from app.config import ViewerConfig
-from app.viewer import launch
+from app.viewer import exposure_notice, launch
 from kinematics.errors import ProjectError
+
+
+def bind_error(host: str, port: int) -> str | None:
+    """Why ``host:port`` cannot be served (None if it can; a port in use is fine: viser takes the next free one)."""
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        return f"cannot resolve {host!r}: {exc}"
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return None
+            return f"cannot serve on {host}:{port}: {exc.strerror or exc}"
+    return None
 
 
 def main() -> int:
     config = ViewerConfig.from_argv()
+    problem = bind_error(config.host, config.port)
+    if problem is not None:
+        print(f"python -m app: error: {problem}", file=sys.stderr)
+        return 2
+    torch.set_num_threads(config.threads)
     try:
         viewer = launch(config)
     except (ProjectError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"python -m app: error: {exc}", file=sys.stderr)
         return 2
+    exposure = exposure_notice(config.host)
+    if exposure is not None:
+        print(f"warning: {exposure}", file=sys.stderr, flush=True)
     print(f"Viewer running at {viewer.url} (Ctrl-C to stop)", flush=True)
     try:
         viewer.server.sleep_forever()

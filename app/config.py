@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import socket
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
+
+import torch
 
 from learning.config import PRESETS
 
@@ -21,6 +26,8 @@ class ViewerConfig:
         device: torch device of the trainer and the inference worker.
         preset: experiment preset (workspace, splits, training settings) when no checkpoint says otherwise.
         train: start the background trainer at launch (without a checkpoint).
+        threads: torch threads of the viewer's process (``python -m app`` sets it; the trainer and the inference
+            worker get one core each by default).
     """
 
     host: str = "127.0.0.1"
@@ -29,20 +36,26 @@ class ViewerConfig:
     device: str = "cpu"
     preset: str = "smoke"
     train: bool = True
+    threads: int = 1
 
     @classmethod
     def from_argv(cls, argv: Sequence[str] | None = None) -> ViewerConfig:
-        """Parse the command line (``sys.argv[1:]`` when ``argv`` is None)."""
+        """Parse the command line (``sys.argv[1:]`` when ``argv`` is None). A bad value prints one line naming it
+        and exits with status 2."""
         defaults = cls()
-        parser = argparse.ArgumentParser(
+        parser = _OneLineErrors(
             prog="python -m app", description="Grasp-yaw viewer: the Panda, the methods' choices, live training."
         )
-        parser.add_argument("--host", default=defaults.host, help="interface to bind (default: %(default)s)")
-        parser.add_argument("--port", type=int, default=defaults.port, help="port (default: %(default)s)")
+        parser.add_argument(
+            "--host", type=_host, default=defaults.host, help="interface to bind (default: %(default)s)"
+        )
+        parser.add_argument("--port", type=_port, default=defaults.port, help="port, 1-65535 (default: %(default)s)")
         parser.add_argument(
             "--checkpoint", type=Path, default=None, help="a run's checkpoint, e.g. RUN/checkpoints/seed0/best.pt"
         )
-        parser.add_argument("--device", default=defaults.device, help="torch device (default: %(default)s)")
+        parser.add_argument(
+            "--device", type=_device, default=defaults.device, help="torch device (default: %(default)s)"
+        )
         parser.add_argument(
             "--preset",
             choices=sorted(PRESETS),
@@ -50,6 +63,13 @@ class ViewerConfig:
             help="experiment preset (default: %(default)s)",
         )
         parser.add_argument("--paused", action="store_true", help="do not start the trainer at launch")
+        parser.add_argument(
+            "--threads",
+            type=_positive,
+            default=defaults.threads,
+            help="torch threads of this process (default: %(default)s: the trainer and the page's answers get a "
+            "core each)",
+        )
         args = parser.parse_args(argv)
         return cls(
             host=args.host,
@@ -58,4 +78,55 @@ class ViewerConfig:
             device=args.device,
             preset=args.preset,
             train=not args.paused,
+            threads=args.threads,
         )
+
+
+class _OneLineErrors(argparse.ArgumentParser):
+    """Bad values get one line (``python -m app: error: --port: ...``), not the usage block."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{self.prog}: error: {message} (see --help)\n")
+        sys.exit(2)
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (1-65535)")
+    return port
+
+
+def _host(text: str) -> str:
+    try:
+        socket.getaddrinfo(text, None)
+    except OSError as exc:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an address or a name this machine resolves ({exc})"
+        ) from None
+    return text
+
+
+def _device(text: str) -> str:
+    try:
+        device = torch.device(text)
+    except RuntimeError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a torch device (cpu, cuda, cuda:1, ...)") from None
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise argparse.ArgumentTypeError(f"{text!r}: this torch build or machine has no CUDA device")
+    if device.type not in ("cpu", "cuda"):
+        raise argparse.ArgumentTypeError(f"{text!r}: the viewer runs on cpu or cuda")
+    return text
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value

@@ -26,8 +26,10 @@ class Request(Generic[T]):
 class GenerationGate(Generic[T]):
     """Thread-safe mailbox of the latest inputs; counts drawn and discarded results."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Condition()
+    def __init__(self, lock: threading.Condition | None = None) -> None:
+        """``lock``: share one condition between several gates (and their owner) so that changing their inputs
+        together, and drawing a result of any of them, are mutually atomic; a private one by default."""
+        self._lock = lock if lock is not None else threading.Condition()
         self._latest: Request[T] | None = None
         self._taken = 0  # generation of the newest request a worker has taken
         self._closed = False

@@ -38,9 +38,11 @@ class Ghost:
             thickness=5.0,
             thickness_units="screen",
         )
+        self._text = label
         self._label = server.scene.add_label(
             f"/ghost_tcp/{name}/label", label, position=(0.0, 0.0, -0.06), font_screen_scale=0.7
         )
+        self.pending = False
         self.set_visible(False)
 
     def show(self, qpos: np.ndarray, T_root_tcp: np.ndarray) -> None:
@@ -48,7 +50,14 @@ class Ghost:
         self._arm.show(qpos)
         self._frame.position = T_root_tcp[:3, 3]
         self._frame.wxyz = vtf.SO3.from_matrix(T_root_tcp[:3, :3]).wxyz
+        self.set_pending(False)
         self.set_visible(True)
+
+    def set_pending(self, pending: bool) -> None:
+        """Mark the drawn pose as an answer to earlier inputs while the answer to the new ones is computed."""
+        if pending != self.pending:
+            self.pending = pending
+            self._label.text = f"{self._text} (pending…)" if pending else self._text
 
     def set_visible(self, visible: bool) -> None:
         self._arm.set_visible(visible)

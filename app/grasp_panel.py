@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Set
 
 import numpy as np
 import viser
@@ -20,40 +20,56 @@ SLIDER_STEP = 1e-3  # radians
 TARGET_STEP = 1e-3  # metres
 
 
-def format_row(name: str, result: MethodResult | str | None) -> str:
+def format_row(name: str, result: MethodResult | str | None, pending: bool = False) -> str:
+    """One table row; ``pending``: ``result`` answers earlier inputs and the new answer is being computed (its
+    values are shown in italics, the ok column says so)."""
     label, rgb = METHOD_STYLES[name]
     swatch = f"<span style='color:rgb{rgb}'>■</span> {label}"
     if result is None:
-        return f"| {swatch} | – | | | | |"
+        return f"| {swatch} | {PENDING}… | | | | |" if pending else f"| {swatch} | – | | | | |"
     if isinstance(result, str):
         return f"| {swatch} | {result}… | | | | |"
-    ok = "✔" if result.success else "✘"
-    return (
-        f"| {swatch} | {math.degrees(result.yaw):.1f} | {ok} | {result.displacement:.3f} | "
-        f"{1e3 * result.position_error:.1f} / {1e3 * result.rotation_error:.1f} | {result.latency_ms:.0f} |"
+    ok = f"{PENDING}…" if pending else ("✔" if result.success else "✘")
+    cells = (
+        f"{math.degrees(result.yaw):.1f}",
+        ok,
+        f"{result.displacement:.3f}",
+        f"{1e3 * result.position_error:.1f} / {1e3 * result.rotation_error:.1f}",
+        f"{result.latency_ms:.0f}",
     )
+    if pending:
+        cells = tuple(f"*{cell}*" for cell in cells)
+    return f"| {swatch} | " + " | ".join(cells) + " |"
 
 
-def results_table(results: dict[str, MethodResult | str | None]) -> str:
-    """Markdown table of every method's answer (``PENDING`` while computing, None before the first)."""
+def results_table(results: dict[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> str:
+    """Markdown table of every method's answer (``PENDING`` while computing, None before the first); methods in
+    ``pending`` show their previous answer marked as pending."""
     lines = [
         "| method | yaw ° | ok | Δq rad² | pos mm / rot mrad | ms |",
         "|:--|--:|:-:|--:|--:|--:|",
     ]
-    return "\n".join(lines + [format_row(name, results.get(name)) for name in METHOD_STYLES])
+    rows = [format_row(name, results.get(name), name in pending) for name in METHOD_STYLES]
+    return "\n".join(lines + rows)
 
 
 class GraspPanel:
     """Inputs of the grasp question and the answers' table.
 
+    The panel does not own the question: it reports what the user typed or slid (``on_target``, ``on_q0``) and
+    ``show_question`` writes the current question back into its inputs. Writes made by ``show_question`` do not
+    report themselves (viser runs an input's callbacks in the thread that sets it; the guard is per thread, so a
+    user's change arriving meanwhile on another thread is never swallowed).
+
     Args:
         server: the viser server.
         target: initial grasp point ``(3,)`` metres.
         q0: initial start joints ``(7,)`` radians.
-        limits: per arm joint ``(lower, upper)`` radians.
-        on_change: called with ``(p (3,), q0 (7,))`` after every user change (one call per change, even when
-            a button sets several inputs).
-        on_random_target, on_random_q0: draw new values (the viewer owns the random generators).
+        limits: per arm joint ``(lower, upper)`` radians (the sliders' range).
+        target_box: per axis ``(lower, upper)`` metres (the target inputs' range).
+        on_target: called with the three target inputs ``(3,)`` after the user changes one.
+        on_q0: called with the seven sliders ``(7,)`` after the user changes one.
+        on_random_target, on_random_q0, on_ready: the buttons.
     """
 
     def __init__(
@@ -62,18 +78,25 @@ class GraspPanel:
         target: np.ndarray,
         q0: np.ndarray,
         limits: dict[str, tuple[float, float]],
-        on_change: Callable[[np.ndarray, np.ndarray], None],
-        on_random_target: Callable[[], np.ndarray],
-        on_random_q0: Callable[[], np.ndarray],
+        target_box: tuple[tuple[float, float], ...],
+        on_target: Callable[[np.ndarray], None],
+        on_q0: Callable[[np.ndarray], None],
+        on_random_target: Callable[[], None],
+        on_random_q0: Callable[[], None],
+        on_ready: Callable[[], None],
     ) -> None:
-        self._on_change = on_change
-        self._lock = threading.RLock()
-        self._quiet = 0  # > 0 while the panel sets several inputs itself
+        self._writing = threading.local()
         with server.gui.add_folder("Grasp"):
             self.table = server.gui.add_markdown(results_table({}))
             self.targets = tuple(
-                server.gui.add_number(f"target {axis} (m)", initial_value=round(float(v), 3), step=TARGET_STEP)
-                for axis, v in zip("xyz", target, strict=True)
+                server.gui.add_number(
+                    f"target {axis} (m)",
+                    initial_value=round(float(v), 4),
+                    min=bounds[0],
+                    max=bounds[1],
+                    step=TARGET_STEP,
+                )
+                for axis, v, bounds in zip("xyz", target, target_box, strict=True)
             )
             random_target = server.gui.add_button("Random target", icon=viser.Icon.TARGET)
             with server.gui.add_folder("Start joints q0", expand_by_default=False):
@@ -85,11 +108,13 @@ class GraspPanel:
                 )
                 random_q0 = server.gui.add_button("Random q0", icon=viser.Icon.DICE)
                 ready = server.gui.add_button("Ready pose")
-        for handle in (*self.targets, *self.sliders):
-            handle.on_update(lambda _: self._changed())
-        random_target.on_click(lambda _: self.set_inputs(target=on_random_target()))
-        random_q0.on_click(lambda _: self.set_inputs(q0=on_random_q0()))
-        ready.on_click(lambda _: self.set_inputs(q0=np.array(assets.READY_POSE)))
+        for handle in self.targets:
+            handle.on_update(lambda _: self._user_changed(on_target, self.target))
+        for handle in self.sliders:
+            handle.on_update(lambda _: self._user_changed(on_q0, self.q0))
+        random_target.on_click(lambda _: on_random_target())
+        random_q0.on_click(lambda _: on_random_q0())
+        ready.on_click(lambda _: on_ready())
 
     @property
     def target(self) -> np.ndarray:
@@ -99,27 +124,20 @@ class GraspPanel:
     def q0(self) -> np.ndarray:
         return np.array([h.value for h in self.sliders], dtype=float)
 
-    def set_inputs(self, target: np.ndarray | None = None, q0: np.ndarray | None = None, notify: bool = True) -> None:
-        """Set the target and/or ``q0`` in the page; one ``on_change`` afterwards when ``notify``."""
-        with self._lock:
-            self._quiet += 1
-            try:
-                if target is not None:
-                    for handle, v in zip(self.targets, target, strict=True):
-                        handle.value = round(float(v), 4)
-                if q0 is not None:
-                    for handle, v in zip(self.sliders, q0, strict=True):
-                        handle.value = float(v)
-            finally:
-                self._quiet -= 1
-            if notify:
-                self._on_change(self.target, self.q0)
+    def show_question(self, target: np.ndarray, q0: np.ndarray) -> None:
+        """Write the current question into the inputs (unchanged values send nothing)."""
+        self._writing.active = True
+        try:
+            for handle, v in zip(self.targets, target, strict=True):
+                handle.value = round(float(v), 4)
+            for handle, v in zip(self.sliders, q0, strict=True):
+                handle.value = float(v)
+        finally:
+            self._writing.active = False
 
-    def show(self, results: dict[str, MethodResult | str | None]) -> None:
-        self.table.content = results_table(results)
+    def show(self, results: dict[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> None:
+        self.table.content = results_table(results, pending)
 
-    def _changed(self) -> None:
-        with self._lock:
-            if self._quiet:
-                return
-            self._on_change(self.target, self.q0)
+    def _user_changed(self, callback: Callable[[np.ndarray], None], values: np.ndarray) -> None:
+        if not getattr(self._writing, "active", False):
+            callback(values)

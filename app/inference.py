@@ -2,7 +2,8 @@
 
 ``solve_grasp`` is the math: yaws from the choosers, one batched 64-step IK check from ``q0``, FK of the result.
 ``InferenceWorker`` runs it on one thread for the newest request of a ``GenerationGate`` only; its result is drawn
-through the gate, so a result for inputs that have since changed is discarded, never drawn.
+through the gate, so a result for inputs that have since changed is discarded, never drawn. A failure in the
+computation, the drawing or the work after it is caught by the ``Supervisor`` and shown; the worker goes on.
 """
 
 from __future__ import annotations
@@ -12,12 +13,14 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from app.generations import GenerationGate, Request
+from app.question import Question
+from app.supervision import Supervisor
 from kinematics import KinematicsLayer
 from learning.baselines import heading_yaw, ik_layer
 from learning.config import ExperimentCfg
@@ -27,16 +30,6 @@ from learning.splits import GoalSet
 from learning.task import failure_penalty
 
 Chooser = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # p (N, 3), q0 (N, 7) -> yaw vectors (N, 2)
-
-
-@dataclass(frozen=True)
-class GraspInputs:
-    """One grasp question: target ``p`` (m), start joints ``q0`` (rad) and the predictor snapshot to ask."""
-
-    p: tuple[float, float, float]
-    q0: tuple[float, ...]
-    policy_version: int = 0
-    policy: YawPolicy | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True)
@@ -55,7 +48,7 @@ class MethodResult:
 
 @dataclass(frozen=True)
 class GraspResult:
-    inputs: GraspInputs
+    question: Question
     methods: dict[str, MethodResult]
 
 
@@ -138,25 +131,28 @@ class BusySignal:
 
 
 class InferenceWorker:
-    """One thread answering the newest ``GraspInputs`` of ``gate`` with heading and the learned predictor.
+    """One thread answering the newest ``Question`` of ``gate`` with heading and the learned predictor.
 
     Args:
         gate: where requests come from and results are drawn through.
         solver: the IK check.
-        draw: draws a result; called by ``gate.publish``, i.e. only while its inputs are current.
-        on_error: called with a message when a request fails (the worker keeps serving).
+        draw: draws a result; called by ``gate.publish``, i.e. only while its question is current.
+        supervisor: catches, counts and shows a failure of a request, its drawing or ``after``, under the key
+            ``"inference"``; the worker keeps serving.
         after: called after each request, once the worker counts as idle again.
     """
 
+    PART = "inference"
+
     def __init__(
         self,
-        gate: GenerationGate[GraspInputs],
+        gate: GenerationGate[Question],
         solver: GraspSolver,
         draw: Callable[[GraspResult], None],
-        on_error: Callable[[str], None],
+        supervisor: Supervisor,
         after: Callable[[], None] = lambda: None,
     ) -> None:
-        self.gate, self.solver, self._draw, self._on_error = gate, solver, draw, on_error
+        self.gate, self.solver, self._draw, self._supervisor = gate, solver, draw, supervisor
         self._after = after
         self.signal = BusySignal()
         self._thread = threading.Thread(target=self._run, name="inference", daemon=True)
@@ -166,19 +162,17 @@ class InferenceWorker:
 
     def _run(self) -> None:
         while (request := self.gate.take()) is not None:
-            with self.signal.busy():
+            with self.signal.busy(), self._supervisor.guard(self.PART, f"answering target {request.inputs.p}"):
                 self.handle(request)
-            self._after()
+            with self._supervisor.guard(self.PART, "the work after an answer"):
+                self._after()
 
-    def handle(self, request: Request[GraspInputs]) -> bool:
-        """Compute the answer for ``request`` and draw it if still current; True if drawn."""
-        inputs = request.inputs
-        try:
-            methods = self.solver.solve(inputs.p, inputs.q0, fast_choosers(inputs.policy))
-        except Exception as exc:  # noqa: BLE001 - the viewer reports it and keeps answering
-            self._on_error(f"inference failed for target {inputs.p}: {type(exc).__name__}: {exc}")
-            return False
-        result = GraspResult(inputs, methods)
+    def handle(self, request: Request[Question]) -> bool:
+        """Compute the answer for ``request`` and draw it if still current; True if drawn. Raises what the
+        computation or the drawing raises (``_run`` reports it)."""
+        question = request.inputs
+        methods = self.solver.solve(question.p, question.q0, fast_choosers(question.policy))
+        result = GraspResult(question, methods)
         return self.gate.publish(request.generation, lambda: self._draw(result))
 
     def join(self, timeout: float) -> None:

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 import viser
 
+from app.supervision import Supervisor
 from kinematics.errors import ProjectError
 from learning.baselines import heading_yaw
 from learning.config import ExperimentCfg
@@ -66,8 +67,10 @@ class MetricsPanel:
         splits: goal sets evaluate-now scores (validation and test splits).
         solver_ik: the checking IK layer.
         policy: returns the latest frozen snapshot (or None).
-        on_error: shows a message in the page.
+        supervisor: catches, counts and shows a failed evaluation or figure (key ``"metrics"``).
     """
+
+    PART = "metrics"
 
     def __init__(
         self,
@@ -77,9 +80,10 @@ class MetricsPanel:
         splits: dict[str, GoalSet],
         solver_ik,
         policy: Callable[[], YawPolicy | None],
-        on_error: Callable[[str], None],
+        supervisor: Supervisor,
     ) -> None:
-        self._cfg, self._splits, self._ik, self._policy, self._on_error = cfg, splits, solver_ik, policy, on_error
+        self._cfg, self._splits, self._ik, self._policy = cfg, splits, solver_ik, policy
+        self._supervisor = supervisor
         self._busy = threading.Lock()
         with server.gui.add_folder("Metrics", expand_by_default=False):
             self.evaluate = server.gui.add_button("Evaluate now", icon=viser.Icon.PLAYER_PLAY)
@@ -111,7 +115,7 @@ class MetricsPanel:
                 try:
                     self.figures.append(server.gui.add_image(read_figure(path), label=name, format="png"))
                 except (OSError, ValueError) as exc:
-                    self._on_error(f"figure {path} could not be read: {exc}")
+                    self._supervisor.failed(self.PART, f"reading figure {path}", exc)
 
     def start_evaluation(self) -> bool:
         """Evaluate on a thread of its own (the page stays responsive); False if one is already running."""
@@ -142,7 +146,7 @@ class MetricsPanel:
                 self.live.content = evaluation_table(rows)
             self.live.content = "**Live snapshot vs heading** (64-step IK check)\n\n" + evaluation_table(rows)
         except Exception as exc:  # noqa: BLE001 - reported in the page
-            self._on_error(f"evaluate-now failed: {type(exc).__name__}: {exc}")
+            self._supervisor.failed(self.PART, "evaluate-now", exc)
         finally:
             self.progress.visible = False
             self.evaluate.disabled = False

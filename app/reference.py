@@ -2,7 +2,8 @@
 
 It costs (grid + refine) IK solves per target, far more than the other methods, so it waits until the target has
 rested for ``settle_s`` and its ghost shows a pending state meanwhile. Results go through their own
-``GenerationGate``: an answer for a target that has since moved is discarded.
+``GenerationGate``: an answer for a target that has since moved is discarded. Failures are caught, counted and
+shown by the ``Supervisor`` under the key ``"reference"``, apart from the fast methods'.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from collections.abc import Callable
 
 from app.generations import GenerationGate, Request
 from app.inference import Chooser, GraspSolver, MethodResult
+from app.question import Place
+from app.supervision import Supervisor
 from learning.baselines import ik_layer, teacher
-
-ReferenceInputs = tuple[tuple[float, float, float], tuple[float, ...]]  # (p, q0)
 
 
 def teacher_chooser(solver: GraspSolver) -> Chooser:
@@ -31,20 +32,22 @@ class ReferenceWorker:
     Args:
         gate: requests in, results drawn through it.
         solver: the same IK check as the other methods.
-        draw: draws ``(inputs, result)``; only ever called while ``inputs`` are current.
-        on_error: called with a message when a request fails.
+        draw: draws ``(place, result)``; only ever called while ``place`` is current.
+        supervisor: catches, counts and shows a failed search or drawing; the worker keeps serving.
         settle_s: quiet time the target must rest before the search starts.
     """
 
+    PART = "reference"
+
     def __init__(
         self,
-        gate: GenerationGate[ReferenceInputs],
+        gate: GenerationGate[Place],
         solver: GraspSolver,
-        draw: Callable[[ReferenceInputs, MethodResult], None],
-        on_error: Callable[[str], None],
+        draw: Callable[[Place, MethodResult], None],
+        supervisor: Supervisor,
         settle_s: float = 0.6,
     ) -> None:
-        self.gate, self.solver, self._draw, self._on_error = gate, solver, draw, on_error
+        self.gate, self.solver, self._draw, self._supervisor = gate, solver, draw, supervisor
         self.settle_s = settle_s
         self._choosers = {"reference": teacher_chooser(solver)}
         self._thread = threading.Thread(target=self._run, name="reference", daemon=True)
@@ -56,15 +59,13 @@ class ReferenceWorker:
         while (request := self.gate.take()) is not None:
             if self.gate.wait_newer(request.generation, self.settle_s):
                 continue  # the target moved on (or the gate closed): take the newer one
-            self.handle(request)
+            with self._supervisor.guard(self.PART, f"the search for target {request.inputs[0]}"):
+                self.handle(request)
 
-    def handle(self, request: Request[ReferenceInputs]) -> bool:
+    def handle(self, request: Request[Place]) -> bool:
+        """Search and draw if still current; True if drawn. Raises what the search or the drawing raises."""
         p, q0 = request.inputs
-        try:
-            result = self.solver.solve(p, q0, self._choosers)["reference"]
-        except Exception as exc:  # noqa: BLE001 - reported in the page; the worker keeps serving
-            self._on_error(f"reference search failed for target {p}: {type(exc).__name__}: {exc}")
-            return False
+        result = self.solver.solve(p, q0, self._choosers)["reference"]
         return self.gate.publish(request.generation, lambda: self._draw(request.inputs, result))
 
     def join(self, timeout: float) -> None:

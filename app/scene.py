@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 import numpy as np
@@ -70,20 +71,49 @@ def draw_workspace(server: viser.ViserServer, ws: WorkspaceCfg) -> None:
 
 
 class TargetGizmo:
-    """A draggable grasp point (position only; the yaw is what the methods choose).
+    """A draggable grasp point (position only; the yaw is what the methods choose), limited to ``box``.
 
     Args:
         server: the viser server.
         position: initial grasp point (m, root frame).
-        on_move: called with the new position ``(3,)`` while the gizmo is dragged.
+        box: per axis ``(lower, upper)`` metres the gizmo can be dragged within.
+        on_move: called with the gizmo's present position ``(3,)`` on every drag update and at the drag's end
+            (viser runs these callbacks on a thread pool, possibly out of order, so each one reads the
+            position the gizmo has when it runs: the last one to run sees the final position).
     """
 
-    def __init__(self, server: viser.ViserServer, position: np.ndarray, on_move: Callable[[np.ndarray], None]) -> None:
+    def __init__(
+        self,
+        server: viser.ViserServer,
+        position: np.ndarray,
+        box: tuple[tuple[float, float], ...],
+        on_move: Callable[[np.ndarray], None],
+    ) -> None:
         self.handle = server.scene.add_transform_controls(
-            "/target", scale=0.18, disable_rotations=True, position=tuple(position), depth_test=False
+            "/target",
+            scale=0.18,
+            disable_rotations=True,
+            position=tuple(float(v) for v in position),
+            translation_limits=tuple(tuple(float(v) for v in axis) for axis in box),
+            depth_test=False,
         )
         server.scene.add_icosphere("/target/marker", radius=0.015, color=TARGET_COLOR, cast_shadow=False)
-        self.handle.on_update(lambda _: on_move(np.array(self.handle.position, dtype=float)))
+        self._drags = 0  # drags in progress (one per browser)
+        self._lock = threading.Lock()
+
+        def moved(event: viser.TransformControlsEvent) -> None:
+            with self._lock:
+                self._drags += {"start": 1, "end": -1}.get(event.phase, 0)
+                self._drags = max(self._drags, 0)
+            on_move(np.array(self.handle.position, dtype=float))
+
+        self.handle.on_update(moved)
+
+    @property
+    def dragging(self) -> bool:
+        """A user holds the gizmo: nothing may move it under their hand."""
+        with self._lock:
+            return self._drags > 0
 
     def place(self, position: np.ndarray) -> None:
         """Move the gizmo (no callback)."""

@@ -2,6 +2,11 @@
 
 Start, pause and reset come from the page; every exception the trainer raises is caught and reported as the
 ``failed`` state with its message (Start retries, Reset rebuilds), so a failing trainer never takes the viewer down.
+A failure in what the worker calls back (publishing a snapshot, showing the status) is the viewer's, not the
+trainer's: the ``Supervisor`` counts and shows it under ``"trainer callbacks"`` and the trainer keeps stepping.
+
+The worker thread alone touches the ``Trainer``; after every step it copies the new history points into its own
+lists under its lock, so ``status`` (any thread) reads steps and losses that belong together.
 """
 
 from __future__ import annotations
@@ -11,8 +16,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from app.supervision import Supervisor
 from learning.predictors import YawPolicy
-from learning.training import Trainer
+from learning.training import Trainer, TrainingHistory
 
 RUNNING, PAUSED, FAILED = "running", "paused", "failed"
 
@@ -24,6 +30,7 @@ class TrainerStatus:
     state: str
     step: int
     version: int  # of the latest published snapshot
+    seed: int  # of the current trainer's weights and batches
     steps: list[int] = field(default_factory=list)
     loss: list[float] = field(default_factory=list)
     val_steps: list[int] = field(default_factory=list)
@@ -36,20 +43,26 @@ class TrainerWorker:
     """Owns one ``Trainer`` and the thread that steps it.
 
     Args:
-        build: makes a fresh trainer (at start and on reset); may raise, which is reported.
+        build: makes a fresh trainer from a seed (at start and on reset); may raise, which is reported.
         on_snapshot: called with ``(version, frozen policy)`` every ``snapshot_every`` steps and after a reset.
         on_status: called with a ``TrainerStatus`` after state changes and at most every ``status_period_s``.
+        supervisor: shows failures of ``on_snapshot`` and ``on_status``.
+        seed: of the first trainer; each Reset takes the next one, so it starts from new random weights.
         snapshot_every, validate_every: in trainer steps.
         running: start stepping at once.
         wait_turn: called before every step; blocks while interactive work has priority.
     """
 
+    CALLBACKS = "trainer callbacks"
+
     def __init__(
         self,
-        build: Callable[[], Trainer],
+        build: Callable[[int], Trainer],
         on_snapshot: Callable[[int, YawPolicy], None],
         on_status: Callable[[TrainerStatus], None],
+        supervisor: Supervisor,
         *,
+        seed: int = 0,
         snapshot_every: int = 10,
         validate_every: int = 50,
         running: bool = True,
@@ -58,7 +71,10 @@ class TrainerWorker:
         keep: int = 2000,
     ) -> None:
         self._build, self._on_snapshot, self._on_status = build, on_snapshot, on_status
+        self._supervisor = supervisor
         self._wait_turn = wait_turn
+        self._next_seed = seed
+        self._seed = seed
         self.snapshot_every, self.validate_every = snapshot_every, validate_every
         self._status_period_s, self._keep = status_period_s, keep
         self._cond = threading.Condition()
@@ -68,6 +84,9 @@ class TrainerWorker:
         self._closed = False
         self._version = 0
         self._trainer: Trainer | None = None
+        self._step_count = 0
+        self._history = TrainingHistory()  # the worker's copy of the curves, at most ``keep`` points per series
+        self._copied = 0  # points of the trainer's history copied so far
         self._last_status = 0.0
         self._rate = 0.0
         self._thread = threading.Thread(target=self._run, name="trainer", daemon=True)
@@ -84,7 +103,8 @@ class TrainerWorker:
         self._set(PAUSED)
 
     def reset(self) -> None:
-        """Throw the trainer away and build a fresh one (random weights, step 0); keeps the run/pause state."""
+        """Throw the trainer away and build a fresh one (the next seed: new random weights, step 0); keeps the
+        run/pause state."""
         with self._cond:
             self._reset_pending = True
             self._cond.notify_all()
@@ -107,22 +127,19 @@ class TrainerWorker:
     @property
     def status(self) -> TrainerStatus:
         with self._cond:
-            trainer, state, error, version = self._trainer, self._state, self._error, self._version
-        if trainer is None:
-            return TrainerStatus(state, 0, version, error=error)
-        h, keep = trainer.history, self._keep
-        # The trainer thread appends to these lists; slicing copies are safe under the GIL.
-        return TrainerStatus(
-            state=state,
-            step=trainer.step_count,
-            version=version,
-            steps=h.steps[-keep:],
-            loss=h.loss[-keep:],
-            val_steps=h.val_steps[-keep:],
-            val_success=h.val_success[-keep:],
-            error=error,
-            steps_per_second=self._rate,
-        )
+            h = self._history
+            return TrainerStatus(
+                state=self._state,
+                step=self._step_count,
+                version=self._version,
+                seed=self._seed,
+                steps=list(h.steps),
+                loss=list(h.loss),
+                val_steps=list(h.val_steps),
+                val_success=list(h.val_success),
+                error=self._error,
+                steps_per_second=self._rate,
+            )
 
     # The thread.
     def _run(self) -> None:
@@ -144,12 +161,17 @@ class TrainerWorker:
                 self._publish_status(force=True)
 
     def _rebuild(self) -> None:
-        trainer = self._build()
         with self._cond:
-            self._trainer = trainer
+            seed = self._next_seed
+            self._next_seed += 1
+        trainer = self._build(seed)
+        with self._cond:
+            self._trainer, self._seed, self._step_count = trainer, seed, 0
+            self._history, self._copied = TrainingHistory(), 0
             if self._state == FAILED:
                 self._state, self._error = PAUSED, None
         trainer.validate()
+        self._copy_history(trainer)
         self._snapshot(trainer)
         self._publish_status(force=True)
 
@@ -165,20 +187,36 @@ class TrainerWorker:
         self._rate = 0.9 * self._rate + 0.1 / max(elapsed, 1e-6) if self._rate else 1.0 / max(elapsed, 1e-6)
         if trainer.step_count % self.validate_every == 0:
             trainer.validate()
+        self._copy_history(trainer)
         if trainer.step_count % self.snapshot_every == 0:
             self._snapshot(trainer)
         self._publish_status()
+
+    def _copy_history(self, trainer: Trainer) -> None:
+        """Append the trainer's new history points to the worker's copy (only the worker thread calls this)."""
+        source, keep = trainer.history, self._keep
+        with self._cond:
+            copy, start = self._history, self._copied
+            copy.steps.extend(source.steps[start:])
+            copy.loss.extend(source.loss[start:])
+            self._copied = len(source.steps)
+            del copy.steps[:-keep], copy.loss[:-keep]
+            copy.val_steps[:] = source.val_steps[-keep:]
+            copy.val_success[:] = source.val_success[-keep:]
+            self._step_count = trainer.step_count
 
     def _snapshot(self, trainer: Trainer) -> None:
         policy = trainer.snapshot()
         with self._cond:
             self._version += 1
             version = self._version
-        self._on_snapshot(version, policy)
+        with self._supervisor.guard(self.CALLBACKS, f"publishing snapshot v{version}"):
+            self._on_snapshot(version, policy)
 
     def _publish_status(self, force: bool = False) -> None:
         now = time.monotonic()
         if not force and now - self._last_status < self._status_period_s:
             return
         self._last_status = now
-        self._on_status(self.status)
+        with self._supervisor.guard(self.CALLBACKS, "showing the trainer's status"):
+            self._on_status(self.status)

@@ -12,7 +12,10 @@ from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
 def status_line(status: TrainerStatus) -> str:
     loss = f"{status.loss[-1]:.3f}" if status.loss else "–"
     success = f"{100 * status.val_success[-1]:.0f} %" if status.val_success else "–"
-    text = f"**{status.state}** · loss {loss} · validation success {success} · snapshot v{status.version}"
+    text = (
+        f"**{status.state}** · seed {status.seed} · loss {loss} · validation success {success} · "
+        f"snapshot v{status.version}"
+    )
     if status.steps_per_second:
         text += f" · {status.steps_per_second:.1f} steps/s"
     if status.state == FAILED and status.error:
@@ -27,7 +30,11 @@ class TrainingPanel:
         with server.gui.add_folder("Training"):
             self.state = server.gui.add_markdown("**starting**")
             self.step = server.gui.add_text("trainer step", initial_value="0", disabled=True)
-            buttons = server.gui.add_button_group("trainer", ("Start", "Pause", "Reset"))
+            buttons = server.gui.add_button_group(
+                "trainer",
+                ("Start", "Pause", "Reset"),
+                hint="Reset starts over from new random weights (the next seed) at step 0.",
+            )
             self.loss_plot = server.gui.add_uplot(
                 data=(np.zeros(1), np.full(1, np.nan)),
                 series=(uplot.Series(label="step"), uplot.Series(label="training loss", stroke="#1e6fd9", width=1.5)),

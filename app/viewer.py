@@ -1,13 +1,20 @@
-"""Assembles the viewer: the scene, the ghosts, the panels, and the three workers (trainer, inference, reference).
+"""Assembles the viewer: the scene, the ghosts, the panels, the question board and the three workers (trainer,
+inference, reference).
 
-Threads and their locks, outermost first: ``Viewer._submit_lock`` (new inputs or a new snapshot become one request)
--> a ``GenerationGate``'s lock (``publish`` draws under it) -> ``Viewer._results_lock`` (the answers table). Drawing
-never takes an outer lock, so there is no cycle.
+The current question (target, ``q0``, predictor snapshot) has one owner, ``QuestionBoard``; every control only
+asks it to change and is written back from it. Locks, outermost first: ``QuestionBoard.lock`` (a question change,
+its pending marks and the gates' generations; ``GenerationGate.publish`` draws under it) -> ``Viewer._results_lock``
+(the answers on screen). Nothing under them waits for another thread, so there is no cycle. Every background
+part runs under the ``Supervisor``: a failure is counted and shown in the page, and the part keeps running.
+
+The viewer leaves torch's thread count alone; ``python -m app`` sets it for its process (``--threads``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
+import socket
 import statistics
 import threading
 import time
@@ -17,16 +24,19 @@ import numpy as np
 import torch
 import viser
 
+import assets
 from app.config import ViewerConfig
-from app.generations import GenerationGate
 from app.ghosts import METHOD_STYLES, Ghost
 from app.grasp_panel import PENDING, GraspPanel
-from app.inference import GraspInputs, GraspResult, GraspSolver, InferenceWorker, MethodResult
+from app.inference import GraspResult, GraspSolver, InferenceWorker, MethodResult
 from app.metrics_panel import MetricsPanel
-from app.reference import ReferenceInputs, ReferenceWorker
+from app.question import Place, Question, QuestionBoard, Source
+from app.reach import clamp_joints, clamp_target
+from app.reference import ReferenceWorker
 from app.robot_view import ArmView, load_panda_collision_urdf, load_panda_urdf
 from app.scene import TargetGizmo, draw_workspace, set_stage
 from app.status import StatusLine
+from app.supervision import Supervisor
 from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
 from app.training_panel import TrainingPanel
 from kinematics.errors import ProjectError
@@ -39,22 +49,29 @@ from learning.training import Trainer
 
 LIVE_TRAINING_STEPS = 100_000  # the viewer trains on and on; the LR schedule spans this many steps
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # metres: inside the training region, off the heading's symmetry axis
+FAST_METHODS = ("heading", "learned")  # answered together by the inference worker
+PAGE = "page"  # supervisor part of the page's callbacks (inputs, buttons)
 
 
 class Viewer:
     """The running viewer. ``launch`` builds it; ``close`` stops its threads and the server.
 
-    Attributes useful to tests: ``gate`` (stale-result bookkeeping), ``drawn`` (the answers on screen),
-    ``latencies_ms`` (target change -> heading and learned ghosts drawn), ``stale_draws``.
+    Attributes useful to tests: ``board`` (the question and its gates), ``drawn`` (the answers on screen),
+    ``pending`` (methods whose drawn answer is for earlier inputs), ``drawn_question``, ``draws``,
+    ``latencies_ms`` (target change -> heading and learned ghosts drawn), ``stale_draws`` (answers drawn while
+    their question was not current: 0 by construction, counted to prove it), ``supervisor`` (failure counts).
     """
 
     def __init__(self, config: ViewerConfig) -> None:
-        torch.set_num_threads(1)  # the trainer and the inference worker get one core each
         self.config = config
         self.server = viser.ViserServer(host=config.host, port=config.port)
         self.server.gui.configure_theme(control_width="large", show_share_button=False)
         set_stage(self.server)
         self.status = StatusLine(self.server)
+        self.supervisor = Supervisor(self.status.set)
+        exposure = exposure_notice(config.host)
+        if exposure is not None:
+            self.status.set("exposure", f"⚠ {exposure}")
         self.kinematics = franka_kinematics(config.device)
         cfg, initial_policy, run = self._load(config)
         self.cfg = cfg
@@ -62,13 +79,12 @@ class Viewer:
         self.splits = {name: s.to(self.kinematics.device, self.kinematics.dtype) for name, s in splits.items()}
         self._random = torch.Generator().manual_seed(0)
 
-        self._submit_lock = threading.Lock()
         self._results_lock = threading.Lock()
-        self._p = np.array(INITIAL_TARGET)
-        self._q0 = np.array(sample_start_states(self._random, 1, self.kinematics, cfg.start, False)[0].tolist())
-        self._policy: tuple[int, YawPolicy | None] = (0, initial_policy)
+        q0 = tuple(float(v) for v in sample_start_states(self._random, 1, self.kinematics, cfg.start, False)[0])
         self.drawn: dict[str, MethodResult | str | None] = {"learned": None if initial_policy else "no snapshot yet"}
-        self.drawn_inputs: GraspInputs | None = None
+        self.pending: set[str] = set()
+        self.drawn_question: Question | None = None
+        self.draws = 0
         self.latencies_ms: list[float] = []
         self.stale_draws = 0
         self._changed_at: tuple[tuple[float, ...], float] | None = None
@@ -78,34 +94,35 @@ class Viewer:
         self.robot = ArmView(self.server, urdf, "/robot")
         ghost_urdf = load_panda_collision_urdf()
         self.ghosts = {name: Ghost(self.server, ghost_urdf, name) for name in METHOD_STYLES}
-        self.gizmo = TargetGizmo(self.server, self._p, self._gizmo_moved)
+        self.gizmo = TargetGizmo(self.server, np.array(INITIAL_TARGET), assets.TARGET_BOX, self._gizmo_moved)
         self.grasp = GraspPanel(
             self.server,
-            self._p,
-            self._q0,
+            np.array(INITIAL_TARGET),
+            np.array(q0),
             self.robot.limits,
-            self._inputs_changed,
-            self._random_target,
-            self._random_q0,
+            assets.TARGET_BOX,
+            on_target=lambda p: self._guarded("reading the target inputs", self._ask_target, p, Source.INPUTS),
+            on_q0=lambda q: self._guarded("reading the q0 sliders", self._ask_q0, q, Source.INPUTS),
+            on_random_target=lambda: self._guarded("Random target", self.set_target, self._random_target()),
+            on_random_q0=lambda: self._guarded("Random q0", self.set_q0, self._random_q0()),
+            on_ready=lambda: self._guarded("Ready pose", self.set_q0, np.array(assets.READY_POSE)),
         )
         self.server.gui.add_markdown(_legend())
 
+        self.board = QuestionBoard(Question(INITIAL_TARGET, q0, 0, initial_policy), self._question_changed)
         self.solver = GraspSolver(cfg, self.kinematics)
-        self.gate: GenerationGate[GraspInputs] = GenerationGate()
-        self.reference_gate: GenerationGate[ReferenceInputs] = GenerationGate()
         self.inference = InferenceWorker(
-            self.gate, self.solver, self._draw, self._inference_error, after=self._refresh_if_due
+            self.board.fast, self.solver, self._draw, self.supervisor, after=self.board.catch_up
         )
-        self._refresh_due = False
         self.reference = ReferenceWorker(
-            self.reference_gate, GraspSolver(cfg, self.kinematics), self._draw_reference, self._inference_error
+            self.board.search, GraspSolver(cfg, self.kinematics), self._draw_reference, self.supervisor
         )
         live_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, steps=LIVE_TRAINING_STEPS))
         initial_state = [initial_policy.predictor.state_dict()] if initial_policy is not None else []
 
-        def build() -> Trainer:
+        def build(seed: int) -> Trainer:
             trainer = Trainer(
-                "ik_trained", live_cfg, self.kinematics, self.splits["train"], self.splits["validation"], seed=0
+                "ik_trained", live_cfg, self.kinematics, self.splits["train"], self.splits["validation"], seed=seed
             )
             if initial_state:  # the first trainer continues from the checkpoint; Reset starts from scratch
                 trainer.policy.predictor.load_state_dict(initial_state.pop())
@@ -115,23 +132,23 @@ class Viewer:
             build,
             self._snapshot,
             self._trainer_status,
+            self.supervisor,
             validate_every=cfg.train.validate_every,
             running=config.train and initial_policy is None,
             wait_turn=lambda: self.inference.signal.wait_idle(timeout=1.0),
         )
         self.training = TrainingPanel(self.server, self.trainer)
         self.metrics = MetricsPanel(
-            self.server, run, cfg, self.splits, self.solver.ik, lambda: self._policy[1], self._metrics_error
+            self.server, run, cfg, self.splits, self.solver.ik, lambda: self.board.newest_policy, self.supervisor
         )
         self._clients = 0
         self.server.on_client_connect(lambda _: self._count_clients(+1))
         self.server.on_client_disconnect(lambda _: self._count_clients(-1))
 
-        self.robot.show(self._q0)
         self.inference.start()
         self.reference.start()
         self.trainer.start_thread()
-        self._submit(self._p, self._q0, reference=True)
+        self.board.begin()
 
     @property
     def url(self) -> str:
@@ -161,52 +178,63 @@ class Viewer:
         )
         return cfg, policy, run
 
-    # Inputs -> requests.
-    def set_target(self, p: np.ndarray) -> None:
-        """Move the grasp target (as the page's inputs do)."""
-        self.grasp.set_inputs(target=np.asarray(p, dtype=float))
+    # Inputs -> questions.
+    def set_target(self, p: np.ndarray) -> Question:
+        """Move the grasp target (as a button does: the gizmo and the inputs follow); returns the question."""
+        return self._ask_target(p, Source.PROGRAM)
 
-    def set_q0(self, q0: np.ndarray) -> None:
-        self.grasp.set_inputs(q0=np.asarray(q0, dtype=float))
+    def set_q0(self, q0: np.ndarray) -> Question:
+        return self._ask_q0(q0, Source.PROGRAM)
+
+    def _guarded(self, doing: str, action, *args) -> None:
+        with self.supervisor.guard(PAGE, doing):
+            action(*args)
 
     def _gizmo_moved(self, p: np.ndarray) -> None:
-        self.grasp.set_inputs(target=p)
+        with self.supervisor.guard(PAGE, "moving the target gizmo"):
+            question = self._ask_target(p, Source.GIZMO)
+            if not self.gizmo.dragging and not np.allclose(question.p, self.gizmo.handle.position, atol=1e-9):
+                self.gizmo.place(np.array(question.p))  # the drag ended outside the reach: show where it went
 
-    def _inputs_changed(self, p: np.ndarray, q0: np.ndarray) -> None:
-        if not np.array_equal(q0, self._q0):
-            self.robot.show(q0)
-        if not np.allclose(p, self.gizmo.handle.position, atol=1e-4):
-            self.gizmo.place(p)
-        self._submit(p, q0, reference=True)
+    def _ask_target(self, p: np.ndarray, source: Source) -> Question:
+        clamped, message = clamp_target(p)
+        self.status.set("target bounds", None if message is None else f"⚠ {message}")
+        return self.board.ask(p=clamped, source=source)
+
+    def _ask_q0(self, q0: np.ndarray, source: Source) -> Question:
+        clamped, message = clamp_joints(q0, self.robot.limits)
+        self.status.set("q0 bounds", None if message is None else f"⚠ {message}")
+        return self.board.ask(q0=clamped, source=source)
+
+    def _question_changed(self, old: Question | None, new: Question, source: Source) -> None:
+        """Under the board's lock: move the controls that did not make the change, mark answers pending."""
+        if old is None or new.q0 != old.q0:
+            self.robot.show(np.array(new.q0))
+        if source is not Source.GIZMO and not self.gizmo.dragging:
+            if not np.array_equal(np.array(new.p), np.asarray(self.gizmo.handle.position, dtype=float)):
+                self.gizmo.place(np.array(new.p))
+        self.grasp.show_question(np.array(new.p), np.array(new.q0))  # shows a clamped value; same values: no-op
+        pending = {"learned"} if new.policy is not None else set()
+        if old is None or new.p != old.p:
+            pending.add("heading")
+        if old is None or new.place != old.place:
+            pending.add("reference")
+        with self._results_lock:
+            if old is None or new.p != old.p:
+                self._changed_at = (new.p, time.perf_counter())
+            for name in pending:
+                if name == "reference":
+                    self.ghosts[name].set_visible(False)
+                    self.drawn[name] = PENDING
+                else:
+                    self.ghosts[name].set_pending(True)
+                self.pending.add(name)
+            self.grasp.show(self.drawn, self.pending)
 
     def _snapshot(self, version: int, policy: YawPolicy) -> None:
-        # A new snapshot refreshes the learned ghost, but never cancels an answer being computed for the current
-        # target: the refresh waits for the worker to finish (``_refresh_if_due``). The check and the flag are
-        # under the submit lock, which the worker takes only after it counts as idle, so no refresh is lost.
-        with self._submit_lock:
-            self._policy = (version, policy)
-            if self.inference.signal.is_busy:
-                self._refresh_due = True
-                return
-        self._submit(self._p, self._q0, reference=False)
-
-    def _refresh_if_due(self) -> None:
-        with self._submit_lock:
-            due, self._refresh_due = self._refresh_due, False
-        if due:
-            self._submit(self._p, self._q0, reference=False)
-
-    def _submit(self, p: np.ndarray, q0: np.ndarray, reference: bool) -> None:
-        with self._submit_lock:
-            p_key, q0_key = tuple(float(v) for v in p), tuple(float(v) for v in q0)
-            if p_key != tuple(self._p):
-                with self._results_lock:
-                    self._changed_at = (p_key, time.perf_counter())
-            self._p, self._q0 = np.array(p_key), np.array(q0_key)
-            version, policy = self._policy
-            self.gate.submit(GraspInputs(p_key, q0_key, version, policy))
-            if reference:
-                self.reference_gate.submit((p_key, q0_key), on_submit=self._reference_pending)
+        # A new snapshot refreshes the learned ghost but never cancels an answer being computed: while the
+        # inference worker is busy the board keeps it, and adopts it when the worker is idle (``catch_up``).
+        self.board.offer_policy(version, policy, busy=lambda: self.inference.signal.is_busy)
 
     def _random_target(self) -> np.ndarray:
         heldout = bool(torch.rand(1, generator=self._random) < 0.25)
@@ -215,41 +243,35 @@ class Viewer:
     def _random_q0(self) -> np.ndarray:
         return sample_start_states(self._random, 1, self.kinematics, self.cfg.start, False)[0].numpy()
 
-    # Drawing (under a gate's lock, only for current inputs).
+    # Drawing (under the board's lock, only for the current question).
     def _draw(self, result: GraspResult) -> None:
-        latest = self.gate.latest
+        current = self.board.current
         with self.server.atomic(), self._results_lock:
-            if latest is None or latest.inputs != result.inputs:
+            if result.question != current:
                 self.stale_draws += 1  # cannot happen through publish; counted to prove it
             for name, answer in result.methods.items():
                 self.ghosts[name].show(answer.qpos, answer.T_root_tcp)
                 self.drawn[name] = answer
+                self.pending.discard(name)
             if "learned" not in result.methods:
                 self.ghosts["learned"].set_visible(False)
-            self.drawn_inputs = result.inputs
-            if self._changed_at is not None and self._changed_at[0] == result.inputs.p:
+                self.drawn["learned"] = "no snapshot yet"
+                self.pending.discard("learned")
+            self.drawn_question = result.question
+            self.draws += 1
+            if self._changed_at is not None and self._changed_at[0] == result.question.p:
                 self.latencies_ms.append(1e3 * (time.perf_counter() - self._changed_at[1]))
                 self._changed_at = None  # counted once per change
-            self.grasp.show(self.drawn)
-        self.status.set("inference", None)
+            self.grasp.show(self.drawn, self.pending)
 
-    def _reference_pending(self) -> None:
-        with self._results_lock:
-            self.ghosts["reference"].set_visible(False)
-            self.drawn["reference"] = PENDING
-            self.grasp.show(self.drawn)
-
-    def _draw_reference(self, inputs: ReferenceInputs, answer: MethodResult) -> None:
+    def _draw_reference(self, place: Place, answer: MethodResult) -> None:
         with self.server.atomic(), self._results_lock:
+            if place != self.board.current.place:
+                self.stale_draws += 1
             self.ghosts["reference"].show(answer.qpos, answer.T_root_tcp)
             self.drawn["reference"] = answer
-            self.grasp.show(self.drawn)
-
-    def _inference_error(self, message: str) -> None:
-        self.status.set("inference", f"⚠ {message}")
-
-    def _metrics_error(self, message: str) -> None:
-        self.status.set("metrics", f"⚠ {message}")
+            self.pending.discard("reference")
+            self.grasp.show(self.drawn, self.pending)
 
     def _trainer_status(self, status: TrainerStatus) -> None:
         self.training.show(status)
@@ -267,8 +289,7 @@ class Viewer:
             return statistics.median(self.latencies_ms) if self.latencies_ms else float("nan")
 
     def close(self) -> None:
-        self.gate.close()
-        self.reference_gate.close()
+        self.board.close()
         self.trainer.close()
         self.inference.join(5.0)
         self.reference.join(5.0)
@@ -278,6 +299,23 @@ class Viewer:
 def _legend() -> str:
     rows = " · ".join(f"<span style='color:rgb{rgb}'>■</span> {label}" for label, rgb in METHOD_STYLES.values())
     return f"Ghosts: {rows}. Drag the yellow target or type it; the yaw is each method's answer."
+
+
+def exposure_notice(host: str) -> str | None:
+    """A warning when ``host`` is reachable from other machines (anything but loopback), else None."""
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+    except OSError:
+        addresses = {host}
+    try:
+        if addresses and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
+            return None
+    except ValueError:
+        pass
+    return (
+        f"served on {host}, not only on this machine: anyone who can reach this port can start, pause and "
+        "reset the trainer, move the target and run evaluations."
+    )
 
 
 def launch(config: ViewerConfig) -> Viewer:

@@ -35,10 +35,10 @@ def _wait(condition, timeout_s: float, what: str) -> None:
 
 def _settled(viewer: Viewer) -> bool:
     """The heading and learned answers on screen are for the current target and q0."""
-    latest, drawn = viewer.gate.latest, viewer.drawn_inputs
+    current, drawn = viewer.board.current, viewer.drawn_question
     return (
         drawn is not None
-        and (drawn.p, drawn.q0) == (latest.inputs.p, latest.inputs.q0)
+        and drawn.place == current.place
         and not isinstance(viewer.drawn.get("learned"), str | type(None))
     )
 
@@ -77,9 +77,9 @@ def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_view
     _wait(lambda: _settled(viewer), 30, "the final answers")
 
     assert viewer.stale_draws == 0
-    assert viewer.gate.discarded > 0, "the burst should have overtaken some answers"
-    final = tuple(round(float(v), 4) for v in targets[-1])
-    assert viewer.drawn_inputs.p == pytest.approx(final, abs=1e-9)
+    assert viewer.board.fast.discarded > 0, "the burst should have overtaken some answers"
+    final = tuple(float(v) for v in targets[-1])
+    assert viewer.drawn_question.p == pytest.approx(final, abs=1e-9)
     heading = viewer.drawn["heading"].yaw
     expected = math.atan2(final[1], final[0])
     assert abs(math.remainder(heading - expected, 2 * math.pi)) < 1e-6
@@ -91,8 +91,8 @@ def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_view
     latency = viewer.median_latency_ms()
     print(
         f"\ntarget change -> heading+learned ghosts drawn: median {latency:.0f} ms over "
-        f"{len(viewer.latencies_ms)} changes (trainer running); drawn {viewer.gate.drawn}, "
-        f"discarded {viewer.gate.discarded}, stale drawn {viewer.stale_draws}"
+        f"{len(viewer.latencies_ms)} changes (trainer running); drawn {viewer.board.fast.drawn}, "
+        f"discarded {viewer.board.fast.discarded}, stale drawn {viewer.stale_draws}"
     )
     assert latency < 1000.0
     assert _answers(viewer)
@@ -142,7 +142,7 @@ def test_trainer_exception_is_shown_and_the_viewer_keeps_answering(start_viewer,
     assert "simulated trainer crash" in viewer.training.state.content
     assert viewer.trainer.status.state == "failed"
     viewer.set_target(np.array([0.45, -0.25, 0.15]))
-    _wait(lambda: _settled(viewer) and viewer.drawn_inputs.p == (0.45, -0.25, 0.15), 30, "answers after the crash")
+    _wait(lambda: _settled(viewer) and viewer.drawn_question.p == (0.45, -0.25, 0.15), 30, "answers after the crash")
     assert _answers(viewer)
     viewer.trainer.start()  # retry: fails again, visibly, without taking anything down
     _wait(lambda: viewer.trainer.status.state == "failed", 30, "the retry to fail")

@@ -1,0 +1,140 @@
+"""The grasp question the viewer answers (target, start joints, predictor snapshot) and its one owner.
+
+``QuestionBoard`` holds the current ``Question``. It is changed only by ``ask`` and by adopting a trainer snapshot,
+both under ``QuestionBoard.lock``; that lock is also the lock of every ``GenerationGate`` the board feeds, and
+``GenerationGate.publish`` draws under it. So a change of the question, the new generations it gives the gates and
+the pending marks drawn for it are one atomic step, and a drawn answer is always an answer to the question that
+is current while it is drawn. Readers that only need a consistent value read ``current`` without the lock: it is
+an immutable object, replaced whole.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
+
+from app.generations import GenerationGate
+from learning.predictors import YawPolicy
+
+Place = tuple[tuple[float, float, float], tuple[float, ...]]  # (p, q0): what the searches' answers depend on
+
+
+class Source(enum.Enum):
+    """Who changed the question; the control that moved is never written back while it moves."""
+
+    GIZMO = "gizmo"  # the target dragged in the 3D scene
+    INPUTS = "inputs"  # the panel's target numbers or q0 sliders
+    PROGRAM = "program"  # buttons (random target / q0, ready pose) and the Python API
+    TRAINER = "trainer"  # a new predictor snapshot
+
+
+@dataclass(frozen=True)
+class Question:
+    """One grasp question: target ``p`` (m, root frame), start joints ``q0`` (rad) and the snapshot to ask."""
+
+    p: tuple[float, float, float]
+    q0: tuple[float, ...]
+    policy_version: int = 0
+    policy: YawPolicy | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def place(self) -> Place:
+        return self.p, self.q0
+
+
+Listener = Callable[[Question | None, Question, Source], None]  # (old, new, source) under the board's lock
+
+
+class QuestionBoard:
+    """The single source of the current question.
+
+    Args:
+        question: the first question.
+        on_change: called with ``(old, new, source)`` under the lock, before any answer to ``new`` can be drawn
+            (``old`` is None for the first question, which ``begin`` announces)
+            to update the controls and mark answers pending; it must not block on other threads. If it raises, the
+            question has still changed and the exception reaches the caller of ``ask``.
+
+    Attributes:
+        lock: the one lock of the question and of both gates (re-entrant).
+        fast: requests for the methods answered at once (a rule or a network plus one IK check).
+        search: requests for the methods that search (their answers depend on ``place`` only).
+    """
+
+    def __init__(self, question: Question, on_change: Listener) -> None:
+        self.lock = threading.Condition(threading.RLock())
+        self.fast: GenerationGate[Question] = GenerationGate(self.lock)
+        self.search: GenerationGate[Place] = GenerationGate(self.lock)
+        self._current = question
+        self._offered: tuple[int, YawPolicy | None] = (question.policy_version, question.policy)
+        self._on_change = on_change
+
+    @property
+    def current(self) -> Question:
+        return self._current
+
+    @property
+    def newest_policy(self) -> YawPolicy | None:
+        """The newest snapshot offered, adopted or not yet."""
+        return self._offered[1]
+
+    def begin(self) -> None:
+        """Announce the first question to the listener and both gates (once the workers are listening)."""
+        with self.lock:
+            question = self._current
+            self.fast.submit(question)
+            self.search.submit(question.place)
+            self._on_change(None, question, Source.PROGRAM)
+
+    def ask(
+        self,
+        *,
+        p: Sequence[float] | None = None,
+        q0: Sequence[float] | None = None,
+        source: Source = Source.PROGRAM,
+    ) -> Question:
+        """Change the target and/or start joints; returns the question now current (unchanged inputs: no request)."""
+        with self.lock:
+            old = self._current
+            new = replace(
+                old,
+                p=old.p if p is None else tuple(float(v) for v in p),
+                q0=old.q0 if q0 is None else tuple(float(v) for v in q0),
+            )
+            if new != old:
+                self._change(old, new, source)
+            return self._current
+
+    def offer_policy(self, version: int, policy: YawPolicy, busy: Callable[[], bool]) -> None:
+        """A new snapshot. It becomes part of the question at once unless ``busy()`` (the fast methods' worker is
+        computing an answer, which a new question would cancel); then ``catch_up`` adopts it when that worker is
+        idle. Under a fast trainer the answers for the target would otherwise never land."""
+        with self.lock:
+            self._offered = (version, policy)
+            if not busy():
+                self._adopt_offered()
+
+    def catch_up(self) -> None:
+        """Adopt the newest offered snapshot if the question does not carry it yet (the fast worker calls this
+        whenever it becomes idle)."""
+        with self.lock:
+            self._adopt_offered()
+
+    def close(self) -> None:
+        self.fast.close()
+        self.search.close()
+
+    def _adopt_offered(self) -> None:
+        version, policy = self._offered
+        old = self._current
+        if version != old.policy_version:
+            self._change(old, replace(old, policy_version=version, policy=policy), Source.TRAINER)
+
+    def _change(self, old: Question, new: Question, source: Source) -> None:
+        self._current = new
+        self.fast.submit(new)
+        if new.place != old.place:
+            self.search.submit(new.place)
+        self._on_change(old, new, source)  # no answer can be drawn before it returns: the lock is held
