@@ -201,11 +201,38 @@ def test_implicit_mode_saves_the_same_memory_for_any_iteration_count(kin):
     assert unrolled[1] > 6 * unrolled[0] > 6 * implicit[0]
 
 
-def test_implicit_mode_is_off_under_no_grad_and_keeps_failed_rows(kin):
+def test_implicit_mode_keeps_failed_rows_in_place_with_their_own_residuals(kin):
     target, q0 = _local_problem(kin, 8, seed=8)
-    ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(gradient="implicit"))
+    unreachable = torch.tensor([2, 5])
+    target = target.clone()
+    target[unreachable, 0, 3] += 1.0  # 1 m farther out: beyond the Panda's reach
+    cfg = {"max_iterations": 16}
     with torch.no_grad():
-        assert not ik.solve(target, q0.requires_grad_(True)).qpos.requires_grad
+        unrolled = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg)).solve(target, q0)
+    xi = torch.zeros(8, 6, dtype=F64, requires_grad=True)
+    ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg, gradient="implicit"))
+    implicit = ik.solve(se3_exp_left(xi, target), q0.clone().requires_grad_(True))
+    assert implicit.qpos.requires_grad and implicit.qpos.shape == (8, 7)
+    # Failed rows stay in the batch, in their place, and count as failures.
+    expected_failed = torch.zeros(8, dtype=torch.bool)
+    expected_failed[unreachable] = True
+    assert torch.equal(~implicit.success, expected_failed)
+    # Their joints and residuals are the solve's last iterate, the same as without implicit gradients ...
+    torch.testing.assert_close(implicit.qpos.detach(), unrolled.qpos, rtol=0, atol=1e-12)
+    torch.testing.assert_close(implicit.position_error_norm.detach(), unrolled.position_error_norm, rtol=0, atol=1e-12)
+    torch.testing.assert_close(implicit.rotation_error_norm.detach(), unrolled.rotation_error_norm, rtol=0, atol=1e-12)
+    # ... and the residual is the real distance from FK of those joints to the target (about 1 m for the far rows).
+    reached = kin(implicit.qpos.detach())[..., :3, 3]
+    distance = (target[..., :3, 3] - reached).norm(dim=-1)
+    torch.testing.assert_close(implicit.position_error_norm.detach(), distance, rtol=1e-9, atol=1e-12)
+    assert float(distance[unreachable].min()) > 0.1
+    # Backward reaches every row, failed ones included, with finite values.
+    implicit.qpos.sum().backward()
+    assert torch.isfinite(xi.grad).all()
+    assert (xi.grad.abs().sum(-1) > 0).all()
+    # Under no_grad the implicit function is not used at all: no graph.
+    with torch.no_grad():
+        assert not ik.solve(target, q0.clone().requires_grad_(True)).qpos.requires_grad
 
 
 # ---------------------------------------------------------------- R^9 -> SE(3)
