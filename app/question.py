@@ -69,6 +69,7 @@ class QuestionBoard:
         self.search: GenerationGate[Place] = GenerationGate(self.lock)
         self._current = question
         self._offered: tuple[int, YawPolicy | None] = (question.policy_version, question.policy)
+        self._offered_p: tuple[float, float, float] | None = None  # a dragged target waiting for an idle worker
         self._on_change = on_change
 
     @property
@@ -95,8 +96,11 @@ class QuestionBoard:
         q0: Sequence[float] | None = None,
         source: Source = Source.PROGRAM,
     ) -> Question:
-        """Change the target and/or start joints; returns the question now current (unchanged inputs: no request)."""
+        """Change the target and/or start joints; returns the question now current (unchanged inputs: no request).
+        A new target supersedes a dragged one still waiting (``offer_target``)."""
         with self.lock:
+            if p is not None:
+                self._offered_p = None
             old = self._current
             new = replace(
                 old,
@@ -116,9 +120,18 @@ class QuestionBoard:
             if not busy():
                 self._adopt_offered()
 
+    def offer_target(self, p: Sequence[float], busy: Callable[[], bool]) -> None:
+        """A target from a drag, adopted like a snapshot: at once when the fast worker is idle, else when it
+        becomes idle (the newest offer wins). A drag sends a position every frame, faster than an answer is
+        computed; cancelling the answer in flight at every frame would draw nothing until the hand stops."""
+        with self.lock:
+            self._offered_p = (float(p[0]), float(p[1]), float(p[2]))
+            if not busy():
+                self._adopt_offered()
+
     def catch_up(self) -> None:
-        """Adopt the newest offered snapshot if the question does not carry it yet (the fast worker calls this
-        whenever it becomes idle)."""
+        """Adopt the newest offered snapshot and dragged target if the question does not carry them yet (the fast
+        worker calls this whenever it becomes idle)."""
         with self.lock:
             self._adopt_offered()
 
@@ -127,10 +140,16 @@ class QuestionBoard:
         self.search.close()
 
     def _adopt_offered(self) -> None:
+        old = new = self._current
+        source = Source.TRAINER
+        if self._offered_p is not None:
+            new, source = replace(new, p=self._offered_p), Source.GIZMO
+            self._offered_p = None
         version, policy = self._offered
-        old = self._current
-        if version != old.policy_version:
-            self._change(old, replace(old, policy_version=version, policy=policy), Source.TRAINER)
+        if version != new.policy_version:
+            new = replace(new, policy_version=version, policy=policy)
+        if new != old:
+            self._change(old, new, source)
 
     def _change(self, old: Question, new: Question, source: Source) -> None:
         self._current = new

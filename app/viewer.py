@@ -192,9 +192,11 @@ class Viewer:
 
     def _gizmo_moved(self, p: np.ndarray) -> None:
         with self.supervisor.guard(PAGE, "moving the target gizmo"):
-            question = self._ask_target(p, Source.GIZMO)
-            if not self.gizmo.dragging and not np.allclose(question.p, self.gizmo.handle.position, atol=1e-9):
-                self.gizmo.place(np.array(question.p))  # the drag ended outside the reach: show where it went
+            clamped, message = clamp_target(p)
+            self.status.set("target bounds", None if message is None else f"⚠ {message}")
+            self.board.offer_target(clamped, busy=lambda: self.inference.signal.is_busy)
+            if not self.gizmo.dragging and not np.array_equal(clamped, p):
+                self.gizmo.place(clamped)  # the drag ended outside the reach: show where the target went
 
     def _ask_target(self, p: np.ndarray, source: Source) -> Question:
         clamped, message = clamp_target(p)
