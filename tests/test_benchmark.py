@@ -6,8 +6,9 @@ import json
 import math
 
 import pytest
+from optional_dependencies import require_module
 
-pytest.importorskip("pytorch_kinematics", reason="pytorch_kinematics is a bench extra")
+require_module("pytorch_kinematics", "pip install pytorch-kinematics, or the bench or dev extra")
 
 from kinematics.benchmark import main  # noqa: E402
 

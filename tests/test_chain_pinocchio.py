@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 import torch
+from optional_dependencies import require_module
 
-pin = pytest.importorskip("pinocchio")
+pin = require_module("pinocchio", "pip install pin, or the dev extra")
 
 N_CONFIGS = 20
 FLOAT64_TOL = 1e-9
