@@ -11,6 +11,8 @@ from optional_dependencies import require_module
 require_module("pytorch_kinematics", "pip install pytorch-kinematics, or the bench or dev extra")
 
 from kinematics.benchmark import main  # noqa: E402
+from kinematics.benchmark.constrained_suite import NEAR_LIMITS  # noqa: E402
+from kinematics.benchmark.problem import NEAR_SEED, TARGET_KINDS  # noqa: E402
 
 
 def _positive(x) -> bool:
@@ -62,7 +64,7 @@ def test_ik_schema_and_numbers(results):
     doc = json.loads((results / "ik.json").read_text())
     cases = {(r["batch"], r["targets"], r["method"]) for r in doc["solves"]}
     for batch in (1, 16):
-        for kind in ("local", "distant"):
+        for kind in TARGET_KINDS:
             for method in ("ours.forward", "ours.forward_backward", "pk.matched", "pk.defaults"):
                 assert (batch, kind, method) in cases
     for row in doc["solves"]:
@@ -76,28 +78,30 @@ def test_ik_schema_and_numbers(results):
         assert mem is None or (isinstance(mem, int) and mem >= 0)
         if row["method"] == "ours.forward_backward":
             assert row["gradients_finite"] is True
-    local = [r for r in doc["solves"] if r["targets"] == "local" and r["method"] == "ours.forward"]
-    assert all(r["success_rate"] >= 0.5 for r in local)
+    near = [r for r in doc["solves"] if r["targets"] == NEAR_SEED and r["method"] == "ours.forward"]
+    assert near and all(r["success_rate"] >= 0.5 for r in near)
     names = {c["component"] for c in doc["components"]}
     assert {"fk_and_jacobian", "jjt_damped", "solve_ex", "jt_x", "dls_update"} <= names
     assert all(_positive(c["median_s"]) for c in doc["components"])
     assert all(_positive(s["time_over_ours_forward"]) for s in doc["speedups"])
     assert {g["met"] for g in doc["goals"]} == {None}  # No batch 1024 in --quick: not measured, not failed.
-    failures = doc["local_failures"]
+    failures = doc["near_seed_failures"]
     causes = ("failed_on_a_limit", "failed_near_singular", "failed_other")
     assert failures["failed"] == sum(failures[k] for k in causes)
     assert failures["failed"] == round((1 - failures["success"]) * failures["batch"])
     rates = [failures["success_qp_step"], *failures["success_at_iterations"].values()]
-    rates += list(failures["success_around_ready_pose"].values())
+    rates += list(failures["success_near_ready_pose"].values())
     assert all(0.0 <= r <= 1.0 for r in rates) and len(rates) == 5
-    assert "## Local failures (float64)" in (results / "ik.md").read_text()
+    markdown = (results / "ik.md").read_text()
+    assert "## Failures with near seeds over the joint box (float64)" in markdown
+    assert all(f"## float32, targets: {kind}" in markdown for kind in TARGET_KINDS)
 
 
 def test_constrained_suite_reports_modes_and_gradient_agreement(results):
     doc = json.loads((results / "constrained.json").read_text())
     assert doc["suite"] == "constrained"
     modes = {(r["targets"], r["mode"]) for r in doc["steps"]}
-    assert modes == {(t, m) for t in ("local", "near limits") for m in ("clamp", "qp", "qp+posture")}
+    assert modes == {(t, m) for t in (NEAR_SEED, NEAR_LIMITS) for m in ("clamp", "qp", "qp+posture")}
     for row in doc["steps"]:
         assert 0.0 <= row["success_rate"] <= 1.0 and row["forward_s"] > 0
         assert row["outside_limits_rows"] == 0

@@ -10,6 +10,7 @@ import scipy.optimize
 import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
+from kinematics.benchmark.problem import targets_away_from_seeds_near_limits, targets_near_seeds_near_joint_centre
 from kinematics.box_qp import solve_box_qp
 from kinematics.errors import ConfigError, ShapeError
 from kinematics.r9 import r9_to_se3, se3_to_r9, singularity_margin
@@ -22,29 +23,6 @@ F64 = torch.float64
 @pytest.fixture(scope="module")
 def kin():
     return franka_kinematics(dtype=F64)
-
-
-def _near_limit_problem(kin, n: int, seed: int):
-    """Seeds with about half the joints within 3 cm of a limit, targets 0.2 rad (per joint) away."""
-    gen = torch.Generator().manual_seed(seed)
-    lo, hi = kin.lower, kin.upper
-    up = torch.rand(n, 7, generator=gen) < 0.5
-    near = torch.where(
-        up,
-        hi - 1e-3 - 0.03 * torch.rand(n, 7, generator=gen, dtype=F64),
-        lo + 1e-3 + 0.03 * torch.rand(n, 7, generator=gen, dtype=F64),
-    )
-    mid = kin.default_seed() + 0.3 * torch.randn(n, 7, generator=gen, dtype=F64)
-    q0 = torch.where(torch.rand(n, 7, generator=gen) < 0.5, near, mid).clamp(lo + 1e-3, hi - 1e-3)
-    return kin(q0 + 0.2 * torch.randn(n, 7, generator=gen, dtype=F64)), q0
-
-
-def _local_problem(kin, n: int, seed: int):
-    gen = torch.Generator().manual_seed(seed)
-    q0 = (kin.default_seed() + 0.4 * torch.randn(n, 7, generator=gen, dtype=F64)).clamp(
-        kin.lower + 1e-3, kin.upper - 1e-3
-    )
-    return kin(q0 + 0.05 * torch.randn(n, 7, generator=gen, dtype=F64)), q0
 
 
 # ---------------------------------------------------------------- box QP
@@ -94,7 +72,7 @@ def test_box_qp_without_active_bounds_is_the_unconstrained_solution():
 
 
 def test_qp_step_never_leaves_the_limits_and_beats_the_clamp_near_them(kin):
-    target, q0 = _near_limit_problem(kin, 400, seed=1)
+    target, q0, _ = targets_away_from_seeds_near_limits(kin, 400, seed=1)
     results = {s: DifferentiableIKLayer(kin, DifferentiableIKCfg(step=s)).solve(target, q0) for s in ("clamp", "qp")}
     qp = results["qp"]
     assert ((qp.qpos >= kin.lower) & (qp.qpos <= kin.upper)).all()
@@ -102,15 +80,15 @@ def test_qp_step_never_leaves_the_limits_and_beats_the_clamp_near_them(kin):
     assert qp.position_error_norm.mean() < 0.75 * results["clamp"].position_error_norm.mean()
 
 
-def test_qp_step_success_on_local_targets_at_least_the_clamps(kin):
-    target, q0 = _local_problem(kin, 500, seed=2)
+def test_qp_step_success_near_the_joint_centre_at_least_the_clamps(kin):
+    target, q0, _ = targets_near_seeds_near_joint_centre(kin, 500, seed=2)
     clamp = DifferentiableIKLayer(kin).solve(target, q0)
     qp = DifferentiableIKLayer(kin, DifferentiableIKCfg(step="qp")).solve(target, q0)
     assert qp.success.double().mean() >= clamp.success.double().mean() >= 0.99
 
 
 def test_qp_gives_target_gradients_to_joints_the_clamp_freezes(kin):
-    target, q0 = _near_limit_problem(kin, 200, seed=3)
+    target, q0, _ = targets_away_from_seeds_near_limits(kin, 200, seed=3)
     norms = {}
     for step in ("clamp", "qp"):
         xi = torch.zeros(len(q0), 6, dtype=F64, requires_grad=True)
@@ -135,7 +113,7 @@ def test_qp_step_gradcheck_with_an_active_limit(kin):
 
 
 def test_posture_cascade_centres_joints_while_solving(kin):
-    target, q0 = _local_problem(kin, 300, seed=4)
+    target, q0, _ = targets_near_seeds_near_joint_centre(kin, 300, seed=4)
     cfg = dict(step="qp", max_iterations=48)
     plain = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg)).solve(target, q0)
     centred = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg, posture_gain=0.05)).solve(target, q0)
@@ -165,7 +143,7 @@ def _gradients(kin, target, q0, **cfg):
 
 @pytest.mark.parametrize("iterations", [16, 48])
 def test_implicit_gradient_matches_unrolled_on_converged_rows(kin, iterations):
-    target, q0 = _local_problem(kin, 300, seed=6)
+    target, q0, _ = targets_near_seeds_near_joint_centre(kin, 300, seed=6)
     t_unrolled, s_unrolled, r_unrolled = _gradients(kin, target, q0, max_iterations=iterations)
     t_implicit, s_implicit, r_implicit = _gradients(kin, target, q0, max_iterations=iterations, gradient="implicit")
     torch.testing.assert_close(r_implicit.qpos, r_unrolled.qpos)  # same forward
@@ -181,7 +159,7 @@ def test_implicit_gradient_matches_unrolled_on_converged_rows(kin, iterations):
 
 
 def test_implicit_mode_saves_the_same_memory_for_any_iteration_count(kin):
-    target, q0 = _local_problem(kin, 64, seed=7)
+    target, q0, _ = targets_near_seeds_near_joint_centre(kin, 64, seed=7)
 
     def saved_bytes(**cfg):
         total = 0
@@ -202,7 +180,7 @@ def test_implicit_mode_saves_the_same_memory_for_any_iteration_count(kin):
 
 
 def test_implicit_mode_keeps_failed_rows_in_place_with_their_own_residuals(kin):
-    target, q0 = _local_problem(kin, 8, seed=8)
+    target, q0, _ = targets_near_seeds_near_joint_centre(kin, 8, seed=8)
     unreachable = torch.tensor([2, 5])
     target = target.clone()
     target[unreachable, 0, 3] += 1.0  # 1 m farther out: beyond the Panda's reach

@@ -1,6 +1,6 @@
 """``DifferentiableIKLayer``: the contract of the DLS solve, one test per promise.
 
-Gradients (gradcheck w.r.t. seed and target), finite gradients at zero error, local success rate at
+Gradients (gradcheck w.r.t. seed and target), finite gradients at zero error, success near the ready pose at
 the defaults, joint-limit projection and its zero derivative, ``enforce_joint_limits=False``, broadcasting,
 dtypes, eval/no_grad, statelessness, failed solves (last iterate, differentiable residuals), the loop itself
 against an independent reference, configuration errors, invalid targets and checkpoints.
@@ -32,6 +32,7 @@ from kinematics import (
     SerialChainKinematics,
     ShapeError,
 )
+from kinematics.benchmark.problem import targets_near_seeds_near_joint_centre, targets_near_seeds_near_ready_pose
 from kinematics.rotations import make_transform, se3_exp_left, so3_exp
 
 F64 = torch.float64
@@ -42,24 +43,6 @@ FIELDS = [f.name for f in dataclasses.fields(IKResult)]
 
 def _gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
-
-
-def _local_problem(kin: KinematicsLayer, n: int, seed: int, spread: float = 0.3, step: float = 0.05):
-    """Seeds: the ready pose plus noise (``spread``), clamped inside the limits; targets: FK of the seed plus
-    noise (``step``), also inside the limits. Returns (targets, seeds, target joints)."""
-    gen = _gen(seed)
-    ready = torch.tensor([0.0, -math.pi / 4, 0.0, -3 * math.pi / 4, 0.0, math.pi / 2, math.pi / 4], dtype=F64)
-    seeds = kin.clamp((ready + spread * torch.randn(n, kin.dof, generator=gen, dtype=F64)).to(kin.dtype))
-    goal_q = kin.clamp(seeds + step * torch.randn(n, kin.dof, generator=gen, dtype=F64).to(kin.dtype))
-    return kin(goal_q), seeds, goal_q
-
-
-def _mid_problem(kin: KinematicsLayer, n: int, seed: int):
-    """Seeds near the middle of the joint ranges, targets 0.05 rad away: no limit acts in a short solve."""
-    gen = _gen(seed)
-    seeds = kin.default_seed() + 0.1 * torch.randn(n, kin.dof, generator=gen, dtype=F64).to(kin.dtype)
-    targets = kin(seeds + 0.05 * torch.randn(n, kin.dof, generator=gen, dtype=F64).to(kin.dtype))
-    return targets, seeds
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +63,7 @@ def _far_target(kin: KinematicsLayer) -> torch.Tensor:
 
 def test_gradcheck_wrt_seed(panda64):
     ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=4))
-    targets, seeds = _mid_problem(panda64, 2, seed=1)
+    targets, seeds, _ = targets_near_seeds_near_joint_centre(panda64, 2, seed=1, spread=0.1)
     result = ik.solve(targets, seeds)
     margin = torch.minimum(result.qpos - panda64.lower, panda64.upper - result.qpos)
     assert margin.min() > 0.05, "the limits must be inactive for this check"
@@ -95,7 +78,7 @@ def test_gradcheck_wrt_seed(panda64):
 def test_gradcheck_wrt_target_through_a_tangent_perturbation(panda64):
     """The target stays on SE(3): T = se3_exp_left(xi, T0), differentiated w.r.t. xi."""
     ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=4))
-    targets, seeds = _mid_problem(panda64, 2, seed=2)
+    targets, seeds, _ = targets_near_seeds_near_joint_centre(panda64, 2, seed=2, spread=0.1)
     xi = 1e-3 * torch.randn(2, 6, generator=_gen(3), dtype=F64)
 
     def solve(x):
@@ -133,15 +116,15 @@ def test_target_at_the_current_pose_gives_finite_gradients(dtype, panda_layer, r
 
 
 # --------------------------------------------------------------------------------------------------
-# Success on local targets at the defaults
+# Success near the ready pose at the defaults
 # --------------------------------------------------------------------------------------------------
 
 
 @DTYPES
-def test_local_targets_succeed_at_the_defaults(dtype, panda_layer):
+def test_targets_near_the_ready_pose_succeed_at_the_defaults(dtype, panda_layer):
     kin = panda_layer(dtype)
     ik = DifferentiableIKLayer(kin, DifferentiableIKCfg())
-    targets, seeds, _ = _local_problem(kin, 1000, seed=4)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(kin, 1000, seed=4)
     result = ik.solve(targets, seeds)
     rate = result.success.double().mean().item()
     assert rate >= 0.99, f"success rate {rate:.3f}"
@@ -256,7 +239,7 @@ def test_leading_dimensions_broadcast_into_every_field(dtype, panda_layer, targe
     kin = panda_layer(dtype)
     ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(max_iterations=3))
     n_t, n_s = math.prod(target_batch), math.prod(seed_batch)
-    targets, seeds, _ = _local_problem(kin, max(n_t, n_s), seed=5)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(kin, max(n_t, n_s), seed=5)
     target = targets[:n_t].reshape(*target_batch, 4, 4)
     seed = seeds[:n_s].reshape(*seed_batch, 7)
     result = ik.solve(target, seed)
@@ -298,7 +281,7 @@ def test_eval_keeps_gradients_and_no_grad_drops_them(panda64, ready_pose):
 def test_no_state_is_kept_between_calls(panda64):
     ik = DifferentiableIKLayer(panda64)
     state = {k: v.clone() if torch.is_tensor(v) else v for k, v in ik.state_dict().items()}
-    targets, seeds, _ = _local_problem(panda64, 6, seed=6)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 6, seed=6)
     a_target, a_seed, b_target, b_seed = targets[:3], seeds[:3], targets[3:], seeds[3:]
     b_alone = ik.solve(b_target, b_seed)
     again = ik.solve(b_target, b_seed)
@@ -373,7 +356,7 @@ def _reference_dls(kin: KinematicsLayer, target: np.ndarray, seed: np.ndarray, c
     ids=["defaults", "damped", "undamped-full-step", "unprojected"],
 )
 def test_iterations_follow_the_dls_update(panda64, ready_pose, cfg):
-    targets, seeds, _ = _local_problem(panda64, 3, seed=7, step=0.3)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 3, seed=7, target_noise=0.3)
     # A seed outside the limits, and a far-off target (limits become active) last.
     targets = torch.cat((targets, targets[:1], _far_target(panda64)[None]))
     seeds = torch.cat((seeds, _outside_seed(panda64, ready_pose)[None], seeds[:1]))
@@ -394,7 +377,7 @@ def test_each_iteration_computes_fk_and_jacobian_once(panda64, monkeypatch):
         calls.append(with_jacobian)
         return original(self, q, tcp, with_jacobian)
 
-    targets, seeds, _ = _local_problem(panda64, 4, seed=8)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 4, seed=8)
     monkeypatch.setattr(type(model), "fk_and_jacobian_batch_last", counting)
     DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=5)).solve(targets, seeds)
     assert calls.count(True) == 5  # one FK + Jacobian per step (the final evaluation needs FK only)
@@ -403,7 +386,7 @@ def test_each_iteration_computes_fk_and_jacobian_once(panda64, monkeypatch):
 
 def test_the_loop_does_not_synchronise_with_the_host(panda64, monkeypatch):
     """No .item(), no bool() of a tensor, no data-dependent Python control flow once inputs are validated."""
-    targets, seeds, _ = _local_problem(panda64, 4, seed=9)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 4, seed=9)
     ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=4, validate_inputs=False))
 
     def forbidden(*args, **kwargs):
@@ -426,7 +409,7 @@ def test_max_iterations_zero_returns_the_clamped_seed(panda64, ready_pose):
 
 
 def test_position_error_decreases_with_iterations(panda64):
-    targets, seeds, _ = _local_problem(panda64, 200, seed=10)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 200, seed=10)
     errors = []
     for iterations in (0, 1, 2, 4, 8, 16):
         ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=iterations))
@@ -581,7 +564,7 @@ def test_state_dict_round_trip(make_panda_layer):
     assert restored.cfg == CUSTOM_CFG
     assert torch.equal(restored.kinematics.lower, source.kinematics.lower)
     assert torch.equal(restored.kinematics.upper, source.kinematics.upper)
-    targets, seeds, _ = _local_problem(source.kinematics, 4, seed=11)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(source.kinematics, 4, seed=11)
     expected, got = source.solve(targets, seeds), restored.solve(targets, seeds)
     for name in FIELDS:
         assert torch.equal(getattr(expected, name), getattr(got, name)), name
@@ -649,7 +632,7 @@ def test_ik_layer_to_moves_everything_and_has_no_parameters(make_panda_layer, re
 def test_cuda_solve_matches_cpu(make_panda_layer):
     cpu = DifferentiableIKLayer(make_panda_layer())
     gpu = DifferentiableIKLayer(make_panda_layer()).to("cuda")
-    targets, seeds, _ = _local_problem(cpu.kinematics, 64, seed=12)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(cpu.kinematics, 64, seed=12)
     result = gpu.solve(targets.cuda(), seeds.cuda())
     expected = cpu.solve(targets, seeds)
     torch.testing.assert_close(result.qpos.cpu(), expected.qpos, rtol=0, atol=1e-9)
@@ -662,7 +645,7 @@ def test_cuda_solve_matches_cpu(make_panda_layer):
 def test_cuda_solve_runs_without_host_sync(make_panda_layer):
     """With validated-elsewhere inputs, the solve issues no synchronising CUDA operation."""
     gpu = DifferentiableIKLayer(make_panda_layer(), DifferentiableIKCfg(validate_inputs=False)).to("cuda")
-    targets, seeds, _ = _local_problem(make_panda_layer(), 64, seed=12)
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(make_panda_layer(), 64, seed=12)
     targets, seeds = targets.cuda(), seeds.cuda()
     gpu.solve(targets, seeds)  # warm-up
     torch.cuda.synchronize()

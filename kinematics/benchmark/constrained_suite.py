@@ -10,32 +10,21 @@ import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
 from kinematics.benchmark import memory
-from kinematics.benchmark.problem import ik_problem, panda_layer
+from kinematics.benchmark.problem import (
+    NEAR_SEED,
+    panda_layer,
+    targets_away_from_seeds_near_limits,
+    targets_near_seeds_in_joint_box,
+)
 from kinematics.benchmark.report import _table, fmt_mib, fmt_time
 from kinematics.rotations import se3_exp_left
 
+NEAR_LIMITS = "near limits"
 STEP_MODES = {
     "clamp": {},
     "qp": {"step": "qp"},
     "qp+posture": {"step": "qp", "posture_gain": 0.02},
 }
-
-
-def near_limit_problem(layer64, batch: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Seeds with about half the joints within 3 cm (rad) of a limit; targets FK of the seed + N(0, 0.2 rad)."""
-    gen = torch.Generator().manual_seed(seed)
-    lo, hi = layer64.lower, layer64.upper
-    dof, f64 = layer64.dof, torch.float64
-    up = torch.rand(batch, dof, generator=gen) < 0.5
-    near = torch.where(
-        up,
-        hi - 1e-3 - 0.03 * torch.rand(batch, dof, generator=gen, dtype=f64),
-        lo + 1e-3 + 0.03 * torch.rand(batch, dof, generator=gen, dtype=f64),
-    )
-    mid = layer64.default_seed() + 0.3 * torch.randn(batch, dof, generator=gen, dtype=f64)
-    seeds = torch.where(torch.rand(batch, dof, generator=gen) < 0.5, near, mid).clamp(lo + 1e-3, hi - 1e-3)
-    with torch.no_grad():
-        return seeds, layer64(seeds + 0.2 * torch.randn(batch, dof, generator=gen, dtype=f64))
 
 
 def _median_time(fn, repeats: int) -> float:
@@ -52,8 +41,11 @@ def step_rows(batch: int, repeats: int, seed: int) -> list[dict]:
     """Success, residuals, limits, speed and frozen-joint gradients of each step mode on two target sets."""
     layer = panda_layer("cpu", torch.float64)
     rows = []
-    problems = {"local": ik_problem(layer, batch, "local", seed), "near limits": near_limit_problem(layer, batch, seed)}
-    for kind, (seeds, targets) in problems.items():
+    problems = {
+        NEAR_SEED: targets_near_seeds_in_joint_box(layer, batch, seed),
+        NEAR_LIMITS: targets_away_from_seeds_near_limits(layer, batch, seed),
+    }
+    for kind, (targets, seeds, _) in problems.items():
         gradient_norms = {}
         for mode, extra in STEP_MODES.items():
             ik = DifferentiableIKLayer(layer, DifferentiableIKCfg(**extra))
@@ -91,8 +83,8 @@ def step_rows(batch: int, repeats: int, seed: int) -> list[dict]:
 def gradient_rows(batch: int, iteration_counts: tuple[int, ...], repeats: int, seed: int) -> list[dict]:
     """Backward peak memory and time of unrolled against implicit gradients, and their agreement."""
     layer = panda_layer("cpu", torch.float32)
-    seeds64, targets64 = ik_problem(panda_layer("cpu", torch.float64), batch, "local", seed)
-    seeds, targets = seeds64.float(), targets64.float()
+    problem = targets_near_seeds_in_joint_box(panda_layer("cpu", torch.float64), batch, seed)
+    seeds, targets = problem.seeds.float(), problem.targets.float()
     rows = []
     for iterations in iteration_counts:
         grads = {}
@@ -200,7 +192,8 @@ def markdown(doc: dict) -> str:
                 steps,
             ),
             "",
-            "Forward+backward (gradient to target and seed) with unrolled and implicit gradients; peak = resident-set "
+            f"Forward+backward (gradient to target and seed, {NEAR_SEED} targets) with unrolled and implicit "
+            "gradients; peak = resident-set "
             "growth over the call (MiB); cosine = agreement of the implicit with the unrolled gradient per row (mean / "
             "median), on rows the unrolled solve solved (within tolerance) and on rows it converged (residuals < 1e-5).",
             "",

@@ -16,8 +16,15 @@ from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
 from kinematics.batch_last import to_batch_last
 from kinematics.benchmark import memory, peers
 from kinematics.benchmark.config import BenchConfig
-from kinematics.benchmark.failures import local_failures
-from kinematics.benchmark.problem import TARGET_KINDS, ik_problem, panda_layer
+from kinematics.benchmark.failures import near_seed_failures
+from kinematics.benchmark.problem import (
+    DISTANT_SEED,
+    NEAR_SEED,
+    NEAR_SEED_NOISE,
+    TARGET_KINDS,
+    ik_problem,
+    panda_layer,
+)
 from kinematics.benchmark.timing import measure
 from kinematics.dls_step import damped_gram, dls_step, transposed_product
 from kinematics.pose_error import pose_error_batch_last
@@ -282,7 +289,7 @@ def _case(cfg: BenchConfig, solvers: Solvers, mem_mode: str, batch: int, kind: s
             "iterations": cfg.iterations,
             "device": cfg.device,
         }
-        rows[name]["memory"] = _memory(mem_mode if kind == "local" else "off", solvers, fn, spec)
+        rows[name]["memory"] = _memory(mem_mode if kind == NEAR_SEED else "off", solvers, fn, spec)
     timings = measure(fns, replace(cfg.ik_timing, warmup=0), solvers.sync)
     ours = timings["ours.forward"].median_s
     return [
@@ -315,16 +322,16 @@ def run(cfg: BenchConfig) -> dict:
                 start = time.perf_counter()
                 solves += _case(cfg, solvers, mem_mode, batch, kind)
                 _log(f"{dtype} batch {batch} {kind}: {time.perf_counter() - start:.1f} s")
-            seeds64, targets64 = ik_problem(solvers.layer64, batch, "local", cfg.seed)
+            seeds64, targets64 = ik_problem(solvers.layer64, batch, NEAR_SEED, cfg.seed)
             with torch.no_grad():
                 parts = measure(solvers.components(seeds64, targets64), cfg.fk_timing, solvers.sync)
             for name, timing in parts.items():
                 components.append({"dtype": dtype, "batch": batch, "component": name, **timing.as_dict()})
     notes += [
         f"{cfg.iterations} iterations for this project, pk.matched and pin.dls; targets = FK(configuration "
-        "uniform in the joint limits), the same for both kinds; local seeds = that configuration + N(0, 0.05 rad) "
-        "per joint, clamped; distant seeds = independent uniform configurations. Every method sees the same "
-        "seeds and targets.",
+        f"uniform in the joint limits), the same for both kinds; {NEAR_SEED!r}: seeds = that configuration + "
+        f"N(0, {NEAR_SEED_NOISE} rad) per joint, clamped; {DISTANT_SEED!r}: seeds = independent uniform "
+        "configurations. Every method sees the same seeds and targets.",
         "Accuracy by this project's criteria for every method: success = position error <= 5e-4 m, rotation "
         "error <= 5e-4 rad and inside the joint limits; mean/median/max over all rows, failed rows included.",
         "Times are medians over repeats measured round-robin across the methods of a case, after one warm-up "
@@ -335,11 +342,13 @@ def run(cfg: BenchConfig) -> dict:
     ]
     start = time.perf_counter()
     layer64 = panda_layer("cpu", torch.float64)
-    failures = local_failures(layer64, FAILURE_BATCH_QUICK if cfg.quick else FAILURE_BATCH, cfg.seed, cfg.iterations)
-    _log(f"local failure analysis: {time.perf_counter() - start:.1f} s")
+    failures = near_seed_failures(
+        layer64, FAILURE_BATCH_QUICK if cfg.quick else FAILURE_BATCH, cfg.seed, cfg.iterations
+    )
+    _log(f"failure analysis: {time.perf_counter() - start:.1f} s")
     return {
         "suite": "ik",
-        "local_failures": failures,
+        "near_seed_failures": failures,
         "methods": METHODS,
         "component_descriptions": COMPONENTS,
         "solves": solves,
@@ -363,4 +372,4 @@ def _memory_note(mode: str) -> str:
         "after a batch-1 warm-up (understates when set-up peaked higher)",
         "off": "CPU memory not measured",
     }[mode]
-    return what + "; measured on local targets only. On CUDA: torch.cuda.max_memory_allocated over one call."
+    return what + f"; measured on {NEAR_SEED!r} targets only. On CUDA: torch.cuda.max_memory_allocated over one call."

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from kinematics.benchmark import failures
+from kinematics.benchmark.problem import NEAR_SEED
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -206,7 +207,7 @@ def ik_markdown(doc: dict) -> str:
                     fmt_mib(r["memory"]["cpu_peak_rss_delta_bytes"]),
                 ]
                 rows.append(cells + ([fmt_mib(r["memory"]["cuda_peak_bytes"])] if cuda else []))
-            parts += [f"## {dtype}, {kind} targets", "", _table(headers, rows), ""]
+            parts += [f"## {dtype}, targets: {kind}", "", _table(headers, rows), ""]
     comps = doc["components"]
     names = list(doc["component_descriptions"])
     iterations = doc["meta"]["iterations"]
@@ -220,7 +221,7 @@ def ik_markdown(doc: dict) -> str:
                     for r in solves
                     if r["dtype"] == dtype
                     and r["batch"] == batch
-                    and r["targets"] == "local"
+                    and r["targets"] == NEAR_SEED
                     and r["method"] == "ours.forward"
                 ),
                 None,
@@ -234,13 +235,13 @@ def ik_markdown(doc: dict) -> str:
                 ]
             )
         parts += [
-            f"## Components of one iteration, {dtype} (local targets)",
+            f"## Components of one iteration, {dtype} ({NEAR_SEED} targets)",
             "",
             _table(["batch", *names, f"{iterations} x iteration", "ours.forward"], rows),
             "",
         ]
-    if "local_failures" in doc:
-        parts += failures.markdown(doc["local_failures"])
+    if "near_seed_failures" in doc:
+        parts += failures.markdown(doc["near_seed_failures"])
     extra = [r for r in solves if "max_abs_qpos_diff_vs_ours" in r and r["method"] in ("pk.matched", "pin.dls")]
     if extra:
         parts += [
