@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable
 
@@ -13,6 +14,10 @@ from learning.config import WorkspaceCfg
 TRAIN_COLOR = (40, 110, 220)  # the region training, validation and IID test goals come from
 HELDOUT_COLOR = (220, 50, 120)  # the disjoint-spatial test region, never seen in training
 TARGET_COLOR = (250, 190, 0)
+CAMERA_POSITION = (1.25, -0.85, 0.8)  # metres, root frame: frames the arm, the workspace and the ghosts
+CAMERA_LOOK_AT = (0.35, 0.0, 0.2)
+CAMERA_FOV_DEG = 75.0  # vertical
+GIZMO_SCALE = 0.18  # metres: the length of the target gizmo's arrows
 
 
 def box_edges(x: tuple[float, float], y: tuple[float, float], z: tuple[float, float]) -> np.ndarray:
@@ -26,8 +31,9 @@ def set_stage(server: viser.ViserServer) -> None:
     """Z up, a floor grid (10 cm cells) and a camera that frames the arm, the workspace and the ghosts."""
     server.scene.set_up_direction("+z")
     server.scene.add_grid("/ground", width=2.0, height=2.0, cell_size=0.1, section_size=0.5)
-    server.initial_camera.position = (1.25, -0.85, 0.8)
-    server.initial_camera.look_at = (0.35, 0.0, 0.2)
+    server.initial_camera.position = CAMERA_POSITION
+    server.initial_camera.look_at = CAMERA_LOOK_AT
+    server.initial_camera.fov = math.radians(CAMERA_FOV_DEG)
 
 
 def draw_workspace(server: viser.ViserServer, ws: WorkspaceCfg) -> None:
@@ -91,7 +97,7 @@ class TargetGizmo:
     ) -> None:
         self.handle = server.scene.add_transform_controls(
             "/target",
-            scale=0.18,
+            scale=GIZMO_SCALE,
             disable_rotations=True,
             position=tuple(float(v) for v in position),
             translation_limits=tuple(tuple(float(v) for v in axis) for axis in box),

@@ -1,4 +1,5 @@
-"""End to end in real Chromium: ``python -m app`` serves the viewer; typing a grasp target moves the answers.
+"""End to end in real Chromium: ``python -m app`` serves the viewer; typing a grasp target, or dragging the target
+gizmo with the mouse, moves the answers.
 
 Needs Debian's ``/usr/bin/chromium`` and pip ``playwright`` (never ``playwright install``); skipped without
 them, except under ``CI=true`` where a missing browser fails. ``VIEWER_SCREENSHOT=PATH`` says where the
@@ -7,6 +8,7 @@ screenshot goes (default: the test's tmp_path); ``UPDATE_SCREENSHOT=1`` also cop
 
 from __future__ import annotations
 
+import io
 import math
 import os
 import re
@@ -18,7 +20,11 @@ import time
 import urllib.request
 from pathlib import Path
 
+import matplotlib.image
+import numpy as np
 import pytest
+
+from app.scene import CAMERA_FOV_DEG, CAMERA_LOOK_AT, CAMERA_POSITION, GIZMO_SCALE
 
 pytestmark = pytest.mark.browser
 
@@ -162,8 +168,69 @@ def wait_for_yaws(page, target: tuple[float, float, float], before: dict[str, st
         page.wait_for_timeout(100)
 
 
+def project(point: np.ndarray, width: float, height: float) -> np.ndarray:
+    """Pixel ``(x, y)`` of a root-frame point seen from the viewer's initial camera (z up) on a canvas."""
+    eye, look = np.array(CAMERA_POSITION), np.array(CAMERA_LOOK_AT)
+    forward = (look - eye) / np.linalg.norm(look - eye)
+    right = np.cross(forward, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    d = np.asarray(point, dtype=float) - eye
+    tan = math.tan(math.radians(CAMERA_FOV_DEG) / 2)
+    ndc = np.array([(d @ right) / ((d @ forward) * tan * width / height), (d @ up) / ((d @ forward) * tan)])
+    return np.array([(ndc[0] + 1) / 2 * width, (1 - ndc[1]) / 2 * height])
+
+
+def find_x_arrow(page, target: tuple[float, float, float]) -> tuple[np.ndarray, np.ndarray]:
+    """Where the gizmo's x arrow is on screen: the pixel of the arrow's colour (drei's ``#ff2060``) nearest to 60 %
+    of its projected length, and the arrow's screen direction. Fails if the arrow is not drawn there."""
+    box = page.locator("canvas").first.bounding_box()
+    origin = project(np.array(target), box["width"], box["height"])
+    tip = project(np.array(target) + [GIZMO_SCALE, 0.0, 0.0], box["width"], box["height"])
+    direction = (tip - origin) / np.linalg.norm(tip - origin)
+    guess = origin + 0.6 * (tip - origin)
+    pixels = matplotlib.image.imread(io.BytesIO(page.screenshot()))[..., :3]
+    colour = np.array([0xFF, 0x20, 0x60]) / 255
+    ys, xs = np.nonzero(np.linalg.norm(pixels - colour, axis=-1) < 0.2)
+    found = np.stack([xs, ys], -1).astype(float) - [box["x"], box["y"]]
+    near = found[np.linalg.norm(found - guess, axis=-1) < 12]
+    if len(near) == 0:
+        pytest.fail(f"no pixel of the gizmo's x arrow within 12 px of {guess.round()} (origin {origin.round()})")
+    grab = near[np.argmin(np.linalg.norm(near - guess, axis=-1))]
+    return grab + [box["x"], box["y"]], direction
+
+
 def screenshot_path(tmp_path: Path) -> Path:
     return Path(os.environ.get("VIEWER_SCREENSHOT") or tmp_path / "viewer.png")
+
+
+def drag_gizmo_along_x(page, target: tuple[float, float, float], pixels: float = 60.0) -> tuple[float, float, float]:
+    """Drag the target gizmo's x arrow with the mouse (down, 20 moves at a hand's pace, up) and wait until the
+    target inputs show a larger x and the heading row follows them; returns the inputs' target."""
+    labels = ["target x (m)", "target y (m)", "target z (m)"]
+    page.evaluate("document.querySelectorAll('.mantine-Notification-root').forEach(n => n.remove())")
+    page.wait_for_timeout(1000)  # the scene's first frames
+    grab, direction = find_x_arrow(page, target)
+    page.mouse.move(*grab)
+    page.mouse.down()
+    for step in range(1, 21):
+        page.mouse.move(*(grab + pixels * step / 20 * direction))
+        page.wait_for_timeout(30)
+    page.mouse.up()
+    deadline = time.monotonic() + 30
+    while True:
+        x, y, z = (float(v) for v in read_inputs(page, labels))
+        heading = method_row(page, "heading")
+        try:
+            follows = abs(float(heading[1]) - math.degrees(math.atan2(y, x))) <= 0.051
+        except (IndexError, ValueError):
+            follows = False
+        if x > target[0] + 0.05 and follows:
+            print(f"dragged the gizmo's x arrow from pixel {grab.round()}: target x {target[0]} -> {x} m")
+            return x, y, z
+        if time.monotonic() > deadline:
+            pytest.fail(f"after the drag: target inputs ({x}, {y}, {z}), heading row {heading}")
+        page.wait_for_timeout(100)
 
 
 def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, tmp_path: Path) -> None:
@@ -178,6 +245,9 @@ def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, 
     wait_for_yaws(page, INITIAL_TARGET, {"learned": ""})
     print(f"first answers after {time.monotonic() - started:.1f} s")
     step_before = int(read_inputs(page, ["trainer step"])[0])
+
+    dragged = drag_gizmo_along_x(page, INITIAL_TARGET)  # as users move it: the mouse on the gizmo
+    assert dragged[1:] == pytest.approx(INITIAL_TARGET[1:], abs=2e-3), "a drag along x moves x only"
 
     before = {"learned": method_row(page, "learned predictor")[1]}
     for axis, value in zip("xyz", NEW_TARGET, strict=True):
