@@ -23,6 +23,7 @@ from pathlib import Path
 import matplotlib.image
 import numpy as np
 import pytest
+from optional_dependencies import unavailable
 
 from app.scene import CAMERA_FOV_DEG, CAMERA_LOOK_AT, CAMERA_POSITION, GIZMO_SCALE
 
@@ -44,12 +45,6 @@ STARTUP_TIMEOUT_S = 45.0
 UI_TIMEOUT_MS = 30_000
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # app.viewer.INITIAL_TARGET
 NEW_TARGET = (0.42, -0.28, 0.08)  # metres; heading yaw -33.7 deg
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{reason} (required when CI=true)")
-    pytest.skip(reason)
 
 
 def _free_port() -> int:
@@ -102,11 +97,11 @@ def viewer_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 def page():
     """A Playwright page in Debian's headless Chromium."""
     if not CHROMIUM.exists():
-        _unavailable(f"{CHROMIUM} is missing (apt-get install -y chromium)")
+        unavailable(f"{CHROMIUM} is missing (apt-get install -y chromium)")
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        _unavailable("playwright is not installed (pip install playwright)")
+        unavailable("playwright is not installed (pip install playwright)")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
