@@ -3,6 +3,7 @@
 python -m learning train --preset smoke|full [--run DIR]   # splits, teacher labels, training, evaluation
 python -m learning evaluate --run DIR                       # re-evaluate a trained run
 python -m learning report --run DIR                         # print the split table of a run's report
+python -m learning check-distribution [--out FILE]          # heading, current yaw, a 72-yaw grid on 256 goals
 """
 
 from __future__ import annotations
@@ -10,15 +11,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
 
 import learning.threads  # noqa: F401  (before torch)
+from kinematics.benchmark.provenance import provenance
 from kinematics.errors import ProjectError
 from learning.config import PRESETS, preset
 from learning.distribution import distribution_check
 from learning.experiment import evaluate_run, train_run
+from learning.io import atomic_write_json
 from learning.report import render_markdown
 
 
@@ -34,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--run", type=Path, required=True)
     check = commands.add_parser("check-distribution", help="heading, current-yaw and a 72-yaw grid on 256 goals")
     check.add_argument("--preset", choices=sorted(PRESETS), default="full")
+    check.add_argument("--out", type=Path, default=None, help="also write the numbers as JSON, with provenance")
     args = parser.parse_args(argv)
+    command = shlex.join(["python", "-m", "learning", *(sys.argv[1:] if argv is None else argv)])
     try:
         if args.command == "train":
             cfg = preset(args.preset)
@@ -42,14 +48,17 @@ def main(argv: list[str] | None = None) -> int:
                 cfg = dataclasses.replace(cfg, device=args.device)
             run = args.run or Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
             train_run(cfg, run)
-            report = evaluate_run(run)
+            report = evaluate_run(run, command=command)
             print(render_markdown(report))
             print(f"run folder: {run}")
         elif args.command == "check-distribution":
-            for name, values in distribution_check(preset(args.preset)).items():
+            check = distribution_check(preset(args.preset))
+            for name, values in check.items():
                 print(name, " ".join(f"{k} {v:.3f}" for k, v in values.items()))
+            if args.out is not None:
+                atomic_write_json(args.out, {"methods": check, "provenance": provenance(command)})
         elif args.command == "evaluate":
-            print(render_markdown(evaluate_run(args.run)))
+            print(render_markdown(evaluate_run(args.run, command=command)))
         else:
             path = args.run / "report.json"
             if not path.is_file():

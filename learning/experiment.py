@@ -16,6 +16,7 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
+from kinematics.benchmark.provenance import provenance
 from kinematics.errors import ConfigError
 from learning.baselines import ik_layer, teacher
 from learning.checkpoints import load_checkpoint
@@ -103,8 +104,9 @@ def train_run(cfg: ExperimentCfg, run_dir: Path, show_progress: bool = True) -> 
     return histories
 
 
-def evaluate_run(run_dir: Path, show_progress: bool = True) -> dict:
-    """Evaluate every method on every split, measure latency, write report.json, report.md and figures."""
+def evaluate_run(run_dir: Path, show_progress: bool = True, command: str = "python -m learning evaluate") -> dict:
+    """Evaluate every method on every split, measure latency, write report.json, report.md and figures;
+    ``command`` (what the user typed) goes into the report's provenance with the commit and the machine."""
     cfg = load_config(run_dir)
     kinematics = franka_kinematics(cfg.device)
     splits = {n: s.to(kinematics.device, kinematics.dtype) for n, s in load_splits(run_dir / "splits.pt").items()}
@@ -139,6 +141,7 @@ def evaluate_run(run_dir: Path, show_progress: bool = True) -> dict:
         "latency": latency,
         "training": training["histories"],
         "torch_threads": torch.get_num_threads(),
+        "provenance": provenance(command),
     }
     atomic_write_json(run_dir / "report.json", report)
     atomic_write_text(run_dir / "report.md", render_markdown(report))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import statistics
 
+from kinematics.benchmark.provenance import provenance_line
 from learning.scoring import METRICS
+from learning.splits import TEST_SPLITS
 
 LABELS = {
     "heading": "heading",
@@ -58,6 +60,28 @@ def split_table(report: dict, split: str) -> str:
     return "\n".join(lines)
 
 
+def summary_table(report: dict) -> str:
+    """Every method on the test splits (success %, joint displacement rad²; mean ± std over seeds for trained
+    methods), with its throughput at the latency batch and its batch-1 latency."""
+    splits = [s for s in TEST_SPLITS if s in report["results"]]
+    short = {"test_iid": "IID", "test_spatial": "spatial", "test_shift": "shift"}
+    batch = next(iter(report["latency"].values()))["batch"] if report["latency"] else 0
+    headers = ["method"]
+    for split in splits:
+        headers += [f"{short.get(split, split)} success", f"{short.get(split, split)} displ."]
+    headers += [f"goals/s (batch {batch})", "batch-1 ms"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for method in report["results"][splits[0]]:
+        cells = [LABELS.get(method, method)]
+        for split in splits:
+            stats = report["results"][split][method]
+            cells += [_cell(stats["success"], 100, 1), _cell(stats["displacement"])]
+        lat = report["latency"].get(method)
+        cells += [f"{lat['goals_per_second']:.0f}", f"{lat['batch1_ms']:.1f}"] if lat else ["", ""]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def latency_table(report: dict) -> str:
     lines = [
         "| method | batch-1 latency ms | ms per goal at batch | goals/s at batch |",
@@ -106,6 +130,9 @@ def render_markdown(report: dict) -> str:
         f"{t['seconds']:.1f} s.",
         "",
     ]
+    if "provenance" in report:
+        parts += [provenance_line(report["provenance"]), ""]
+    parts += ["**Test splits at a glance**", "", summary_table(report), ""]
     for split in report["results"]:
         parts += [split_table(report, split), ""]
     parts += ["**Complete inference latency** (inputs to final joints, IK included)", "", latency_table(report), ""]

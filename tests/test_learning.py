@@ -279,6 +279,12 @@ def test_smoke_run_writes_a_complete_report(smoke_run, capsys):
     for method in METHODS:
         lat = report["latency"][method]
         assert lat["batch1_ms"] > 0 and lat["goals_per_second"] > 0
+    assert report["provenance"]["commit"] and report["provenance"]["machine"]["logical_cores"] >= 1
+    markdown = (run / "report.md").read_text()
+    assert "Test splits at a glance" in markdown and report["provenance"]["commit"] in markdown
+    iid = report["results"]["test_iid"]["heading"]
+    heading_row = next(line for line in markdown.splitlines() if line.startswith("| heading |"))
+    assert heading_row.split(" | ")[1] == f"{100 * iid['success']['mean']:.1f}", "the summary shows the split's mean"
     assert report["teacher_labels"]["ik_solves"] == SMOKE.sizes.train * (
         SMOKE.baselines.teacher_yaws + SMOKE.baselines.teacher_refine_yaws
     )

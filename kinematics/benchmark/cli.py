@@ -6,6 +6,7 @@ import argparse
 import datetime
 import os
 import platform
+import shlex
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import torch
 from kinematics.benchmark import constrained_suite, fk_suite, goals, ik_suite, peers, report
 from kinematics.benchmark.config import DTYPES, BenchConfig
 from kinematics.benchmark.memory import MODES
+from kinematics.benchmark.provenance import cpu_name, provenance
 from kinematics.benchmark.timing import TimingPolicy
 
 QUICK_BATCHES = (1, 16)
@@ -80,17 +82,6 @@ def config_from_args(args: argparse.Namespace) -> BenchConfig:
     )
 
 
-def _cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as fh:
-            for line in fh:
-                if line.startswith("model name"):
-                    return f"{line.split(':', 1)[1].strip()} ({os.cpu_count()} logical)"
-    except OSError:
-        pass
-    return f"{platform.processor() or platform.machine()} ({os.cpu_count()} logical)"
-
-
 def _loadavg() -> float | None:
     try:
         return round(os.getloadavg()[0], 2)
@@ -102,10 +93,11 @@ def meta(cfg: BenchConfig, argv: list[str], load_start: float | None) -> dict:
     device = torch.device(cfg.device)
     return {
         "argv": argv,
+        "provenance": provenance(shlex.join(["python", "-m", "kinematics.benchmark", *argv])),
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),
-        "cpu": _cpu_name(),
+        "cpu": f"{cpu_name()} ({os.cpu_count()} logical)",
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (the OpenMP runtime's default)"),

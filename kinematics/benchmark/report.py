@@ -10,6 +10,7 @@ from pathlib import Path
 
 from kinematics.benchmark import failures
 from kinematics.benchmark.problem import NEAR_SEED
+from kinematics.benchmark.provenance import provenance_line
 
 
 def write_atomic(path: Path, text: str) -> None:
@@ -64,11 +65,14 @@ def _table(headers: list[str], rows: list[list[str]]) -> str:
 def _meta_line(meta: dict) -> str:
     peers = ", ".join(f"{k} {v}" for k, v in meta["peer_versions"].items() if v)
     load = meta.get("loadavg_start"), meta.get("loadavg_end")
-    return (
+    line = (
         f"torch {meta['torch']} · {meta['torch_threads']} threads · OMP_WAIT_POLICY "
         f"{meta.get('omp_wait_policy', 'not recorded')} · device {meta['device']} · {peers} · "
         f"CPU {meta['cpu']} · load average (1 min) {load[0]} at start, {load[1]} at end · {meta['timestamp']}"
     )
+    if "provenance" in meta:
+        line += "\n\n" + provenance_line(meta["provenance"])
+    return line
 
 
 def _goals(goals: list[dict]) -> str:

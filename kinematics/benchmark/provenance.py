@@ -1,0 +1,75 @@
+"""What produced a results file: the command, the commit of this checkout, and the machine.
+
+Written into every benchmark and experiment JSON (and shown in their markdown), so that a number quoted from a
+committed results file can be traced to the code and the machine that measured it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import platform
+import subprocess
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def git_commit() -> str:
+    """The checkout's commit, with ``+changes`` when tracked files differ from it; ``unknown`` outside git."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=10,
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("+changes" if dirty else "")
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def provenance(command: str) -> dict:
+    """``command`` as typed, the commit, and the machine (CPU, logical cores, OS, Python, torch and its threads)."""
+    return {
+        "command": command,
+        "commit": git_commit(),
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "cpu": cpu_name(),
+            "logical_cores": os.cpu_count(),
+            "os": platform.platform(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+        },
+    }
+
+
+def provenance_line(record: dict) -> str:
+    """One markdown line: ``command`` at commit on machine."""
+    m = record["machine"]
+    gpu = f", GPU {m['cuda']}" if m.get("cuda") else ", no GPU"
+    return (
+        f"Produced by `{record['command']}` at commit `{record['commit']}` on {m['cpu']} ({m['logical_cores']} "
+        f"logical cores{gpu}), {m['os']}, Python {m['python']}, torch {m['torch']} with {m['torch_threads']} "
+        f"threads, {record['timestamp']}."
+    )
