@@ -17,12 +17,12 @@ import time
 from pathlib import Path
 
 import learning.threads  # noqa: F401  (before torch)
-from kinematics.benchmark.provenance import provenance
+from kinematics.benchmark.provenance import provenance, provenance_line
 from kinematics.errors import ProjectError
 from learning.config import PRESETS, preset
-from learning.distribution import distribution_check
+from learning.distribution import distribution_check, distribution_markdown
 from learning.experiment import evaluate_run, train_run
-from learning.io import atomic_write_json
+from learning.io import atomic_write_json, atomic_write_text
 from learning.report import render_markdown
 
 
@@ -38,7 +38,9 @@ def main(argv: list[str] | None = None) -> int:
         sub.add_argument("--run", type=Path, required=True)
     check = commands.add_parser("check-distribution", help="heading, current-yaw and a 72-yaw grid on 256 goals")
     check.add_argument("--preset", choices=sorted(PRESETS), default="full")
-    check.add_argument("--out", type=Path, default=None, help="also write the numbers as JSON, with provenance")
+    check.add_argument(
+        "--out", type=Path, default=None, help="also write FILE.json (with provenance) and FILE.md (the table)"
+    )
     args = parser.parse_args(argv)
     command = shlex.join(["python", "-m", "learning", *(sys.argv[1:] if argv is None else argv)])
     try:
@@ -55,8 +57,11 @@ def main(argv: list[str] | None = None) -> int:
             check = distribution_check(preset(args.preset))
             for name, values in check.items():
                 print(name, " ".join(f"{k} {v:.3f}" for k, v in values.items()))
-            if args.out is not None:
-                atomic_write_json(args.out, {"methods": check, "provenance": provenance(command)})
+            if args.out is not None:  # FILE.json with provenance, FILE.md the table
+                record = provenance(command)
+                atomic_write_json(args.out.with_suffix(".json"), {"methods": check, "provenance": record})
+                table = distribution_markdown(check)
+                atomic_write_text(args.out.with_suffix(".md"), f"{provenance_line(record)}\n\n{table}")
         elif args.command == "evaluate":
             print(render_markdown(evaluate_run(args.run, command=command)))
         else:

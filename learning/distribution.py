@@ -34,3 +34,15 @@ def distribution_check(cfg: ExperimentCfg, goals: int = 256, grid_yaws: int = 72
         out[name] = {"success": float(metrics.success.mean()), "displacement": float(metrics.displacement.mean())}
     out["any_yaw_solves"] = {"fraction": float((grid.cost < penalty).to(torch.float64).mean())}
     return out
+
+
+def distribution_markdown(check: dict[str, dict[str, float]]) -> str:
+    """The check as a markdown table (success %, mean joint displacement rad²) and the solvable fraction."""
+    lines = ["| method | success % | joint displacement rad² |", "|---|---|---|"]
+    for name, values in check.items():
+        if "success" in values:
+            lines.append(f"| {name} | {100 * values['success']:.1f} | {values['displacement']:.2f} |")
+    solvable = check.get("any_yaw_solves", {}).get("fraction")
+    if solvable is not None:
+        lines += ["", f"Goals that some grid yaw solves: {100 * solvable:.1f} %."]
+    return "\n".join(lines) + "\n"

@@ -16,6 +16,7 @@ from kinematics.benchmark.problem import (
     targets_away_from_seeds_near_limits,
     targets_near_seeds_in_joint_box,
 )
+from kinematics.benchmark.provenance import provenance_line
 from kinematics.benchmark.report import _table, fmt_mib, fmt_time
 from kinematics.rotations import se3_exp_left
 
@@ -173,6 +174,7 @@ def markdown(doc: dict) -> str:
         [
             "# QP step, posture cascade and implicit gradients",
             "",
+            *([provenance_line(doc["meta"]["provenance"]), ""] if "provenance" in doc.get("meta", {}) else []),
             f"float64 for the step modes (forward time, 16 iterations), float32 for the gradients; {doc['torch_threads']} "
             "torch threads. Frozen joint-rows: joints whose target gradient the clamp makes exactly zero / how many of "
             "those the mode gives a nonzero gradient.",
@@ -185,7 +187,7 @@ def markdown(doc: dict) -> str:
                     "success",
                     "pos err mm (mean)",
                     "rows outside limits",
-                    "|q - mid|^2",
+                    "squared distance to mid-range rad²",
                     "clamp-frozen / nonzero here",
                     "forward",
                 ],
