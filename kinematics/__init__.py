@@ -13,6 +13,7 @@ from kinematics.errors import (
     NotAChainError,
     ProjectError,
     ShapeError,
+    UnsupportedTransformError,
     URDFError,
 )
 from kinematics.ik import DifferentiableIKCfg, DifferentiableIKLayer, IKResult
@@ -39,6 +40,7 @@ __all__ = [
     "SerialChainKinematics",
     "ShapeError",
     "URDFError",
+    "UnsupportedTransformError",
     "make_transform",
     "r9_to_se3",
     "se3_to_r9",

@@ -6,19 +6,57 @@ batch-last layout every matrix entry is one such row, so a small product is ``k`
 ``(n, m, B)`` tensors. The public API keeps the batch first; these helpers convert at its boundary.
 
 The products carry their own backward (two products of the same kind) instead of the per-operation graph of
-broadcast multiply-adds, which costs several times more to traverse. First-order gradients only.
+broadcast multiply-adds, which costs several times more to traverse. First-order gradients only; under
+forward-mode AD or a ``torch.func`` transform (``transforms_active``) the plain torch ops run instead.
 """
 
 from __future__ import annotations
 
+import functools
+import math
+from collections.abc import Callable
+
 import torch
-from torch.autograd.function import once_differentiable
+import torch.autograd.forward_ad as _forward_ad
+from torch._C import _functorch
+
+from kinematics.errors import UnsupportedTransformError
+
+
+def transforms_active() -> bool:
+    """Whether forward-mode AD (an open ``torch.autograd.forward_ad.dual_level``; ``torch.func.jvp`` opens one
+    too) or a ``torch.func`` transform (``vmap``, ``grad``, ``jacrev``, ...) is active.
+
+    The project's custom autograd Functions and compiled kernels define no forward-mode or batching rule, so while
+    this holds every caller runs plain torch ops, which carry both. Two global reads: cheap enough per call.
+    """
+    return _forward_ad._current_level >= 0 or _functorch.peek_interpreter_stack() is not None
+
+
+def first_order(backward: Callable) -> Callable:
+    """For the closed-form ``backward`` of a custom autograd Function: refuse, with a typed error, to build a graph
+    of it (``create_graph=True``, ``torch.autograd.functional.jvp`` / ``hessian``), whose second-order terms it
+    would drop silently. ``torch.func`` transforms run the plain torch ops (``transforms_active``) and so give
+    higher derivatives."""
+
+    @functools.wraps(backward)
+    def checked(ctx, *grads):
+        if torch.is_grad_enabled():  # the engine enables grad mode inside backward only for create_graph=True
+            function = type(ctx).__name__.removesuffix("Backward")
+            raise UnsupportedTransformError(
+                f"second-order gradients through the closed-form backward of {function} are unsupported "
+                "(create_graph=True, torch.autograd.functional.jvp or hessian); use torch.autograd.forward_ad or "
+                "torch.func (jvp, jacfwd, hessian), which run the plain torch ops"
+            )
+        return backward(ctx, *grads)
+
+    return checked
 
 
 def to_batch_last(x: torch.Tensor, event_dims: int) -> torch.Tensor:
     """``(..., *event)`` -> contiguous ``(*event, B)`` with the leading dimensions flattened into ``B``."""
     event = x.shape[x.ndim - event_dims :]
-    flat = x.reshape(-1, *event)
+    flat = x.reshape(math.prod(x.shape[: x.ndim - event_dims]), *event)  # not -1: ambiguous for an empty batch
     return flat.permute(*range(1, event_dims + 1), 0).contiguous()
 
 
@@ -46,7 +84,7 @@ class _Product(torch.autograd.Function):
         ctx.save_for_backward(*inputs)
 
     @staticmethod
-    @once_differentiable
+    @first_order
     def backward(ctx, grad: torch.Tensor) -> tuple[torch.Tensor | None, torch.Tensor | None]:
         a, b = ctx.saved_tensors
         grad_a = _product(grad, b.transpose(0, 1)) if ctx.needs_input_grad[0] else None
@@ -55,7 +93,7 @@ class _Product(torch.autograd.Function):
 
 
 def _tracked(*tensors: torch.Tensor) -> bool:
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors) and not transforms_active()
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

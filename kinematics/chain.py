@@ -17,9 +17,9 @@ import yourdfpy
 from torch import nn
 
 from kinematics import native
-from kinematics.batch_last import cross, from_batch_last, matmul, matmul_constant, to_batch_last
+from kinematics.batch_last import cross, from_batch_last, matmul, matmul_constant, to_batch_last, transforms_active
 from kinematics.chain_gradient import RevoluteChainKinematics
-from kinematics.errors import LinkNotFoundError, NotAChainError, URDFError
+from kinematics.errors import DtypeDeviceMismatchError, LinkNotFoundError, NotAChainError, ShapeError, URDFError
 
 REVOLUTE, PRISMATIC = 0, 1
 _MOVABLE = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
@@ -202,12 +202,14 @@ class SerialChainKinematics(nn.Module):
         """TCP pose ``(..., 4, 4)`` and geometric Jacobian ``(..., 6, dof)`` (linear rows first, root-frame axes
         at the TCP: Pinocchio's LOCAL_WORLD_ALIGNED), both from one pass over the chain.
 
-        ``q``: ``(..., dof)``; ``tcp``: optional ``(4, 4)`` offset after the chain's end link.
+        ``q``: ``(..., dof)``; ``tcp``: optional ``(4, 4)`` offset after the chain's end link; both on the
+        chain's dtype and device.
         """
+        self._check_inputs(q, tcp, batch_last=False)
         batch = q.shape[:-1]
-        rot, position, jac_t = self.fk_and_jacobian_batch_last(to_batch_last(q, 1), tcp, with_jacobian)
+        rot, position, jac_t = self._fk_and_jacobian_batch_last(to_batch_last(q, 1), tcp, with_jacobian)
         tip = from_batch_last(torch.cat((rot, position[:, None]), 1), batch)
-        pose = torch.cat((tip, self.homogeneous_row.expand(*batch, 1, 4)), -2)
+        pose = torch.cat((tip, self._buffers["homogeneous_row"].expand(*batch, 1, 4)), -2)
         return pose, None if jac_t is None else from_batch_last(jac_t.transpose(0, 1), batch)
 
     def fk_and_jacobian_batch_last(
@@ -217,10 +219,34 @@ class SerialChainKinematics(nn.Module):
         TCP rotation ``(3, 3, B)``, TCP position ``(3, B)`` and the transposed Jacobian ``(dof, 6, B)``.
 
         Gradients to ``q`` through an all-revolute chain's pose and Jacobian use the closed form of
-        ``kinematics.chain_gradient``; otherwise autograd follows the pass itself.
+        ``kinematics.chain_gradient``; otherwise (and under forward-mode AD or a ``torch.func`` transform)
+        autograd follows the pass itself.
         """
+        self._check_inputs(q, tcp, batch_last=True)
+        return self._fk_and_jacobian_batch_last(q, tcp, with_jacobian)
+
+    def _check_inputs(self, q: torch.Tensor, tcp: torch.Tensor | None, batch_last: bool) -> None:
+        """Shape, dtype and device of ``q`` (``(dof, B)`` or ``(..., dof)``) and ``tcp``; attribute reads only."""
+        ref = self._buffers["tail"]
+        for name, x in (("q", q), ("tcp", tcp)) if tcp is not None else (("q", q),):
+            if not isinstance(x, torch.Tensor):
+                raise ShapeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+            if x.dtype is not ref.dtype or not ((x.is_cpu and ref.is_cpu) or x.device == ref.device):
+                raise DtypeDeviceMismatchError(
+                    f"{name} is {x.dtype} on {x.device} but the chain is {ref.dtype} on {ref.device}; "
+                    "convert the input with .to(...) or move the chain"
+                )
+        if (q.ndim != 2 or q.shape[0] != self.dof) if batch_last else (q.ndim < 1 or q.shape[-1] != self.dof):
+            want = f"the batch-last shape ({self.dof}, B)" if batch_last else f"shape (..., {self.dof})"
+            raise ShapeError(f"q must have {want}, got {tuple(q.shape)}")
+        if tcp is not None and tcp.shape != (4, 4):
+            raise ShapeError(f"tcp must have shape (4, 4), got {tuple(tcp.shape)}")
+
+    def _fk_and_jacobian_batch_last(
+        self, q: torch.Tensor, tcp: torch.Tensor | None, with_jacobian: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         closed_form = self.all_revolute and (tcp is None or not tcp.requires_grad)
-        if closed_form and torch.is_grad_enabled() and q.requires_grad:
+        if closed_form and torch.is_grad_enabled() and q.requires_grad and not transforms_active():
             rot, pos, jac_t = RevoluteChainKinematics.apply(q, lambda x: self._batch_last_pass(x, tcp, True))
             return rot, pos, jac_t if with_jacobian else None
         return self._batch_last_pass(q, tcp, with_jacobian)
@@ -228,19 +254,23 @@ class SerialChainKinematics(nn.Module):
     def _batch_last_pass(
         self, q: torch.Tensor, tcp: torch.Tensor | None, with_jacobian: bool
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        end = self.tail if tcp is None else self.tail @ tcp
-        blocks = (self.local_constant, self.local_sine, self.local_versine, self.local_slide)
-        recording = torch.is_grad_enabled() and any(t.requires_grad for t in (q, end, *blocks))
-        if not recording and native.supports(q):
-            computed = native.fk_jacobian(q, torch.stack(blocks, 1), self.revolute_mask, end[:3])
-            if computed is not None:
-                return computed if with_jacobian else (*computed[:2], None)
-        dof, batch = q.shape
+        buffers = self._buffers  # plain dict reads: nn.Module's attribute lookup costs about 1 us per buffer
+        tail, mask = buffers["tail"], buffers["revolute_mask"]
+        blocks = constant, sine, versine, slide = (
+            buffers["local_constant"],
+            buffers["local_sine"],
+            buffers["local_versine"],
+            buffers["local_slide"],
+        )
+        end = tail if tcp is None else tail @ tcp
+        computed = native.fk_jacobian(q, torch.stack(blocks, 1), mask, end[:3])
+        if computed is not None:
+            return computed if with_jacobian else (*computed[:2], None)
         s, one_minus_c = torch.sin(q)[:, None, None], (1.0 - torch.cos(q))[:, None, None]
-        local = torch.addcmul(self.local_constant[..., None], s, self.local_sine[..., None])
-        local = torch.addcmul(local, one_minus_c, self.local_versine[..., None])
+        local = torch.addcmul(constant[..., None], s, sine[..., None])
+        local = torch.addcmul(local, one_minus_c, versine[..., None])
         if not self.all_revolute:
-            local = torch.addcmul(local, q[:, None, None], self.local_slide[..., None])
+            local = torch.addcmul(local, q[:, None, None], slide[..., None])
         # Frame i in the root frame: R_{i-1} [R_i^local | p_i^local] = [R_i | p_i - p_{i-1}]; its z column is
         # joint i's axis. unbind/split rather than indexing: their backward concatenates instead of filling a
         # zero tensor per slice.
@@ -261,6 +291,6 @@ class SerialChainKinematics(nn.Module):
         if self.all_revolute:
             jac_t = torch.cat((cross(z, arm), z), 1)
         else:
-            rev = self.revolute_mask[:, None, None]
+            rev = mask[:, None, None]
             jac_t = torch.cat((rev * cross(z, arm) + (1.0 - rev) * z, rev * z), 1)
         return tip_rot, position, jac_t

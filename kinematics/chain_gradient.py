@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from kinematics import native
-from kinematics.batch_last import cross, matmul
+from kinematics.batch_last import cross, first_order, matmul
 
 
 class RevoluteChainKinematics(torch.autograd.Function):
@@ -36,13 +35,12 @@ class RevoluteChainKinematics(torch.autograd.Function):
         ctx.save_for_backward(rot, jac_t)
 
     @staticmethod
-    @once_differentiable
+    @first_order
     def backward(ctx, grad_rot, grad_pos, grad_jac) -> tuple[torch.Tensor, None]:
         rot, jac_t = ctx.saved_tensors
-        if native.supports(rot):
-            computed = native.chain_vjp(rot, jac_t, grad_rot, grad_pos, grad_jac)
-            if computed is not None:
-                return computed, None
+        computed = native.chain_vjp(rot, jac_t, grad_rot, grad_pos, grad_jac)
+        if computed is not None:
+            return computed, None
         linear, axes = jac_t.split([3, 3], 1)  # (dof, 3, B) each
         grad_linear, grad_axes = grad_jac.split([3, 3], 1)
         m = matmul(rot, grad_rot.transpose(0, 1))  # R G_R^T: <G_R, [z]x R> = z . omega

@@ -6,16 +6,16 @@ exception). For an upstream gradient ``g`` on ``u``, with ``y = A^{-1} J g`` and
 
     dL/de = y,    dL/dJ[a, k] = x_a (g_k - w_k) - y_a u_k
 
-one more solve and a few products instead of autograd's path through the LU factors.
+one more solve and a few products instead of autograd's path through the LU factors. Under forward-mode AD or a
+``torch.func`` transform autograd follows the torch ops instead.
 """
 
 from __future__ import annotations
 
 import torch
-from torch.autograd.function import once_differentiable
 
 from kinematics import native
-from kinematics.batch_last import gram
+from kinematics.batch_last import first_order, gram, transforms_active
 
 
 def _solve(damped: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
@@ -24,20 +24,15 @@ def _solve(damped: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     return x[..., 0].T
 
 
-def _compiled(*tensors: torch.Tensor) -> bool:
-    """The CPU kernels apply: no graph is recorded through these tensors."""
-    return native.supports(tensors[0]) and not (torch.is_grad_enabled() and any(t.requires_grad for t in tensors))
-
-
 def damped_gram(jac_t: torch.Tensor, damping_sq: torch.Tensor) -> torch.Tensor:
     """``J J^T + damping^2 I`` as contiguous ``(B, 6, 6)`` matrices (``kinematics.native`` on the CPU)."""
-    damped = native.gram(jac_t, damping_sq) if _compiled(jac_t) else None
+    damped = native.gram(jac_t, damping_sq)
     return gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6) if damped is None else damped
 
 
 def transposed_product(jac_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """``J^T x`` ``(dof, B)`` for ``x`` ``(B, 6)`` as the batched solve returns it."""
-    step = native.jt_x(jac_t, x) if _compiled(jac_t, x) else None
+    step = native.jt_x(jac_t, x)
     return (jac_t * x.T).sum(1) if step is None else step
 
 
@@ -62,7 +57,7 @@ class _DampedLeastSquares(torch.autograd.Function):
         ctx.save_for_backward(inputs[0], u, x, damped)
 
     @staticmethod
-    @once_differentiable
+    @first_order
     def backward(ctx, grad_u, _grad_x, _grad_damped):
         jac_t, u, x, damped = ctx.saved_tensors
         y = _solve(damped, (jac_t * grad_u[:, None]).sum(0))
@@ -79,7 +74,7 @@ def dls_step(
     ``q`` ``(dof, B)``, ``jac_t`` (``J^T``) ``(dof, 6, B)``, ``err`` ``(6, B)``, ``damping_sq`` ``(6, 6, 1)``
     without a gradient.
     """
-    if torch.is_grad_enabled() and (jac_t.requires_grad or err.requires_grad):
+    if torch.is_grad_enabled() and (jac_t.requires_grad or err.requires_grad) and not transforms_active():
         step = _DampedLeastSquares.apply(jac_t, err, damping_sq)[0]
     else:
         step = _damped_least_squares(jac_t, err, damping_sq)[0]

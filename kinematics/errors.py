@@ -48,3 +48,8 @@ class MissingAssetError(ProjectError, FileNotFoundError):
 
 class ConfigError(ProjectError, ValueError):
     """A configuration value is out of its valid range."""
+
+
+class UnsupportedTransformError(ProjectError, NotImplementedError):
+    """A path that supports first-order reverse-mode autograd only met forward-mode AD, a ``torch.func`` transform
+    or a request for second-order gradients (``create_graph=True``)."""

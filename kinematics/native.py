@@ -1,304 +1,49 @@
-"""Compiled CPU kernels for the chain pass (FK + Jacobian, batch-last) and the DLS step's products, built with
-the system C compiler.
+"""Compiled CPU kernels for the chain pass (FK + Jacobian, batch-last), the DLS step's products, the pose error and
+the closed-form backward passes, built from ``native_kernels.c`` with the system C compiler.
 
 The torch pass in ``kinematics.chain`` is about 90 small torch calls per evaluation; at batch 1024 most of its
 time is dispatch. This kernel does the same arithmetic in one call: one loop over the joints and, inside, a loop
 over the batch that the compiler vectorises (an AVX2 clone is dispatched at load time where the CPU has it).
 It computes the same quantities from the same buffers; the tests compare the two paths and Pinocchio.
 
-It is built once per source and compiler into ``$XDG_CACHE_HOME/grasp-yaw-ik`` (``~/.cache`` by default), and
-used for CPU float32/float64 tensors whenever no autograd graph is recorded through the pass. Without a C
-compiler (or with ``GRASP_YAW_IK_NATIVE=0``) the torch pass runs instead, with a warning saying why.
+It is built once per source, flags, compiler, machine and OS into ``$XDG_CACHE_HOME/grasp-yaw-ik`` (``~/.cache``
+by default); a cached library that does not load, or lacks a kernel, is rebuilt once. ``CC`` names the compiler
+and may carry arguments (``CC="ccache gcc"``). Without a working compiler (or with ``GRASP_YAW_IK_NATIVE=0``)
+the torch ops run instead, with a warning saying why.
+
+Each wrapper below returns ``None`` (the caller then runs its torch ops) unless ``_kernel`` accepts every tensor:
+plain CPU strided tensors of one float32/float64 dtype with exactly the shapes the C code reads, no autograd
+graph recorded through them, no forward-mode AD level, ``torch.func`` transform or dispatch mode active.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
 import platform
+import shlex
 import subprocess
 import tempfile
 import threading
 import warnings
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
 
+from kinematics.batch_last import transforms_active
 from kinematics.rotations import NEAR_PI_COS, SMALL_SIN_SQ
 
-_HEADER = r"""#include <math.h>
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define DISPATCH __attribute__((target_clones("avx2", "default")))
-#else
-#define DISPATCH
-#endif
-
-"""
-_BODY = r"""/* Row b of every array is sample b: x[k * n + b] is entry k of sample b (the batch-last layout). */
-DISPATCH void fk_jacobian_REAL(long dof, long n, const REAL *restrict sine, const REAL *restrict versine,
-                               const REAL *restrict q, const REAL *restrict local, const REAL *restrict revolute,
-                               const REAL *restrict end, REAL *restrict rot, REAL *restrict pos, REAL *restrict jac) {
-    for (long k = 0; k < 9; k++) {
-        _Pragma("GCC ivdep") for (long b = 0; b < n; b++) rot[k * n + b] = (k % 4 == 0);
-    }
-    for (long k = 0; k < 3; k++) {
-        _Pragma("GCC ivdep") for (long b = 0; b < n; b++) pos[k * n + b] = 0;
-    }
-    for (long i = 0; i < dof; i++) {
-        /* local[i] = (constant, sine, versine, slide) 3x4 blocks: frame i = constant + s sine + v versine + q slide */
-        REAL c[12], e[12], f[12], g[12];
-        for (int k = 0; k < 12; k++) {
-            c[k] = local[48 * i + k];
-            e[k] = local[48 * i + 12 + k];
-            f[k] = local[48 * i + 24 + k];
-            g[k] = local[48 * i + 36 + k];
-        }
-        REAL *restrict out = jac + 6 * i * n;
-        _Pragma("GCC ivdep") for (long b = 0; b < n; b++) {
-            REAL s = sine[i * n + b], v = versine[i * n + b], d = q[i * n + b], l[12], a[9], r[9], p[3];
-            for (int k = 0; k < 12; k++) l[k] = c[k] + s * e[k] + v * f[k] + d * g[k];
-            for (int k = 0; k < 9; k++) a[k] = rot[k * n + b];
-            for (int x = 0; x < 3; x++) {
-                for (int y = 0; y < 3; y++) r[3 * x + y] = a[3 * x] * l[y] + a[3 * x + 1] * l[4 + y] + a[3 * x + 2] * l[8 + y];
-                p[x] = pos[x * n + b] + a[3 * x] * l[3] + a[3 * x + 1] * l[7] + a[3 * x + 2] * l[11];
-            }
-            for (int k = 0; k < 9; k++) rot[k * n + b] = r[k];
-            for (int x = 0; x < 3; x++) {
-                pos[x * n + b] = p[x];
-                out[x * n + b] = p[x];             /* the joint's origin until the last loop */
-                out[(3 + x) * n + b] = r[3 * x + 2]; /* the joint's axis: the frame's z column */
-            }
-        }
-    }
-    REAL t[12];
-    for (int k = 0; k < 12; k++) t[k] = end[k];
-    _Pragma("GCC ivdep") for (long b = 0; b < n; b++) {  /* the TCP: frame n times the fixed end transform */
-        REAL a[9], r[9], p[3];
-        for (int k = 0; k < 9; k++) a[k] = rot[k * n + b];
-        for (int x = 0; x < 3; x++) {
-            for (int y = 0; y < 3; y++) r[3 * x + y] = a[3 * x] * t[y] + a[3 * x + 1] * t[4 + y] + a[3 * x + 2] * t[8 + y];
-            p[x] = pos[x * n + b] + a[3 * x] * t[3] + a[3 * x + 1] * t[7] + a[3 * x + 2] * t[11];
-        }
-        for (int k = 0; k < 9; k++) rot[k * n + b] = r[k];
-        for (int x = 0; x < 3; x++) pos[x * n + b] = p[x];
-    }
-    for (long i = 0; i < dof; i++) {  /* revolute: [z x (p - o); z], prismatic: [z; 0] */
-        REAL w = revolute[i], u = 1 - revolute[i], *restrict out = jac + 6 * i * n;
-        _Pragma("GCC ivdep") for (long b = 0; b < n; b++) {
-            REAL zx = out[3 * n + b], zy = out[4 * n + b], zz = out[5 * n + b];
-            REAL ax = pos[b] - out[b], ay = pos[n + b] - out[n + b], az = pos[2 * n + b] - out[2 * n + b];
-            out[b] = w * (zy * az - zz * ay) + u * zx;
-            out[n + b] = w * (zz * ax - zx * az) + u * zy;
-            out[2 * n + b] = w * (zx * ay - zy * ax) + u * zz;
-            out[3 * n + b] = w * zx;
-            out[4 * n + b] = w * zy;
-            out[5 * n + b] = w * zz;
-        }
-    }
-}
-
-/* J J^T + C for J^T stored as jac (dof, 6, n): sums in the batch-last layout (vectorised), then written as
-   contiguous (n, 6, 6) matrices for the batched solve. work: (21, n) scratch. */
-DISPATCH void gram_REAL(long dof, long n, const REAL *restrict jac, const REAL *restrict constant,
-                        REAL *restrict work, REAL *restrict out) {
-    long entry = 0;
-    for (int r = 0; r < 6; r++) {
-        for (int c = r; c < 6; c++, entry++) {
-            REAL *restrict w = work + entry * n, k = constant[6 * r + c];
-            _Pragma("GCC ivdep") for (long b = 0; b < n; b++) w[b] = k;
-            for (long i = 0; i < dof; i++) {
-                const REAL *restrict x = jac + (6 * i + r) * n, *restrict y = jac + (6 * i + c) * n;
-                _Pragma("GCC ivdep") for (long b = 0; b < n; b++) w[b] += x[b] * y[b];
-            }
-        }
-    }
-    for (long b = 0; b < n; b++) {
-        REAL *restrict m = out + 36 * b;
-        entry = 0;
-        for (int r = 0; r < 6; r++) {
-            for (int c = r; c < 6; c++, entry++) m[6 * r + c] = m[6 * c + r] = work[entry * n + b];
-        }
-    }
-}
-
-/* J^T x: jac (dof, 6, n), x (n, 6) as the batched solve returns it -> out (dof, n). */
-DISPATCH void jt_x_REAL(long dof, long n, const REAL *restrict jac, const REAL *restrict x, REAL *restrict out) {
-    for (long i = 0; i < dof; i++) {
-        const REAL *restrict j = jac + 6 * i * n;
-        REAL *restrict o = out + i * n;
-        _Pragma("GCC ivdep") for (long b = 0; b < n; b++) {
-            o[b] = j[b] * x[6 * b] + j[n + b] * x[6 * b + 1] + j[2 * n + b] * x[6 * b + 2] + j[3 * n + b] * x[6 * b + 3]
-                 + j[4 * n + b] * x[6 * b + 4] + j[5 * n + b] * x[6 * b + 5];
-        }
-    }
-}
-
-/* The IK residual (kinematics.pose_error): target minus reached position, and log(R_target R^T) by the formula of
-   kinematics.rotations.so3_log_matrix_first, branch for branch. Rotations (3, 3, n), positions (3, n) -> (6, n). */
-DISPATCH void pose_error_REAL(long n, const REAL *restrict tr, const REAL *restrict tp, const REAL *restrict r,
-                              const REAL *restrict p, REAL *restrict out, REAL small_sin_sq, REAL near_pi_cos) {
-    const REAL half = (REAL)0.5, one = (REAL)1;
-    for (long b = 0; b < n; b++) {
-        REAL m[9];
-        for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) {
-                m[3 * i + j] = tr[3 * i * n + b] * r[3 * j * n + b] + tr[(3 * i + 1) * n + b] * r[(3 * j + 1) * n + b]
-                             + tr[(3 * i + 2) * n + b] * r[(3 * j + 2) * n + b];
-            }
-        }
-        REAL v0 = half * (m[7] - m[5]), v1 = half * (m[2] - m[6]), v2 = half * (m[3] - m[1]);
-        REAL c = half * (m[0] + m[4] + m[8] - one);
-        REAL s2 = v0 * v0 + v1 * v1 + v2 * v2;
-        int small = s2 < small_sin_sq, near = c < near_pi_cos;
-        REAL sn = small ? one : SQRT(s2);
-        REAL d0 = m[0] - c, d1 = m[4] - c, d2 = m[8] - c;
-        REAL s01 = half * (m[1] + m[3]), s02 = half * (m[2] + m[6]), s12 = half * (m[5] + m[7]);
-        int pick0 = d0 >= d1 && d0 >= d2, pick1 = d1 >= d2;
-        REAL c0 = pick0 ? d0 : (pick1 ? s01 : s02), c1 = pick0 ? s01 : (pick1 ? d1 : s12);
-        REAL c2 = pick0 ? s02 : (pick1 ? s12 : d2);
-        REAL cn2 = near ? c0 * c0 + c1 * c1 + c2 * c2 : one;
-        REAL cn = SQRT(cn2 > (REAL)1e-30 ? cn2 : (REAL)1e-30);
-        REAL a0 = c0 / cn, a1 = c1 / cn, a2 = c2 / cn;
-        REAL along = a0 * v0 + a1 * v1 + a2 * v2;
-        REAL angle = ATAN2(near ? FABS(along) : sn, c);
-        REAL e0, e1, e2;
-        if (near) {
-            REAL signed_angle = along < 0 ? -angle : angle;
-            e0 = a0 * signed_angle; e1 = a1 * signed_angle; e2 = a2 * signed_angle;
-        } else {
-            REAL g = small ? one + s2 / (REAL)6 : angle / sn;
-            e0 = v0 * g; e1 = v1 * g; e2 = v2 * g;
-        }
-        for (int k = 0; k < 3; k++) out[k * n + b] = tp[k * n + b] - p[k * n + b];
-        out[3 * n + b] = e0; out[4 * n + b] = e1; out[5 * n + b] = e2;
-    }
-}
-
-/* The backward of pose_error for the rotation part: grad (3, n) on log(M), M = R_t R^T -> d/dR_t = G R and
-   d/dR = G^T R_t (3, 3, n), with G the closed form of kinematics.rotations.so3_log_matrix_first_vjp. */
-DISPATCH void pose_error_vjp_REAL(long n, const REAL *restrict tr, const REAL *restrict r, const REAL *restrict grad,
-                                  REAL *restrict grad_tr, REAL *restrict grad_r, REAL small_sin_sq, REAL near_pi_cos) {
-    const REAL half = (REAL)0.5, one = (REAL)1, zero = (REAL)0;
-    for (long b = 0; b < n; b++) {
-        REAL m[9], a[9], o[9], g[9];
-        for (int k = 0; k < 9; k++) {
-            a[k] = tr[k * n + b];
-            o[k] = r[k * n + b];
-        }
-        for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) m[3 * i + j] = a[3 * i] * o[3 * j] + a[3 * i + 1] * o[3 * j + 1] + a[3 * i + 2] * o[3 * j + 2];
-        }
-        REAL l0 = grad[b], l1 = grad[n + b], l2 = grad[2 * n + b];
-        REAL v0 = half * (m[7] - m[5]), v1 = half * (m[2] - m[6]), v2 = half * (m[3] - m[1]);
-        REAL c = half * (m[0] + m[4] + m[8] - one);
-        REAL s2 = v0 * v0 + v1 * v1 + v2 * v2;
-        int small = s2 < small_sin_sq, near = c < near_pi_cos;
-        REAL gv0, gv1, gv2, gc, gd0 = zero, gd1 = zero, gd2 = zero, gs01 = zero, gs02 = zero, gs12 = zero;
-        if (!near) {
-            REAL lv = l0 * v0 + l1 * v1 + l2 * v2;
-            if (small) {
-                REAL f = one + s2 / (REAL)6, h = lv / (REAL)3;
-                gv0 = l0 * f + h * v0; gv1 = l1 * f + h * v1; gv2 = l2 * f + h * v2;
-                gc = zero;
-            } else {
-                REAL sn = SQRT(s2), theta = ATAN2(sn, c), rad = sn * sn + c * c;
-                REAL f = theta / sn, h = lv * ((c / rad * sn - theta) / (sn * sn)) / sn;
-                gv0 = l0 * f + h * v0; gv1 = l1 * f + h * v1; gv2 = l2 * f + h * v2;
-                gc = -lv / rad;
-            }
-        } else {
-            REAL d0 = m[0] - c, d1 = m[4] - c, d2 = m[8] - c;
-            REAL s01 = half * (m[1] + m[3]), s02 = half * (m[2] + m[6]), s12 = half * (m[5] + m[7]);
-            int pick0 = d0 >= d1 && d0 >= d2, pick1 = d1 >= d2;
-            REAL c0 = pick0 ? d0 : (pick1 ? s01 : s02), c1 = pick0 ? s01 : (pick1 ? d1 : s12);
-            REAL c2 = pick0 ? s02 : (pick1 ? s12 : d2);
-            REAL cn2 = c0 * c0 + c1 * c1 + c2 * c2;
-            int live = cn2 > (REAL)1e-30;
-            REAL cn = SQRT(live ? cn2 : (REAL)1e-30);
-            REAL a0 = c0 / cn, a1 = c1 / cn, a2 = c2 / cn;
-            REAL along = a0 * v0 + a1 * v1 + a2 * v2, y = FABS(along), angle = ATAN2(y, c);
-            REAL sign = along < 0 ? -one : one, sgn = along > 0 ? one : (along < 0 ? -one : zero);
-            REAL mu = sign * (l0 * a0 + l1 * a1 + l2 * a2), rad = along * along + c * c;
-            REAL k = mu * c / rad * sgn;
-            REAL ga0 = sign * angle * l0 + k * v0, ga1 = sign * angle * l1 + k * v1, ga2 = sign * angle * l2 + k * v2;
-            gv0 = k * a0; gv1 = k * a1; gv2 = k * a2;
-            gc = -mu * y / rad;
-            REAL t = live ? (ga0 * c0 + ga1 * c1 + ga2 * c2) / (cn * cn * cn) : zero;
-            REAL g0 = ga0 / cn - t * c0, g1 = ga1 / cn - t * c1, g2 = ga2 / cn - t * c2;
-            if (pick0) { gd0 = g0; gs01 = g1; gs02 = g2; }
-            else if (pick1) { gs01 = g0; gd1 = g1; gs12 = g2; }
-            else { gs02 = g0; gs12 = g1; gd2 = g2; }
-            gc -= gd0 + gd1 + gd2;
-        }
-        REAL hc = half * gc, h0 = half * gv0, h1 = half * gv1, h2 = half * gv2;
-        g[0] = hc + gd0; g[1] = half * gs01 - h2; g[2] = half * gs02 + h1;
-        g[3] = half * gs01 + h2; g[4] = hc + gd1; g[5] = half * gs12 - h0;
-        g[6] = half * gs02 - h1; g[7] = half * gs12 + h0; g[8] = hc + gd2;
-        for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) {
-                grad_tr[(3 * i + j) * n + b] = g[3 * i] * o[j] + g[3 * i + 1] * o[3 + j] + g[3 * i + 2] * o[6 + j];
-                grad_r[(3 * i + j) * n + b] = g[i] * a[j] + g[3 + i] * a[3 + j] + g[6 + i] * a[6 + j];
-            }
-        }
-    }
-}
-
-/* The backward of the chain pass for an all-revolute chain (kinematics.chain_gradient): rot (3, 3, n) the TCP
-   rotation, jac (dof, 6, n) = J^T, and the output gradients -> grad_q (dof, n). work: (12, n) scratch. */
-DISPATCH void chain_vjp_REAL(long dof, long n, const REAL *restrict rot, const REAL *restrict jac,
-                             const REAL *restrict grad_rot, const REAL *restrict grad_pos,
-                             const REAL *restrict grad_jac, REAL *restrict work, REAL *restrict grad_q) {
-    REAL *restrict w0 = work, *restrict w1 = work + n, *restrict w2 = work + 2 * n;            /* omega */
-    REAL *restrict t0 = work + 3 * n, *restrict t1 = work + 4 * n, *restrict t2 = work + 5 * n; /* sum of a_i */
-    REAL *restrict u0 = work + 6 * n, *restrict u1 = work + 7 * n, *restrict u2 = work + 8 * n; /* running a */
-    REAL *restrict p0 = work + 9 * n, *restrict p1 = work + 10 * n, *restrict p2 = work + 11 * n; /* running b */
-    _Pragma("GCC ivdep") for (long b = 0; b < n; b++) {
-        REAL m[9];  /* R G^T */
-        for (int i = 0; i < 3; i++) {
-            for (int j = 0; j < 3; j++) {
-                m[3 * i + j] = rot[3 * i * n + b] * grad_rot[3 * j * n + b] + rot[(3 * i + 1) * n + b] * grad_rot[(3 * j + 1) * n + b]
-                             + rot[(3 * i + 2) * n + b] * grad_rot[(3 * j + 2) * n + b];
-            }
-        }
-        w0[b] = m[5] - m[7]; w1[b] = m[6] - m[2]; w2[b] = m[1] - m[3];
-        t0[b] = 0; t1[b] = 0; t2[b] = 0; u0[b] = 0; u1[b] = 0; u2[b] = 0;
-        p0[b] = grad_pos[b]; p1[b] = grad_pos[n + b]; p2[b] = grad_pos[2 * n + b];
-    }
-    for (int pass = 0; pass < 2; pass++) {
-        for (long i = 0; i < dof; i++) {
-            const REAL *restrict j = jac + 6 * i * n, *restrict g = grad_jac + 6 * i * n;
-            REAL *restrict out = grad_q + i * n;
-            _Pragma("GCC ivdep") for (long b = 0; b < n; b++) {
-                REAL lx = j[b], ly = j[n + b], lz = j[2 * n + b], zx = j[3 * n + b], zy = j[4 * n + b], zz = j[5 * n + b];
-                REAL gx = g[b], gy = g[n + b], gz = g[2 * n + b], hx = g[3 * n + b], hy = g[4 * n + b], hz = g[5 * n + b];
-                /* a_i = J_i x G_J,i + z_i x G_z,i */
-                REAL ax = ly * gz - lz * gy + zy * hz - zz * hy;
-                REAL ay = lz * gx - lx * gz + zz * hx - zx * hz;
-                REAL az = lx * gy - ly * gx + zx * hy - zy * hx;
-                if (pass == 0) {
-                    t0[b] += ax; t1[b] += ay; t2[b] += az;
-                } else {
-                    u0[b] += ax; u1[b] += ay; u2[b] += az;
-                    /* b_i = G_J,i x z_i, summed over i <= k */
-                    p0[b] += gy * zz - gz * zy; p1[b] += gz * zx - gx * zz; p2[b] += gx * zy - gy * zx;
-                    out[b] = zx * (t0[b] - u0[b] + w0[b]) + zy * (t1[b] - u1[b] + w1[b]) + zz * (t2[b] - u2[b] + w2[b])
-                           + lx * p0[b] + ly * p1[b] + lz * p2[b];
-                }
-            }
-        }
-    }
-}
-"""
-SOURCE = (
-    _HEADER
-    + _BODY.replace("REAL", "float").replace("SQRT", "sqrtf").replace("ATAN2", "atan2f").replace("FABS", "fabsf")
-    + _BODY.replace("REAL", "double").replace("SQRT", "sqrt").replace("ATAN2", "atan2").replace("FABS", "fabs")
-)
+SOURCES = (Path(__file__).with_name("native_kernels.c"), Path(__file__).with_name("native_kernels.h"))
 _FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99")
 _LIBRARIES = ("-lm",)
 _SUFFIX = {torch.float32: "float", torch.float64: "double"}
-_ARGUMENTS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # pointers after (dof, n)
+_POINTERS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # after (dof, n)
+_WITH_THRESHOLDS = ("pose_error", "pose_error_vjp")  # (n, 5 pointers, small_sin_sq, near_pi_cos)
+_PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
+_CPU = torch.device("cpu")
 _lock = threading.Lock()
 _state: dict[str, object] = {}
 
@@ -308,46 +53,76 @@ def _cache_dir() -> Path:
     return Path(base) / "grasp-yaw-ik"
 
 
-def _build() -> ctypes.CDLL:
-    compiler = os.environ.get("CC", "cc")
-    version = subprocess.run([compiler, "--version"], capture_output=True, text=True, check=True).stdout
-    identity = (SOURCE, " ".join(_FLAGS), version, platform.machine(), platform.system())
+def _compiler() -> list[str]:
+    return shlex.split(os.environ.get("CC") or "cc") or ["cc"]
+
+
+def library_path(compiler: list[str]) -> Path:
+    """The cached library for this source, these flags, this compiler version, machine and OS."""
+    version = subprocess.run([*compiler, "--version"], capture_output=True, text=True, check=True).stdout
+    identity = [source.read_text() for source in SOURCES]
+    identity += [" ".join(_FLAGS), version, platform.machine(), platform.system()]
     key = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
-    folder = _cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    library = folder / f"chain-{key}.so"
-    if not library.exists():
-        with tempfile.TemporaryDirectory(dir=folder) as scratch:
-            source = Path(scratch) / "chain.c"
-            source.write_text(SOURCE)
-            built = Path(scratch) / "chain.so"
-            command = [compiler, *_FLAGS, "-o", str(built), str(source), *_LIBRARIES]
-            result = subprocess.run(command, capture_output=True, text=True)
-            if result.returncode != 0:
-                raise OSError(f"{compiler} failed: {result.stderr.strip()[:500]}")
-            os.replace(built, library)  # atomic: a concurrent build of the same key writes the same bytes
-    lib = ctypes.CDLL(str(library))
+    return _cache_dir() / f"chain-{key}.so"
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    """Open ``path`` and declare every kernel's signature; ``OSError`` if it does not load or lacks a kernel."""
+    lib = ctypes.CDLL(str(path))
     for suffix, real in (("float", ctypes.c_float), ("double", ctypes.c_double)):
-        for name, pointers in _ARGUMENTS.items():
-            function = getattr(lib, f"{name}_{suffix}")
-            function.argtypes = [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * pointers
-            function.restype = None
-        for name in ("pose_error", "pose_error_vjp"):
-            function = getattr(lib, f"{name}_{suffix}")
-            function.argtypes = [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real]
-            function.restype = None
+        signatures = {name: [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * k for name, k in _POINTERS.items()}
+        signatures.update({name: [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real] for name in _WITH_THRESHOLDS})
+        for name, argtypes in signatures.items():
+            try:
+                function = getattr(lib, f"{name}_{suffix}")
+            except AttributeError as exc:
+                raise OSError(f"{path} has no {name}_{suffix}") from exc
+            function.argtypes, function.restype = argtypes, None
     return lib
 
 
+def _compile(compiler: list[str], library: Path) -> ctypes.CDLL:
+    library.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=library.parent) as scratch:
+        built = Path(scratch) / "chain.so"
+        command = [*compiler, *_FLAGS, "-o", str(built), str(SOURCES[0]), *_LIBRARIES]
+        result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            raise OSError(f"{shlex.join(compiler)} failed: {result.stderr.strip()[:500]}")
+        # Loaded under its own name: the dynamic loader would answer a second open of the cache path with a
+        # handle it already holds for that path (a rejected library's).
+        lib = _load(built)
+        os.replace(built, library)  # atomic: a concurrent build of the same key writes the same bytes
+    return lib
+
+
+def _build() -> ctypes.CDLL:
+    compiler = _compiler()
+    library = library_path(compiler)
+    if library.exists():
+        try:
+            return _load(library)
+        except OSError:  # truncated, foreign or stale: build it again, once
+            library.unlink(missing_ok=True)
+    return _compile(compiler, library)
+
+
+def _functions(lib: ctypes.CDLL) -> dict[tuple[str, torch.dtype], Callable]:
+    return {
+        (name, dtype): getattr(lib, f"{name}_{suffix}")
+        for name in (*_POINTERS, *_WITH_THRESHOLDS)
+        for dtype, suffix in _SUFFIX.items()
+    }
+
+
 def library() -> ctypes.CDLL | None:
-    """The loaded kernel, or ``None`` (disabled, or the build failed: warned once)."""
+    """The loaded kernels, or ``None`` (disabled, or no working build: warned once)."""
     with _lock:
         if "lib" not in _state:
-            if os.environ.get("GRASP_YAW_IK_NATIVE", "1") == "0":
-                _state["lib"] = None
-            else:
+            lib = None
+            if os.environ.get("GRASP_YAW_IK_NATIVE", "1") != "0":
                 try:
-                    _state["lib"] = _build()
+                    lib = _build()
                 except (OSError, subprocess.SubprocessError) as exc:
                     warnings.warn(
                         f"the compiled chain kernel is unavailable ({exc}); FK and Jacobians run as torch ops, "
@@ -355,22 +130,58 @@ def library() -> ctypes.CDLL | None:
                         RuntimeWarning,
                         stacklevel=3,
                     )
-                    _state["lib"] = None
+            _state["lib"], _state["functions"] = lib, {} if lib is None else _functions(lib)
         return _state["lib"]
 
 
-def supports(q: torch.Tensor) -> bool:
-    """Whether ``q`` has a kernel: a CPU float32/float64 tensor (the caller checks that no graph is recorded)."""
-    return q.device.type == "cpu" and q.dtype in _SUFFIX
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """Run the torch ops instead of the kernels inside the block (the tests compare both paths)."""
+    with _lock:
+        saved = dict(_state)
+        _state.update(lib=None, functions={})
+    try:
+        yield
+    finally:
+        with _lock:
+            _state.clear()
+            _state.update(saved)
 
 
-def _ready(*tensors: torch.Tensor) -> ctypes.CDLL | None:
-    """The library when every tensor is on the CPU with one supported dtype (the kernels read raw memory of that
-    type); ``None`` sends the caller to its torch ops, which promote or raise as torch does."""
-    first = tensors[0]
-    if not supports(first) or any(t.dtype != first.dtype or t.device != first.device for t in tensors):
+def _kernel(name: str, tensors: tuple[torch.Tensor, ...], shapes: tuple[tuple[int, ...], ...]) -> Callable | None:
+    """The compiled ``name`` for ``tensors``, or ``None`` when the torch ops must run instead.
+
+    The C code reads ``prod(shape)`` contiguous values of one type behind each pointer, so every tensor must be a
+    plain CPU strided tensor (not meta or fake, not a negative view), of the first tensor's dtype, float32 or
+    float64, with exactly ``shape`` (a broadcastable one goes to torch, which broadcasts). No autograd graph may be
+    recorded through them, and no forward-mode AD level, ``torch.func`` transform or dispatch mode may be active:
+    the kernels have no tangents, batching rules or fake execution; torch ops have all three. Attribute checks
+    only: no host synchronisation, nothing per element.
+    """
+    dtype = tensors[0].dtype
+    if dtype not in _SUFFIX or transforms_active() or torch._C._len_torch_dispatch_stack():
         return None
-    return library()
+    recording, strided = torch.is_grad_enabled(), torch.strided
+    for t, shape in zip(tensors, shapes):  # noqa: B905 - equal lengths by construction; strict costs per call
+        if (
+            type(t) not in _PLAIN
+            or not t.is_cpu
+            or t.dtype is not dtype
+            or t.shape != shape
+            or t.layout is not strided
+            or t.is_neg()
+            or (recording and t.requires_grad)
+        ):
+            return None
+    functions = _state.get("functions")
+    if functions is None:
+        library()
+        functions = _state["functions"]
+    return functions.get((name, dtype))
+
+
+def _empty(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    return torch.empty(*shape, dtype=dtype, device=_CPU)  # not the default device, which may be another
 
 
 def fk_jacobian(
@@ -378,74 +189,78 @@ def fk_jacobian(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """``q`` ``(dof, B)``; ``local`` ``(dof, 4, 3, 4)``: each joint's constant, sine, versine and slide blocks;
     ``revolute`` ``(dof,)`` 1/0; ``end`` ``(3, 4)`` -> TCP rotation ``(3, 3, B)``, position ``(3, B)`` and the
-    transposed Jacobian ``(dof, 6, B)``, or ``None`` when the kernel is unavailable."""
-    lib = _ready(q, local, revolute, end)
-    if lib is None:
+    transposed Jacobian ``(dof, 6, B)``, or ``None``."""
+    if q.ndim != 2:
         return None
     dof, n = q.shape
+    kernel = _kernel("fk_jacobian", (q, local, revolute, end), ((dof, n), (dof, 4, 3, 4), (dof,), (3, 4)))
+    if kernel is None:
+        return None
     q = q.contiguous()
     sine, versine = torch.sin(q), 1.0 - torch.cos(q)
-    rot = torch.empty(3, 3, n, dtype=q.dtype)
-    pos = torch.empty(3, n, dtype=q.dtype)
-    jac_t = torch.empty(dof, 6, n, dtype=q.dtype)
+    rot, pos, jac_t = _empty(3, 3, n, dtype=q.dtype), _empty(3, n, dtype=q.dtype), _empty(dof, 6, n, dtype=q.dtype)
     args = (sine, versine, q, local.contiguous(), revolute.contiguous(), end.contiguous(), rot, pos, jac_t)
-    getattr(lib, f"fk_jacobian_{_SUFFIX[q.dtype]}")(dof, n, *(t.data_ptr() for t in args))
+    kernel(dof, n, *(t.data_ptr() for t in args))
     return rot, pos, jac_t
 
 
 def gram(jac_t: torch.Tensor, constant: torch.Tensor) -> torch.Tensor | None:
-    """``J J^T + C`` as contiguous ``(B, 6, 6)`` matrices from ``jac_t`` ``(dof, 6, B)`` and ``C`` (36 values), or
-    ``None`` when the kernel is unavailable."""
-    lib = _ready(jac_t, constant)
-    if lib is None:
+    """``J J^T + C`` as contiguous ``(B, 6, 6)`` matrices from ``jac_t`` ``(dof, 6, B)`` and ``C`` ``(6, 6, 1)``,
+    or ``None``."""
+    if jac_t.ndim != 3:
         return None
     dof, _, n = jac_t.shape
+    kernel = _kernel("gram", (jac_t, constant), ((dof, 6, n), (6, 6, 1)))
+    if kernel is None:
+        return None
     jac_t, constant = jac_t.contiguous(), constant.contiguous()
-    work, out = torch.empty(21, n, dtype=jac_t.dtype), torch.empty(n, 6, 6, dtype=jac_t.dtype)
-    getattr(lib, f"gram_{_SUFFIX[jac_t.dtype]}")(dof, n, *(t.data_ptr() for t in (jac_t, constant, work, out)))
+    work, out = _empty(21, n, dtype=jac_t.dtype), _empty(n, 6, 6, dtype=jac_t.dtype)
+    kernel(dof, n, *(t.data_ptr() for t in (jac_t, constant, work, out)))
     return out
 
 
 def jt_x(jac_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor | None:
     """``J^T x`` ``(dof, B)`` from ``jac_t`` ``(dof, 6, B)`` and ``x`` ``(B, 6)``, or ``None``."""
-    lib = _ready(jac_t, x)
-    if lib is None:
+    if jac_t.ndim != 3:
         return None
     dof, _, n = jac_t.shape
+    kernel = _kernel("jt_x", (jac_t, x), ((dof, 6, n), (n, 6)))
+    if kernel is None:
+        return None
     jac_t, x = jac_t.contiguous(), x.contiguous()
-    out = torch.empty(dof, n, dtype=jac_t.dtype)
-    getattr(lib, f"jt_x_{_SUFFIX[jac_t.dtype]}")(dof, n, *(t.data_ptr() for t in (jac_t, x, out)))
+    out = _empty(dof, n, dtype=jac_t.dtype)
+    kernel(dof, n, *(t.data_ptr() for t in (jac_t, x, out)))
     return out
 
 
 def pose_error(
     target_rot: torch.Tensor, target_pos: torch.Tensor, rot: torch.Tensor, pos: torch.Tensor
 ) -> torch.Tensor | None:
-    """``(6, B)``: position error then ``log(R_target R^T)``, batch-last inputs, or ``None``."""
-    lib = _ready(rot, target_rot, target_pos, pos)
-    if lib is None:
+    """``(6, B)``: position error then ``log(R_target R^T)`` from rotations ``(3, 3, B)`` and positions ``(3, B)``
+    (all four with the same ``B``), or ``None``."""
+    n = rot.shape[-1] if rot.ndim == 3 else -1
+    shapes = ((3, 3, n), (3, 3, n), (3, n), (3, n))
+    kernel = _kernel("pose_error", (rot, target_rot, target_pos, pos), shapes)
+    if kernel is None:
         return None
-    n = rot.shape[-1]
     tensors = [t.contiguous() for t in (target_rot, target_pos, rot, pos)]
-    out = torch.empty(6, n, dtype=rot.dtype)
-    function = getattr(lib, f"pose_error_{_SUFFIX[rot.dtype]}")
-    function(n, *(t.data_ptr() for t in (*tensors, out)), SMALL_SIN_SQ, NEAR_PI_COS)
+    out = _empty(6, n, dtype=rot.dtype)
+    kernel(n, *(t.data_ptr() for t in (*tensors, out)), SMALL_SIN_SQ, NEAR_PI_COS)
     return out
 
 
 def pose_error_vjp(
     target_rot: torch.Tensor, rot: torch.Tensor, grad_rotation: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor] | None:
-    """Gradients ``(3, 3, B)`` of the rotation error to ``target_rot`` and ``rot`` for ``grad_rotation``
-    ``(3, B)``, or ``None``."""
-    lib = _ready(rot, target_rot, grad_rotation)
-    if lib is None:
+    """Gradients ``(3, 3, B)`` of the rotation error to ``target_rot`` and ``rot`` (both ``(3, 3, B)``) for
+    ``grad_rotation`` ``(3, B)``, or ``None``."""
+    n = rot.shape[-1] if rot.ndim == 3 else -1
+    kernel = _kernel("pose_error_vjp", (rot, target_rot, grad_rotation), ((3, 3, n), (3, 3, n), (3, n)))
+    if kernel is None:
         return None
-    n = rot.shape[-1]
     tensors = [t.contiguous() for t in (target_rot, rot, grad_rotation)]
-    grad_target, grad_rot = torch.empty(3, 3, n, dtype=rot.dtype), torch.empty(3, 3, n, dtype=rot.dtype)
-    function = getattr(lib, f"pose_error_vjp_{_SUFFIX[rot.dtype]}")
-    function(n, *(t.data_ptr() for t in (*tensors, grad_target, grad_rot)), SMALL_SIN_SQ, NEAR_PI_COS)
+    grad_target, grad_rot = _empty(3, 3, n, dtype=rot.dtype), _empty(3, 3, n, dtype=rot.dtype)
+    kernel(n, *(t.data_ptr() for t in (*tensors, grad_target, grad_rot)), SMALL_SIN_SQ, NEAR_PI_COS)
     return grad_target, grad_rot
 
 
@@ -453,11 +268,14 @@ def chain_vjp(
     rot: torch.Tensor, jac_t: torch.Tensor, grad_rot: torch.Tensor, grad_pos: torch.Tensor, grad_jac: torch.Tensor
 ) -> torch.Tensor | None:
     """``(dof, B)``: the revolute chain's closed-form backward (``kinematics.chain_gradient``), or ``None``."""
-    lib = _ready(rot, jac_t, grad_rot, grad_pos, grad_jac)
-    if lib is None:
+    if jac_t.ndim != 3:
         return None
     dof, _, n = jac_t.shape
+    shapes = ((3, 3, n), (dof, 6, n), (3, 3, n), (3, n), (dof, 6, n))
+    kernel = _kernel("chain_vjp", (rot, jac_t, grad_rot, grad_pos, grad_jac), shapes)
+    if kernel is None:
+        return None
     tensors = [t.contiguous() for t in (rot, jac_t, grad_rot, grad_pos, grad_jac)]
-    work, grad_q = torch.empty(12, n, dtype=rot.dtype), torch.empty(dof, n, dtype=rot.dtype)
-    getattr(lib, f"chain_vjp_{_SUFFIX[rot.dtype]}")(dof, n, *(t.data_ptr() for t in (*tensors, work, grad_q)))
+    work, grad_q = _empty(12, n, dtype=rot.dtype), _empty(dof, n, dtype=rot.dtype)
+    kernel(dof, n, *(t.data_ptr() for t in (*tensors, work, grad_q)))
     return grad_q

@@ -1,5 +1,5 @@
-"""The closed-form backward passes (FK + Jacobian of a revolute chain, the DLS step) against gradcheck and against
-autograd through the plain forward computation."""
+"""The closed-form backward passes (FK + Jacobian of a revolute chain, the DLS step, the pose error) against gradcheck
+and against autograd through the plain forward computation, and forward-mode AD through the public functions."""
 
 import pytest
 import torch
@@ -12,13 +12,14 @@ F64 = torch.float64
 
 
 @pytest.fixture(params=["compiled", "torch"])
-def kernels(request, monkeypatch):
+def kernels(request):
     """Each closed form both ways: through the compiled CPU kernels and through torch ops (CUDA, no compiler)."""
     if request.param == "torch":
-        monkeypatch.setattr(native, "supports", lambda x: False)
+        with native.disabled():
+            yield request.param
     else:
         assert native.library() is not None
-    return request.param
+        yield request.param
 
 
 def _configs(kin, n, seed):
@@ -129,3 +130,110 @@ def test_pose_error_backward_passes_gradcheck_and_equals_autograd(kernels):
     want = torch.autograd.grad(expected, traced, cot)
     for a, b in zip(got, want, strict=True):
         torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def _forward_ad_cases(kin, pr2):
+    """Each public function with float64 inputs inside its smooth region: ``(function, inputs)``."""
+    from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, pose_error
+    from kinematics.pose_error import pose_error_batch_last
+
+    q = _configs(kin, 3, 9).requires_grad_(True)
+    q_pr2 = torch.full((2, pr2.dof), 0.1, dtype=F64).requires_grad_(True)
+    with torch.no_grad():
+        target, reached = kin(_configs(kin, 3, 10)), kin(_configs(kin, 3, 11))
+        seed = _configs(kin, 3, 12)
+    bl = [to_batch_last(t, k) for t, k in ((target[:, :3, :3], 2), (target[:, :3, 3], 1))]
+    bl += [to_batch_last(t, k) for t, k in ((reached[:, :3, :3], 2), (reached[:, :3, 3], 1))]
+    # validate_inputs=False: gradcheck's finite differences step off SO(3), which the validation rejects.
+    clamp = DifferentiableIKLayer(kin, DifferentiableIKCfg(max_iterations=3, validate_inputs=False))
+    qp = DifferentiableIKLayer(kin, DifferentiableIKCfg(max_iterations=2, step="qp", validate_inputs=False))
+    leaf = lambda x: x.detach().clone().requires_grad_(True)  # noqa: E731
+    damping_sq = 0.05**2 * torch.eye(6, dtype=F64)[..., None]
+    with torch.no_grad():
+        jac_t = kin.model.fk_and_jacobian_batch_last(to_batch_last(seed, 1), kin.tcp)[2]
+    return {
+        "KinematicsLayer.forward": (kin, (q,)),
+        "KinematicsLayer.fk_and_jacobian": (kin.fk_and_jacobian, (q,)),
+        "SerialChainKinematics.fk_and_jacobian (prismatic joint)": (pr2.fk_and_jacobian, (q_pr2,)),
+        "fk_and_jacobian_batch_last": (
+            lambda x: kin.model.fk_and_jacobian_batch_last(x, kin.tcp),
+            (leaf(to_batch_last(q, 1)),),
+        ),
+        "pose_error": (pose_error, (leaf(target), leaf(reached))),
+        "pose_error_batch_last": (pose_error_batch_last, tuple(leaf(t) for t in bl)),
+        "dls_step": (
+            lambda j, e: dls_step(to_batch_last(seed, 1), j, e, damping_sq, 0.5),
+            (leaf(jac_t), leaf(0.05 * torch.randn(6, 3, dtype=F64, generator=torch.Generator().manual_seed(13)))),
+        ),
+        "DifferentiableIKLayer.solve (clamp)": (lambda t, s: clamp.solve(t, s).qpos, (leaf(target), leaf(seed))),
+        "DifferentiableIKLayer.solve (qp)": (lambda t, s: qp.solve(t, s).qpos, (leaf(target), leaf(seed))),
+    }
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "KinematicsLayer.forward",
+        "KinematicsLayer.fk_and_jacobian",
+        "SerialChainKinematics.fk_and_jacobian (prismatic joint)",
+        "fk_and_jacobian_batch_last",
+        "pose_error",
+        "pose_error_batch_last",
+        "dls_step",
+        "DifferentiableIKLayer.solve (clamp)",
+        "DifferentiableIKLayer.solve (qp)",
+    ],
+)
+def test_forward_mode_ad_passes_gradcheck(name, panda_layer, pr2_urdf, chain_of):
+    """Forward-mode tangents (torch.autograd.forward_ad) equal finite differences and the backward pass."""
+    pr2 = chain_of(pr2_urdf, "base_link", "r_gripper_tool_frame", F64)
+    function, inputs = _forward_ad_cases(panda_layer(F64), pr2)[name]
+    assert torch.autograd.gradcheck(function, inputs, check_forward_ad=True)
+
+
+def test_torch_func_transforms_equal_autograd(panda_layer):
+    """jvp, jacfwd, jacrev and vmap through FK + Jacobian give what reverse-mode autograd and a batched call give."""
+    kin = panda_layer(F64)
+    q = _configs(kin, 4, 14)
+    tangent = torch.randn(q.shape, dtype=F64, generator=torch.Generator().manual_seed(15))
+    pose, jac = kin.fk_and_jacobian(q)
+    pose_dot, _ = torch.func.jvp(kin.fk_and_jacobian, (q,), (tangent,))[1]
+    # The pose's derivative along the tangent from the geometric Jacobian: [J_v t, [J_w t]x R].
+    twist = (jac @ tangent[..., None])[..., 0]
+    torch.testing.assert_close(pose_dot[:, :3, 3], twist[:, :3], rtol=1e-10, atol=1e-12)
+    from kinematics import skew
+
+    torch.testing.assert_close(pose_dot[:, :3, :3], skew(twist[:, 3:]) @ pose[:, :3, :3], rtol=1e-10, atol=1e-12)
+    forward, reverse = torch.func.jacfwd(kin)(q[0]), torch.func.jacrev(kin)(q[0])
+    expected = torch.autograd.functional.jacobian(kin, q[0])
+    torch.testing.assert_close(forward, expected, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(reverse, expected, rtol=1e-10, atol=1e-12)
+    mapped = torch.func.vmap(kin.model.fk_and_jacobian, in_dims=(0, None))(q, kin.tcp)
+    for got, want in zip(mapped, (pose, jac), strict=True):
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_second_order_through_the_closed_forms_raises_and_torch_func_gives_it(panda_layer):
+    """The closed-form backward passes are first-order: building a graph of them (create_graph, the double-backward
+    trick of torch.autograd.functional.jvp) used to drop the second-order terms silently (a zero jvp)."""
+    from kinematics import UnsupportedTransformError, pose_error
+
+    kin = panda_layer(F64)
+    q = _configs(kin, 1, 16)[0]
+    with pytest.raises(UnsupportedTransformError, match="second-order"):
+        torch.autograd.functional.jvp(kin, q, torch.ones_like(q))
+    with torch.no_grad():
+        target = kin(_configs(kin, 1, 17)[0])
+
+    def loss(x):
+        position, rotation = pose_error(target, kin(x))
+        return (position**2).sum() + (rotation**2).sum()
+
+    x = q.clone().requires_grad_(True)
+    with pytest.raises(UnsupportedTransformError, match="second-order"):
+        torch.autograd.grad(loss(x), x, create_graph=True)
+    hessian = torch.func.hessian(loss)(q)
+    h = 1e-5
+    steps = h * torch.eye(kin.dof, dtype=F64)
+    central = torch.stack([(torch.func.grad(loss)(q + e) - torch.func.grad(loss)(q - e)) / (2 * h) for e in steps])
+    torch.testing.assert_close(hessian, central, rtol=1e-6, atol=1e-7)

@@ -1,0 +1,39 @@
+/* The compiled CPU kernels of kinematics.native: the chain pass (FK + Jacobian), the DLS step's products, the pose
+   error and the closed-form backward passes, each once for float and once for double (native_kernels.h).
+
+   Users build it with the flags in kinematics/native.py; the test suite also compiles it with
+   -Wall -Wextra -Werror. */
+#include <math.h>
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define DISPATCH __attribute__((target_clones("avx2", "default"))) /* an AVX2 clone, chosen at load time */
+#else
+#define DISPATCH
+#endif
+
+#if defined(__clang__)
+#define IVDEP _Pragma("clang loop vectorize(assume_safety)")
+#elif defined(__GNUC__)
+#define IVDEP _Pragma("GCC ivdep")
+#else
+#define IVDEP
+#endif
+
+#define REAL float
+#define KERNEL(name) name##_float
+#define SQRT sqrtf
+#define ATAN2 atan2f
+#define FABS fabsf
+#include "native_kernels.h"
+#undef REAL
+#undef KERNEL
+#undef SQRT
+#undef ATAN2
+#undef FABS
+
+#define REAL double
+#define KERNEL(name) name##_double
+#define SQRT sqrt
+#define ATAN2 atan2
+#define FABS fabs
+#include "native_kernels.h"
