@@ -2,7 +2,7 @@
 
 ``SerialChainKinematics.from_urdf`` walks the URDF tree from the end link up to the root link, keeps the
 movable joints on that path (revolute, continuous, prismatic), folds fixed joints into the next transform,
-and ignores every joint off the path (fingers, other branches, mimic joints). Nothing robot-specific lives here.
+and ignores every joint off the path (fingers, other branches, mimic joints; a mimic joint on the path is an error). Nothing robot-specific lives here.
 """
 
 from __future__ import annotations
@@ -158,6 +158,11 @@ class SerialChainKinematics(nn.Module):
                 continue
             if joint.type not in _MOVABLE:
                 raise URDFError(f"joint {joint.name!r} has unsupported type {joint.type!r} for a serial chain")
+            if joint.mimic is not None:
+                raise URDFError(
+                    f"joint {joint.name!r} on the chain mimics {joint.mimic.joint!r}: a serial chain has one "
+                    "independent variable per movable joint (mimic joints are ignored only off the chain)"
+                )
             axis = np.array([1.0, 0.0, 0.0]) if joint.axis is None else np.asarray(joint.axis, dtype=np.float64)
             if np.linalg.norm(axis) < 1e-12:
                 raise URDFError(f"joint {joint.name!r} has a zero axis")

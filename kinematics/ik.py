@@ -14,10 +14,10 @@ from dataclasses import asdict, dataclass, fields
 import torch
 from torch import nn
 
-from kinematics.batch_last import from_batch_last, to_batch_last
+from kinematics.batch_last import from_batch_last, to_batch_last, transforms_active
 from kinematics.box_qp import solve_box_qp
 from kinematics.dls_step import dls_step
-from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError
+from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, UnsupportedTransformError
 from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
 from kinematics.pose_error import pose_error, pose_error_batch_last
@@ -109,9 +109,19 @@ class DifferentiableIKLayer(nn.Module):
         elif target.shape[-2:] != (4, 4) or seed.shape[-1:] != (kin.dof,):
             raise ShapeError(f"target must be (..., 4, 4) and seed (..., {kin.dof})")
         check_tensor(seed, "seed", kin.tcp)
-        batch = torch.broadcast_shapes(target.shape[:-2], seed.shape[:-1])
+        try:
+            batch = torch.broadcast_shapes(target.shape[:-2], seed.shape[:-1])
+        except RuntimeError:
+            raise ShapeError(
+                f"the batch dimensions of target {tuple(target.shape)} and seed {tuple(seed.shape)} do not broadcast"
+            ) from None
         target = target.expand(*batch, 4, 4)
         q = seed.expand(*batch, kin.dof)
+        if cfg.gradient == "implicit" and transforms_active():
+            raise UnsupportedTransformError(
+                "gradient='implicit' supports reverse-mode autograd only (its backward is one linear solve); under "
+                "forward-mode AD or torch.func use gradient='unrolled', whose iterations run as plain torch ops"
+            )
         if cfg.gradient == "implicit" and torch.is_grad_enabled() and (target.requires_grad or q.requires_grad):
             q = ImplicitIKSolve.apply(
                 target, q, self._iterate, self._fk_and_jacobian, _stacked_error, self._free, cfg.implicit_regularization

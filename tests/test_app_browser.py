@@ -200,17 +200,17 @@ def screenshot_path(tmp_path: Path) -> Path:
 
 
 def drag_gizmo_along_x(page, target: tuple[float, float, float], pixels: float = 60.0) -> tuple[float, float, float]:
-    """Drag the target gizmo's x arrow with the mouse (down, 20 moves at a hand's pace, up) and wait until the
-    target inputs show a larger x and the heading row follows them; returns the inputs' target."""
+    """Drag the target gizmo's x arrow with the mouse (down, 6 moves, up) and wait until the target inputs show a
+    larger x and the heading row follows them; returns the inputs' target. (Headless Chromium renders this scene
+    in software at a few seconds per frame, and each mouse event waits for one: hence few moves.)"""
     labels = ["target x (m)", "target y (m)", "target z (m)"]
     page.evaluate("document.querySelectorAll('.mantine-Notification-root').forEach(n => n.remove())")
     page.wait_for_timeout(1000)  # the scene's first frames
     grab, direction = find_x_arrow(page, target)
     page.mouse.move(*grab)
     page.mouse.down()
-    for step in range(1, 21):
-        page.mouse.move(*(grab + pixels * step / 20 * direction))
-        page.wait_for_timeout(30)
+    for step in range(1, 7):
+        page.mouse.move(*(grab + pixels * step / 6 * direction))
     page.mouse.up()
     deadline = time.monotonic() + 30
     while True:

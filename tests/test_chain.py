@@ -277,6 +277,18 @@ def test_unsupported_joint_type_on_the_chain_raises_urdf_error(joint_type):
     assert chain.joint_names == ("slide",)
 
 
+def test_a_mimic_joint_on_the_chain_raises_urdf_error():
+    mimicking = _toy().replace(
+        '<joint name="spin" type="revolute">', '<joint name="spin" type="revolute">\n    <mimic joint="slide"/>'
+    )
+    assert "<mimic" in mimicking
+    with pytest.raises(URDFError, match="spin.*mimics 'slide'"):
+        SerialChainKinematics.from_urdf(mimicking, end_link_name="tip", root_link_name="base")
+    # Off the chain, it is ignored.
+    chain = SerialChainKinematics.from_urdf(mimicking, end_link_name="a", root_link_name="base")
+    assert chain.joint_names == ("slide",)
+
+
 def test_zero_axis_raises_urdf_error():
     with pytest.raises(URDFError, match="zero axis"):
         SerialChainKinematics.from_urdf(_toy(axis_z="0"), end_link_name="tip", root_link_name="base")

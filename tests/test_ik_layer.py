@@ -507,7 +507,7 @@ def test_invalid_seeds_raise(ik64, seed, error):
 
 
 def test_incompatible_batches_raise(ik64):
-    with pytest.raises(RuntimeError):
+    with pytest.raises(ShapeError, match="do not broadcast"):
         ik64.solve(_valid_target().expand(2, 4, 4), torch.zeros(3, 7, dtype=F64))
 
 

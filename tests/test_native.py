@@ -231,7 +231,6 @@ def test_bad_chain_inputs_raise_typed_errors(panda_layer):
         pose_error(torch.eye(4)[:3], torch.eye(4))
 
 
-@pytest.mark.xfail(strict=True, reason="the implicit gradient's refusal of forward-mode AD lives in kinematics.ik")
 def test_the_implicit_gradient_refuses_forward_mode_ad(panda_layer):
     import torch.autograd.forward_ad as fwAD
 
