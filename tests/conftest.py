@@ -121,3 +121,24 @@ def sample_joints() -> Callable[..., torch.Tensor]:
         return (lo + u * (hi - lo)).to(lower.dtype)
 
     return sample
+
+
+@pytest.fixture
+def start_viewer():
+    """Factory: ``start_viewer(**ViewerConfig fields)`` launches an in-process viewer on a free port; every one
+    started is closed at teardown."""
+    from viewer_support import free_port
+
+    from app.config import ViewerConfig
+    from app.viewer import launch
+
+    viewers = []
+
+    def start(**kwargs):
+        viewer = launch(ViewerConfig(port=free_port(), **kwargs))
+        viewers.append(viewer)
+        return viewer
+
+    yield start
+    for viewer in viewers:
+        viewer.close()

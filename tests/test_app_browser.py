@@ -13,7 +13,6 @@ import math
 import os
 import re
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 from optional_dependencies import unavailable
+from viewer_support import free_port
 
 from app.scene import CAMERA_FOV_DEG, CAMERA_LOOK_AT, CAMERA_POSITION, GIZMO_SCALE
 
@@ -47,19 +47,13 @@ INITIAL_TARGET = (0.5, 0.15, 0.12)  # app.viewer.INITIAL_TARGET
 NEW_TARGET = (0.42, -0.28, 0.08)  # metres; heading yaw -33.7 deg
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
 def viewer_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Run ``python -m app`` on a free port; the URL it prints, once its page answers; stopped at teardown."""
     log_path = tmp_path / "app.log"
     log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "--port", str(_free_port())],
+        [sys.executable, "-m", "app", "--port", str(free_port())],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,

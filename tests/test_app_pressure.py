@@ -5,7 +5,6 @@ trains, bad command-line values, and the notice for a non-loopback host."""
 from __future__ import annotations
 
 import math
-import socket
 import subprocess
 import sys
 import threading
@@ -17,14 +16,14 @@ import numpy as np
 import pytest
 import torch
 import viser
+from viewer_support import wait_until
 
 import assets
-from app.config import ViewerConfig
 from app.ghosts import Ghost
 from app.inference import GraspSolver
 from app.supervision import Supervisor
 from app.trainer_worker import TrainerWorker
-from app.viewer import Viewer, exposure_notice, launch
+from app.viewer import Viewer, exposure_notice
 from learning.training import TrainingHistory
 
 REPO = Path(__file__).resolve().parents[1]
@@ -32,37 +31,9 @@ DRAG_SECONDS = 4.0
 DRAG_PERIOD_S = 0.02  # a browser sends a dragged gizmo's pose about once per frame
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.01)
-
-
 def _answered(viewer: Viewer) -> bool:
     drawn = viewer.drawn_question
     return drawn is not None and drawn == viewer.board.current and not viewer.pending - {"reference"}
-
-
-@pytest.fixture
-def start_viewer():
-    viewers: list[Viewer] = []
-
-    def start(**kwargs) -> Viewer:
-        viewer = launch(ViewerConfig(port=_free_port(), **kwargs))
-        viewers.append(viewer)
-        return viewer
-
-    yield start
-    for viewer in viewers:
-        viewer.close()
 
 
 def _fire(handle: viser.TransformControlsHandle, phase: str) -> None:
@@ -83,7 +54,9 @@ def test_drag_racing_a_snapshot_flood_draws_only_current_questions(start_viewer,
     monkeypatch.setattr(Viewer, "_draw", checked_draw)
     viewer = start_viewer()
     viewer.trainer.snapshot_every = 1  # the real trainer publishes after every step
-    _wait(lambda: viewer.board.current.policy is not None and _answered(viewer), 60, "the first snapshot's answers")
+    wait_until(
+        lambda: viewer.board.current.policy is not None and _answered(viewer), 60, "the first snapshot's answers"
+    )
     policy = viewer.board.newest_policy
     stop = threading.Event()
     snapshots = 0
@@ -132,7 +105,7 @@ def test_drag_racing_a_snapshot_flood_draws_only_current_questions(start_viewer,
     _fire(handle, "end")
     stopped = time.monotonic()
     final = tuple(float(v) for v in path[-1])
-    _wait(lambda: viewer.drawn_question is not None and viewer.drawn_question.p == final, 1.0, "the last target")
+    wait_until(lambda: viewer.drawn_question is not None and viewer.drawn_question.p == final, 1.0, "the last target")
     settle_ms = 1e3 * (time.monotonic() - stopped)
     stop.set()
     flooder.join()
@@ -152,7 +125,7 @@ def test_drag_racing_a_snapshot_flood_draws_only_current_questions(start_viewer,
 
 def test_a_failed_draw_is_shown_and_the_next_target_draws(start_viewer, monkeypatch) -> None:
     viewer = start_viewer()
-    _wait(lambda: _answered(viewer), 60, "the first answers")
+    wait_until(lambda: _answered(viewer), 60, "the first answers")
     show = Ghost.show
     failures = {"left": 1}
 
@@ -164,19 +137,19 @@ def test_a_failed_draw_is_shown_and_the_next_target_draws(start_viewer, monkeypa
 
     monkeypatch.setattr(Ghost, "show", failing_show)
     viewer.set_target(np.array([0.45, -0.25, 0.15]))
-    _wait(lambda: "inference" in viewer.status.messages, 30, "the failure in the status line")
+    wait_until(lambda: "inference" in viewer.status.messages, 30, "the failure in the status line")
     message = viewer.status.messages["inference"]
     assert "simulated drawing failure" in message and "1 failure" in message
     assert "simulated drawing failure" in viewer.status.handle.content
     viewer.set_target(np.array([0.52, 0.21, 0.08]))
-    _wait(lambda: _answered(viewer) and viewer.drawn_question.p == (0.52, 0.21, 0.08), 30, "the next target")
+    wait_until(lambda: _answered(viewer) and viewer.drawn_question.p == (0.52, 0.21, 0.08), 30, "the next target")
     assert viewer.supervisor.failures("inference") == 1
     assert abs(viewer.drawn["heading"].yaw - math.atan2(0.21, 0.52)) < 1e-6
 
 
 def test_failures_after_an_answer_in_the_reference_and_in_evaluation_are_counted(start_viewer, monkeypatch) -> None:
     viewer = start_viewer()
-    _wait(lambda: _answered(viewer), 60, "the first answers")
+    wait_until(lambda: _answered(viewer), 60, "the first answers")
     catch_up = viewer.board.catch_up
     calls = {"n": 0}
 
@@ -197,9 +170,9 @@ def test_failures_after_an_answer_in_the_reference_and_in_evaluation_are_counted
 
     monkeypatch.setattr(GraspSolver, "solve", failing_search)
     viewer.set_target(np.array([0.41, 0.12, 0.2]))
-    _wait(lambda: {"inference", "reference"} <= set(viewer.status.messages), 30, "both failures")
+    wait_until(lambda: {"inference", "reference"} <= set(viewer.status.messages), 30, "both failures")
     viewer.set_target(np.array([0.43, 0.1, 0.2]))
-    _wait(lambda: _answered(viewer) and viewer.drawn_question.p == (0.43, 0.1, 0.2), 30, "answers after it")
+    wait_until(lambda: _answered(viewer) and viewer.drawn_question.p == (0.43, 0.1, 0.2), 30, "answers after it")
     assert "simulated search failure" in viewer.status.messages["reference"], "a later draw must not wipe it"
     assert "simulated failure after an answer" in viewer.status.messages["inference"]
     assert viewer.supervisor.failures("inference") == 1
@@ -207,14 +180,16 @@ def test_failures_after_an_answer_in_the_reference_and_in_evaluation_are_counted
 
     monkeypatch.setattr(viewer.metrics, "_splits", None)  # evaluate-now then fails inside its thread
     assert viewer.metrics.start_evaluation()
-    _wait(lambda: "metrics" in viewer.status.messages, 30, "the evaluation failure")
+    wait_until(lambda: "metrics" in viewer.status.messages, 30, "the evaluation failure")
     assert viewer.supervisor.failures("metrics") == 1
-    _wait(lambda: not viewer.metrics.evaluate.disabled, 10, "the button to come back")
+    wait_until(lambda: not viewer.metrics.evaluate.disabled, 10, "the button to come back")
 
 
 def test_answers_are_marked_pending_while_computed(start_viewer, monkeypatch) -> None:
     viewer = start_viewer()
-    _wait(lambda: viewer.board.current.policy is not None and _answered(viewer), 60, "the first snapshot's answers")
+    wait_until(
+        lambda: viewer.board.current.policy is not None and _answered(viewer), 60, "the first snapshot's answers"
+    )
     entered, release = threading.Event(), threading.Event()
     solve = GraspSolver.solve
 
@@ -236,7 +211,7 @@ def test_answers_are_marked_pending_while_computed(start_viewer, monkeypatch) ->
         assert "pending" in heading_row and "pending" in learned_row
     finally:
         release.set()
-    _wait(lambda: _answered(viewer), 30, "the answers")
+    wait_until(lambda: _answered(viewer), 30, "the answers")
     assert not viewer.ghosts["heading"].pending and "heading" not in viewer.pending
 
 
@@ -259,7 +234,7 @@ def test_out_of_range_inputs_are_moved_into_reach_with_a_message(start_viewer) -
     q0[3] = upper + 1.0
     assert viewer.set_q0(q0).q0[3] == pytest.approx(upper)
     assert assets.ARM_JOINTS[3] in viewer.status.messages["q0 bounds"]
-    _wait(lambda: viewer.drawn_question == viewer.board.current, 30, "answers for the moved inputs")
+    wait_until(lambda: viewer.drawn_question == viewer.board.current, 30, "answers for the moved inputs")
     assert viewer.drawn["heading"].yaw == pytest.approx(math.atan2(viewer.board.current.p[1], 0.5), abs=1e-6)
 
 
@@ -271,11 +246,11 @@ def test_launch_leaves_the_process_thread_count_alone(start_viewer) -> None:
 
 def test_reset_starts_from_new_random_weights(start_viewer) -> None:
     viewer = start_viewer(train=False)
-    _wait(lambda: viewer.trainer.status.version >= 1, 60, "the first trainer")
+    wait_until(lambda: viewer.trainer.status.version >= 1, 60, "the first trainer")
     first = {k: v.clone() for k, v in viewer.board.newest_policy.predictor.state_dict().items()}
     assert viewer.trainer.status.seed == 0
     viewer.trainer.reset()
-    _wait(lambda: viewer.trainer.status.version >= 2, 60, "the rebuilt trainer")
+    wait_until(lambda: viewer.trainer.status.version >= 2, 60, "the rebuilt trainer")
     assert viewer.trainer.status.seed == 1
     assert "seed 1" in viewer.training.state.content
     second = viewer.board.newest_policy.predictor.state_dict()
@@ -334,7 +309,7 @@ def test_callback_failures_of_the_trainer_are_shown_and_training_goes_on() -> No
     worker = TrainerWorker(_RacyTrainer, failing_snapshot, lambda s: None, supervisor, snapshot_every=5)
     worker.start_thread()
     try:
-        _wait(lambda: worker.status.step > 20, 10, "the trainer to go on")
+        wait_until(lambda: worker.status.step > 20, 10, "the trainer to go on")
     finally:
         worker.close()
     assert worker.status.state == "running"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import socket
 import statistics
 import time
 import urllib.request
@@ -11,26 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from viewer_support import wait_until
 
-from app.config import ViewerConfig
-from app.viewer import Viewer, launch
+from app.viewer import Viewer
 from learning.training import Trainer
 
 MOVES = 50
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
-        time.sleep(0.02)
 
 
 def _settled(viewer: Viewer) -> bool:
@@ -48,23 +33,9 @@ def _answers(viewer: Viewer) -> bool:
         return response.status == 200
 
 
-@pytest.fixture
-def start_viewer():
-    viewers: list[Viewer] = []
-
-    def start(**kwargs) -> Viewer:
-        viewer = launch(ViewerConfig(port=_free_port(), **kwargs))
-        viewers.append(viewer)
-        return viewer
-
-    yield start
-    for viewer in viewers:
-        viewer.close()
-
-
 def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_viewer) -> None:
     viewer = start_viewer()
-    _wait(lambda: viewer.trainer.status.step >= 2 and _settled(viewer), 60, "the trainer and the first answers")
+    wait_until(lambda: viewer.trainer.status.step >= 2 and _settled(viewer), 60, "the trainer and the first answers")
     first_step = viewer.trainer.status.step
     rng = np.random.default_rng(0)
     ws = viewer.cfg.workspace
@@ -73,8 +44,8 @@ def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_view
         viewer.set_target(p)  # as fast as the page can send them
     for p in targets[-10:]:  # then at a hand's pace, so that latency is measured on answers that land
         viewer.set_target(p)
-        _wait(lambda: _settled(viewer), 30, "the answer for a target")
-    _wait(lambda: _settled(viewer), 30, "the final answers")
+        wait_until(lambda: _settled(viewer), 30, "the answer for a target")
+    wait_until(lambda: _settled(viewer), 30, "the final answers")
 
     assert viewer.stale_draws == 0
     assert viewer.board.fast.discarded > 0, "the burst should have overtaken some answers"
@@ -87,7 +58,7 @@ def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_view
     assert np.isfinite(learned.yaw) and learned.T_root_tcp.shape == (4, 4)
     assert "heading" in viewer.grasp.table.content and f"{math.degrees(heading):.1f}" in viewer.grasp.table.content
 
-    _wait(lambda: viewer.trainer.status.step > first_step, 30, "the trainer to advance")
+    wait_until(lambda: viewer.trainer.status.step > first_step, 30, "the trainer to advance")
     latency = viewer.median_latency_ms()
     print(
         f"\ntarget change -> heading+learned ghosts drawn: median {latency:.0f} ms over "
@@ -100,11 +71,11 @@ def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_view
 
 def test_latency_at_a_hands_pace_while_training(start_viewer) -> None:
     viewer = start_viewer()
-    _wait(lambda: viewer.trainer.status.step >= 2 and _settled(viewer), 60, "the trainer and the first answers")
+    wait_until(lambda: viewer.trainer.status.step >= 2 and _settled(viewer), 60, "the trainer and the first answers")
     viewer.latencies_ms.clear()
     for i in range(20):
         viewer.set_target(np.array([0.40 + 0.01 * i, -0.2 + 0.02 * i, 0.1]))
-        _wait(lambda: _settled(viewer), 30, "the answer")
+        wait_until(lambda: _settled(viewer), 30, "the answer")
         time.sleep(0.3)  # a hand moving the target; the trainer steps in between
     latencies = list(viewer.latencies_ms)
     print(
@@ -120,7 +91,7 @@ def test_bad_checkpoint_path_is_shown_and_training_starts_from_scratch(start_vie
     message = viewer.status.messages["checkpoint"]
     assert "could not be loaded" in message and "missing.pt" in message and "from scratch" in message
     assert "could not be loaded" in viewer.status.handle.content
-    _wait(lambda: viewer.trainer.status.step >= 1, 60, "the trainer to start from scratch")
+    wait_until(lambda: viewer.trainer.status.step >= 1, 60, "the trainer to start from scratch")
 
 
 def test_garbage_checkpoint_file_is_shown(start_viewer, tmp_path: Path) -> None:
@@ -128,7 +99,7 @@ def test_garbage_checkpoint_file_is_shown(start_viewer, tmp_path: Path) -> None:
     bad.write_bytes(b"not a checkpoint")
     viewer = start_viewer(checkpoint=bad)
     assert "could not be loaded" in viewer.status.messages["checkpoint"]
-    _wait(lambda: _settled(viewer), 60, "answers despite the bad checkpoint")
+    wait_until(lambda: _settled(viewer), 60, "answers despite the bad checkpoint")
 
 
 def test_trainer_exception_is_shown_and_the_viewer_keeps_answering(start_viewer, monkeypatch) -> None:
@@ -137,13 +108,15 @@ def test_trainer_exception_is_shown_and_the_viewer_keeps_answering(start_viewer,
 
     monkeypatch.setattr(Trainer, "step", broken_step)
     viewer = start_viewer()
-    _wait(lambda: "trainer" in viewer.status.messages, 60, "the trainer error in the status line")
+    wait_until(lambda: "trainer" in viewer.status.messages, 60, "the trainer error in the status line")
     assert "simulated trainer crash" in viewer.status.messages["trainer"]
     assert "simulated trainer crash" in viewer.training.state.content
     assert viewer.trainer.status.state == "failed"
     viewer.set_target(np.array([0.45, -0.25, 0.15]))
-    _wait(lambda: _settled(viewer) and viewer.drawn_question.p == (0.45, -0.25, 0.15), 30, "answers after the crash")
+    wait_until(
+        lambda: _settled(viewer) and viewer.drawn_question.p == (0.45, -0.25, 0.15), 30, "answers after the crash"
+    )
     assert _answers(viewer)
     viewer.trainer.start()  # retry: fails again, visibly, without taking anything down
-    _wait(lambda: viewer.trainer.status.state == "failed", 30, "the retry to fail")
+    wait_until(lambda: viewer.trainer.status.state == "failed", 30, "the retry to fail")
     assert _answers(viewer)

@@ -9,12 +9,15 @@ from __future__ import annotations
 import datetime
 import os
 import platform
+import shlex
 import subprocess
 from pathlib import Path
 
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
+# Environment variables that change what is measured; a set one is written in front of the command.
+SETTINGS = ("GRASP_YAW_IK_NATIVE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "CC")
 
 
 def git_commit() -> str:
@@ -47,9 +50,11 @@ def cpu_name() -> str:
 
 
 def provenance(command: str) -> dict:
-    """``command`` as typed, the commit, and the machine (CPU, logical cores, OS, Python, torch and its threads)."""
+    """``command`` as typed (after the settings of ``SETTINGS`` that are set), the commit, and the machine (CPU,
+    logical cores, OS, Python, torch and its threads)."""
+    settings = [f"{name}={shlex.quote(os.environ[name])}" for name in SETTINGS if name in os.environ]
     return {
-        "command": command,
+        "command": " ".join([*settings, command]),
         "commit": git_commit(),
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {
