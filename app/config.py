@@ -13,6 +13,7 @@ from typing import NoReturn
 import torch
 
 from learning.config import PRESETS
+from learning.experiment import checkpoint_path
 
 
 @dataclass(frozen=True)
@@ -22,7 +23,8 @@ class ViewerConfig:
     Attributes:
         host: interface to bind; loopback by default, ``0.0.0.0`` to reach it from other machines.
         port: TCP port of the page and its websocket (viser takes the next free one if it is taken).
-        checkpoint: a run's first-seed checkpoint (``<run>/checkpoints/seed0/best.pt``); None trains from scratch.
+        checkpoint: a run's IK-trained checkpoint (``<run>/checkpoints/seed<N>/best.pt``); the run's other trained
+            methods of that seed are loaded beside it. None trains from scratch.
         device: torch device of the trainer and the inference worker.
         preset: experiment preset (workspace, splits, training settings) when no checkpoint says otherwise.
         train: start the background trainer at launch (without a checkpoint).
@@ -50,9 +52,12 @@ class ViewerConfig:
             "--host", type=_host, default=defaults.host, help="interface to bind (default: %(default)s)"
         )
         parser.add_argument("--port", type=_port, default=defaults.port, help="port, 1-65535 (default: %(default)s)")
-        parser.add_argument(
+        source = parser.add_mutually_exclusive_group()
+        source.add_argument(
             "--checkpoint", type=Path, default=None, help="a run's checkpoint, e.g. RUN/checkpoints/seed0/best.pt"
         )
+        source.add_argument("--run", type=Path, default=None, help="a run folder: every trained method of --seed")
+        parser.add_argument("--seed", type=int, default=0, help="with --run: which seed's predictors (default 0)")
         parser.add_argument(
             "--device", type=_device, default=defaults.device, help="torch device (default: %(default)s)"
         )
@@ -71,6 +76,8 @@ class ViewerConfig:
             "core each)",
         )
         args = parser.parse_args(argv)
+        if args.run is not None:
+            args.checkpoint = checkpoint_path(args.run, args.seed, "ik_trained")
         return cls(
             host=args.host,
             port=args.port,

@@ -70,6 +70,12 @@ class GenerationGate(Generic[T]):
             self._taken = self._latest.generation
             return self._latest
 
+    @property
+    def untaken(self) -> bool:
+        """A request is waiting that no worker has taken yet."""
+        with self._lock:
+            return self._latest is not None and self._latest.generation > self._taken
+
     def wait_newer(self, generation: int, timeout: float) -> bool:
         """Wait up to ``timeout`` s for a request newer than ``generation`` (or close); True if one came."""
         with self._lock:

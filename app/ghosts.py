@@ -1,4 +1,9 @@
-"""One translucent ghost arm per method, posed at the joints its yaw leads to, with a gripper frame showing the yaw."""
+"""One translucent ghost arm per method, posed at the joints its yaw leads to, with a gripper frame showing the yaw.
+
+A ghost is drawn when its method has an answer and the method picker shows it. Its label does not sit on the
+gripper (every method's gripper is at the same grasp point, so labels there print over each other): the viewer
+stacks the shown ghosts' labels in a column above the target (``stack_labels``).
+"""
 
 from __future__ import annotations
 
@@ -7,51 +12,65 @@ import viser
 import viser.transforms as vtf
 import yourdfpy
 
+from app.methods import BY_KEY
 from app.robot_view import ArmView
 
-# name -> (legend label, RGB 0-255); distinct hues that read well over the grey arm and the white floor.
-METHOD_STYLES: dict[str, tuple[str, tuple[int, int, int]]] = {
-    "heading": ("heading", (245, 130, 20)),
-    "learned": ("learned predictor", (30, 170, 90)),
-    "reference": ("numerical reference", (130, 60, 220)),
-}
 GHOST_ALPHA = 0.35
+LABEL_BASE_M = 0.08  # the lowest label's height above the target
+LABEL_SPACING_M = 0.035  # between stacked labels
 
 
 class Ghost:
-    """A method's arm under ``/ghosts/<name>`` and its TCP frame (x-axis = the chosen yaw) with a label."""
+    """A method's arm under ``/ghosts/<key>``, its TCP frame (x-axis = the chosen yaw) and its label."""
 
-    def __init__(self, server: viser.ViserServer, urdf: yourdfpy.URDF, name: str) -> None:
-        """``urdf``: the Panda's collision model (``load_panda_collision_urdf``), light enough for three ghosts."""
-        label, rgb = METHOD_STYLES[name]
-        self.name = name
-        color = (*(c / 255 for c in rgb), GHOST_ALPHA)
-        self._arm = ArmView(server, urdf, f"/ghosts/{name}", color=color, coarse=True)
+    def __init__(self, server: viser.ViserServer, urdf: yourdfpy.URDF, key: str) -> None:
+        """``urdf``: the Panda's collision model (``load_panda_collision_urdf``), light enough for many ghosts."""
+        method = BY_KEY[key]
+        self.key = key
+        color = (*(c / 255 for c in method.rgb), GHOST_ALPHA)
+        self._arm = ArmView(server, urdf, f"/ghosts/{key}", color=color, coarse=True)
         self._frame = server.scene.add_frame(
-            f"/ghost_tcp/{name}", axes_length=0.09, axes_radius=0.005, origin_radius=0.012, origin_color=rgb
+            f"/ghost_tcp/{key}", axes_length=0.09, axes_radius=0.005, origin_radius=0.012, origin_color=method.rgb
         )
         # A bar along the gripper's closing direction (TCP y) in the method's colour: the yaw at a glance.
         self._jaw = server.scene.add_line_segments(
-            f"/ghost_tcp/{name}/jaw",
+            f"/ghost_tcp/{key}/jaw",
             np.array([[[0.0, -0.05, 0.0], [0.0, 0.05, 0.0]]]),
-            rgb,
+            method.rgb,
             thickness=5.0,
             thickness_units="screen",
         )
-        self._text = label
-        self._label = server.scene.add_label(
-            f"/ghost_tcp/{name}/label", label, position=(0.0, 0.0, -0.06), font_screen_scale=0.7
-        )
+        self._text = method.label
+        self._label = server.scene.add_label(f"/ghost_labels/{key}", method.label, font_screen_scale=0.7)
         self.pending = False
-        self.set_visible(False)
+        self.answered = False
+        self.enabled = method.shown
+        self._pose: tuple[np.ndarray, np.ndarray] | None = None
+        self._posed = True  # nothing to pose yet
+        self._apply()
 
     def show(self, qpos: np.ndarray, T_root_tcp: np.ndarray) -> None:
-        """Pose the ghost at ``qpos`` ``(7,)`` and its gripper frame at ``T_root_tcp`` ``(4, 4)``."""
-        self._arm.show(qpos)
-        self._frame.position = T_root_tcp[:3, 3]
-        self._frame.wxyz = vtf.SO3.from_matrix(T_root_tcp[:3, :3]).wxyz
+        """Pose the ghost at ``qpos`` ``(7,)`` and its gripper frame at ``T_root_tcp`` ``(4, 4)`` (a ghost the
+        picker hides keeps the pose and takes it when shown: posing an arm costs milliseconds)."""
+        self._pose = (np.asarray(qpos, dtype=float), np.asarray(T_root_tcp, dtype=float))
+        self._posed = False
         self.set_pending(False)
-        self.set_visible(True)
+        self.answered = True
+        self._apply()
+
+    def hide(self) -> None:
+        """No answer to show (none yet, or the one drawn answers inputs that have changed)."""
+        self.answered = False
+        self._apply()
+
+    def enable(self, enabled: bool) -> None:
+        """The method picker's choice."""
+        self.enabled = enabled
+        self._apply()
+
+    @property
+    def drawn(self) -> bool:
+        return self.answered and self.enabled
 
     def set_pending(self, pending: bool) -> None:
         """Mark the drawn pose as an answer to earlier inputs while the answer to the new ones is computed."""
@@ -59,6 +78,26 @@ class Ghost:
             self.pending = pending
             self._label.text = f"{self._text} (pending…)" if pending else self._text
 
-    def set_visible(self, visible: bool) -> None:
+    def place_label(self, position: np.ndarray) -> None:
+        self._label.position = tuple(float(v) for v in position)
+
+    def _apply(self) -> None:
+        visible = self.answered and self.enabled
+        if visible and not self._posed:
+            qpos, T_root_tcp = self._pose
+            self._arm.show(qpos)
+            self._frame.position = T_root_tcp[:3, 3]
+            self._frame.wxyz = vtf.SO3.from_matrix(T_root_tcp[:3, :3]).wxyz
+            self._posed = True
         self._arm.set_visible(visible)
         self._frame.visible = visible
+        self._label.visible = visible
+
+
+def stack_labels(ghosts: list[Ghost], target: np.ndarray) -> None:
+    """Put the drawn ghosts' labels in a column above ``target``, in the order given, one row each."""
+    row = 0
+    for ghost in ghosts:
+        if ghost.drawn:
+            ghost.place_label(np.asarray(target, dtype=float) + [0.0, 0.0, LABEL_BASE_M + LABEL_SPACING_M * row])
+            row += 1

@@ -6,51 +6,96 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable, Set
+from collections.abc import Callable, Mapping, Set
 
 import numpy as np
 import viser
 
 import assets
-from app.ghosts import METHOD_STYLES
 from app.inference import MethodResult
+from app.methods import BY_KEY, KEYS
 
 PENDING = "pending"
 SLIDER_STEP = 1e-3  # radians
 TARGET_STEP = 1e-3  # metres
 
 
-def format_row(name: str, result: MethodResult | str | None, pending: bool = False) -> str:
+def _best(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -> dict[str, float]:
+    """The best value of each numeric column among current answers (displacement over successful ones)."""
+    answers = [r for k, r in results.items() if isinstance(r, MethodResult) and k not in pending]
+    solved = [r for r in answers if r.success]
+    best: dict[str, float] = {}
+    if solved:
+        best["displacement"] = min(r.displacement for r in solved)
+        best["residual"] = min(r.position_error + r.rotation_error for r in solved)
+    if answers:
+        best["latency"] = min(r.latency_ms for r in answers)
+    return best
+
+
+def format_row(
+    key: str, result: MethodResult | str | None, pending: bool = False, best: Mapping[str, float] | None = None
+) -> str:
     """One table row; ``pending``: ``result`` answers earlier inputs and the new answer is being computed (its
-    values are shown in italics, the ok column says so)."""
-    label, rgb = METHOD_STYLES[name]
-    swatch = f"<span style='color:rgb{rgb}'>■</span> {label}"
+    values are shown in italics, the ok column says so); values equal to ``best`` are bold."""
+    method = BY_KEY[key]
+    swatch = f"<span style='color:rgb{method.rgb}'>■</span> {method.label}"
     if result is None:
         return f"| {swatch} | {PENDING}… | | | | |" if pending else f"| {swatch} | – | | | | |"
     if isinstance(result, str):
         return f"| {swatch} | {result}… | | | | |"
+    best = {} if pending or best is None else best
+
+    def mark(text: str, column: str, value: float) -> str:
+        return f"**{text}**" if column in best and value == best[column] else text
+
     ok = f"{PENDING}…" if pending else ("✔" if result.success else "✘")
     cells = (
         f"{math.degrees(result.yaw):.1f}",
         ok,
-        f"{result.displacement:.3f}",
-        f"{1e3 * result.position_error:.1f} / {1e3 * result.rotation_error:.1f}",
-        f"{result.latency_ms:.0f}",
+        mark(f"{result.displacement:.3f}", "displacement", result.displacement if result.success else math.inf),
+        mark(
+            f"{1e3 * result.position_error:.1f} / {1e3 * result.rotation_error:.1f}",
+            "residual",
+            result.position_error + result.rotation_error if result.success else math.inf,
+        ),
+        mark(f"{result.latency_ms:.0f}", "latency", result.latency_ms),
     )
     if pending:
         cells = tuple(f"*{cell}*" for cell in cells)
     return f"| {swatch} | " + " | ".join(cells) + " |"
 
 
-def results_table(results: dict[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> str:
+def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -> str:
+    """The learned predictor against the teacher, once both answered the current inputs."""
+    learned, teacher = results.get("learned"), results.get("reference")
+    if (
+        not isinstance(learned, MethodResult)
+        or not isinstance(teacher, MethodResult)
+        or {"learned", "reference"} & pending
+    ):
+        return "Learned predictor vs teacher: waiting for both answers."
+    apart = abs(math.degrees(math.remainder(learned.yaw - teacher.yaw, 2 * math.pi)))
+    extra = learned.displacement - teacher.displacement
+    relative = f" ({100 * extra / teacher.displacement:+.0f} %)" if teacher.displacement > 0 else ""
+    verdict = (
+        "both solve"
+        if learned.success and teacher.success
+        else ("**learned fails**" if teacher.success else "teacher fails")
+    )
+    return f"Learned predictor vs teacher: yaw {apart:.1f}° apart, Δq {extra:+.3f} rad²{relative}, {verdict}."
+
+
+def results_table(results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> str:
     """Markdown table of every method's answer (``PENDING`` while computing, None before the first); methods in
-    ``pending`` show their previous answer marked as pending."""
+    ``pending`` show their previous answer marked as pending; the best current value of each column is bold."""
     lines = [
         "| method | yaw ° | ok | Δq rad² | pos mm / rot mrad | ms |",
         "|:--|--:|:-:|--:|--:|--:|",
     ]
-    rows = [format_row(name, results.get(name), name in pending) for name in METHOD_STYLES]
-    return "\n".join(lines + rows)
+    best = _best(results, pending)
+    rows = [format_row(key, results.get(key), key in pending, best) for key in KEYS]
+    return "\n".join(lines + rows) + "\n\n" + gap_line(results, pending)
 
 
 class GraspPanel:
@@ -135,7 +180,7 @@ class GraspPanel:
         finally:
             self._writing.active = False
 
-    def show(self, results: dict[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> None:
+    def show(self, results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> None:
         self.table.content = results_table(results, pending)
 
     def _user_changed(self, callback: Callable[[np.ndarray], None], values: np.ndarray) -> None:

@@ -19,11 +19,13 @@ import numpy as np
 import torch
 
 from app.generations import GenerationGate, Request
+from app.methods import FAST_KEYS, METHODS
 from app.question import Question
 from app.supervision import Supervisor
 from kinematics import KinematicsLayer
-from learning.baselines import heading_yaw, ik_layer
+from learning.baselines import ik_layer
 from learning.config import ExperimentCfg
+from learning.evaluation import policy_chooser, search_choosers
 from learning.predictors import YawPolicy
 from learning.scoring import score_yaws
 from learning.splits import GoalSet
@@ -53,14 +55,17 @@ class GraspResult:
 
 
 class GraspSolver:
-    """Scores yaw choosers for one target: one batched IK check from ``q0`` at ``cfg.eval_ik_iterations`` steps."""
+    """Scores yaw choosers for one target: one batched IK check from ``q0`` at ``cfg.eval_ik_iterations`` steps,
+    as ``learning``'s evaluation checks every method. ``choosers`` holds the experiment's own choosers of the
+    methods that need no training (``learning.evaluation.search_choosers``), keyed as ``app.methods`` keys them."""
 
     def __init__(self, cfg: ExperimentCfg, kinematics: KinematicsLayer) -> None:
         self.cfg, self.kinematics = cfg, kinematics
         self.ik = ik_layer(kinematics, cfg.eval_ik_iterations)
         self.penalty = failure_penalty(kinematics)
+        experiment = search_choosers(cfg, kinematics)
+        self.choosers = {m.key: experiment[m.experiment_name] for m in METHODS if m.experiment_name in experiment}
 
-    @torch.no_grad()
     def solve(
         self, p: tuple[float, ...], q0: tuple[float, ...], choosers: Mapping[str, Chooser]
     ) -> dict[str, MethodResult]:
@@ -70,9 +75,16 @@ class GraspSolver:
         yaws, choose_ms = [], []
         for chooser in choosers.values():
             start = time.perf_counter()
-            yaws.append(chooser(p_t, q0_t))
+            with torch.enable_grad():  # online optimisation steps through the IK layer
+                yaws.append(chooser(p_t, q0_t).detach())
             choose_ms.append(1e3 * (time.perf_counter() - start))
-        n = len(yaws)
+        with torch.no_grad():
+            return self._check(p_t, q0_t, yaws, choose_ms, list(choosers))
+
+    def _check(
+        self, p_t: torch.Tensor, q0_t: torch.Tensor, yaws: list[torch.Tensor], choose_ms: list[float], names: list[str]
+    ) -> dict[str, MethodResult]:
+        kin, n = self.kinematics, len(yaws)
         start = time.perf_counter()
         rows = score_yaws(
             self.ik, GoalSet(p_t.expand(n, 3), q0_t.expand(n, -1)), torch.cat(yaws), self.cfg.weights, self.penalty
@@ -91,15 +103,22 @@ class GraspSolver:
                 T_root_tcp=T_root_tcp[i],
                 latency_ms=choose_ms[i] + check_ms,
             )
-            for i, name in enumerate(choosers)
+            for i, name in enumerate(names)
         }
 
 
-def fast_choosers(policy: YawPolicy | None) -> dict[str, Chooser]:
-    """Heading and (when there is a snapshot) the learned predictor."""
-    choosers: dict[str, Chooser] = {"heading": lambda p, q0: heading_yaw(p)}
-    if policy is not None:
-        choosers["learned"] = lambda p, q0: policy(p, q0)
+def fast_choosers(
+    solver: GraspSolver, policy: YawPolicy | None, trained: Mapping[str, YawPolicy]
+) -> dict[str, Chooser]:
+    """The rules, the live snapshot (``learned``, when there is one) and the other trained predictors that are
+    loaded, in ``app.methods`` order: everything answered at once."""
+    policies = {**trained, **({"learned": policy} if policy is not None else {})}
+    choosers: dict[str, Chooser] = {}
+    for key in FAST_KEYS:
+        if key in solver.choosers:
+            choosers[key] = solver.choosers[key]
+        elif key in policies:
+            choosers[key] = policy_chooser(policies[key])
     return choosers
 
 
@@ -131,7 +150,7 @@ class BusySignal:
 
 
 class InferenceWorker:
-    """One thread answering the newest ``Question`` of ``gate`` with heading and the learned predictor.
+    """One thread answering the newest ``Question`` of ``gate`` with every fast method (``app.methods``).
 
     Args:
         gate: where requests come from and results are drawn through.
@@ -154,6 +173,7 @@ class InferenceWorker:
     ) -> None:
         self.gate, self.solver, self._draw, self._supervisor = gate, solver, draw, supervisor
         self._after = after
+        self.trained: dict[str, YawPolicy] = {}  # trained predictors loaded from a run, by method key
         self.signal = BusySignal()
         self._thread = threading.Thread(target=self._run, name="inference", daemon=True)
 
@@ -171,7 +191,7 @@ class InferenceWorker:
         """Compute the answer for ``request`` and draw it if still current; True if drawn. Raises what the
         computation or the drawing raises (``_run`` reports it)."""
         question = request.inputs
-        methods = self.solver.solve(question.p, question.q0, fast_choosers(question.policy))
+        methods = self.solver.solve(question.p, question.q0, fast_choosers(self.solver, question.policy, self.trained))
         result = GraspResult(question, methods)
         return self.gate.publish(request.generation, lambda: self._draw(result))
 

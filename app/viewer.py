@@ -1,5 +1,5 @@
 """Assembles the viewer: the scene, the ghosts, the panels, the question board and the three workers (trainer,
-inference, reference).
+inference for the fast methods, search for the grid, online optimisation and the teacher).
 
 The current question (target, ``q0``, predictor snapshot) has one owner, ``QuestionBoard``; every control only
 asks it to change and is written back from it. Locks, outermost first: ``QuestionBoard.lock`` (a question change,
@@ -26,15 +26,17 @@ import viser
 
 import assets
 from app.config import ViewerConfig
-from app.ghosts import METHOD_STYLES, Ghost
+from app.ghosts import Ghost, stack_labels
 from app.grasp_panel import PENDING, GraspPanel
 from app.inference import GraspResult, GraspSolver, InferenceWorker, MethodResult
+from app.method_picker import MethodPicker
+from app.methods import KEYS, METHODS, SEARCH_KEYS, TRAINED_KEYS
 from app.metrics_panel import MetricsPanel
 from app.question import Place, Question, QuestionBoard, Source
 from app.reach import clamp_joints, clamp_target
-from app.reference import ReferenceWorker
 from app.robot_view import ArmView, load_panda_collision_urdf, load_panda_urdf
 from app.scene import TargetGizmo, draw_workspace, set_stage
+from app.search import SearchWorker
 from app.status import StatusLine
 from app.supervision import Supervisor
 from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
@@ -42,6 +44,7 @@ from app.training_panel import TrainingPanel
 from kinematics.errors import ProjectError
 from learning.checkpoints import load_checkpoint
 from learning.config import ExperimentCfg, preset
+from learning.experiment import checkpoint_path
 from learning.predictors import YawPolicy
 from learning.robot import franka_kinematics
 from learning.splits import make_splits, sample_points, sample_start_states
@@ -49,7 +52,7 @@ from learning.training import Trainer
 
 LIVE_TRAINING_STEPS = 100_000  # the viewer trains on and on; the LR schedule spans this many steps
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # metres: inside the training region, off the heading's symmetry axis
-FAST_METHODS = ("heading", "learned")  # answered together by the inference worker
+NEEDS_A_RUN = "needs a run"
 PAGE = "page"  # supervisor part of the page's callbacks (inputs, buttons)
 
 
@@ -58,7 +61,8 @@ class Viewer:
 
     Attributes useful to tests: ``board`` (the question and its gates), ``drawn`` (the answers on screen),
     ``pending`` (methods whose drawn answer is for earlier inputs), ``drawn_question``, ``draws``,
-    ``latencies_ms`` (target change -> heading and learned ghosts drawn), ``stale_draws`` (answers drawn while
+    ``latencies_ms`` (target change -> the fast ghosts drawn), ``search_latencies_ms`` (per search: the last
+    change of target or ``q0`` -> its ghost drawn), ``stale_draws`` (answers drawn while
     their question was not current: 0 by construction, counted to prove it), ``supervisor`` (failure counts).
     """
 
@@ -81,19 +85,25 @@ class Viewer:
 
         self._results_lock = threading.Lock()
         q0 = tuple(float(v) for v in sample_start_states(self._random, 1, self.kinematics, cfg.start, False)[0])
-        self.drawn: dict[str, MethodResult | str | None] = {"learned": None if initial_policy else "no snapshot yet"}
+        self.trained = self._load_trained(run, config)
+        self.drawn: dict[str, MethodResult | str | None] = {
+            key: NEEDS_A_RUN for key in TRAINED_KEYS if key != "learned" and key not in self.trained
+        }
+        self.drawn["learned"] = None if initial_policy else "no snapshot yet"
         self.pending: set[str] = set()
         self.drawn_question: Question | None = None
         self.draws = 0
         self.latencies_ms: list[float] = []
         self.stale_draws = 0
         self._changed_at: tuple[tuple[float, ...], float] | None = None
+        self._place_changed_at = time.perf_counter()
+        self.search_latencies_ms: dict[str, list[float]] = {key: [] for key in SEARCH_KEYS}
 
         urdf = load_panda_urdf()
         draw_workspace(self.server, cfg.workspace)
         self.robot = ArmView(self.server, urdf, "/robot")
         ghost_urdf = load_panda_collision_urdf()
-        self.ghosts = {name: Ghost(self.server, ghost_urdf, name) for name in METHOD_STYLES}
+        self.ghosts = {key: Ghost(self.server, ghost_urdf, key) for key in KEYS}
         self.gizmo = TargetGizmo(self.server, np.array(INITIAL_TARGET), assets.TARGET_BOX, self._gizmo_moved)
         self.grasp = GraspPanel(
             self.server,
@@ -107,15 +117,20 @@ class Viewer:
             on_random_q0=lambda: self._guarded("Random q0", self.set_q0, self._random_q0()),
             on_ready=lambda: self._guarded("Ready pose", self.set_q0, np.array(assets.READY_POSE)),
         )
-        self.server.gui.add_markdown(_legend())
+        self.picker = MethodPicker(self.server, self._pick)
 
         self.board = QuestionBoard(Question(INITIAL_TARGET, q0, 0, initial_policy), self._question_changed)
         self.solver = GraspSolver(cfg, self.kinematics)
         self.inference = InferenceWorker(
             self.board.fast, self.solver, self._draw, self.supervisor, after=self.board.catch_up
         )
-        self.reference = ReferenceWorker(
-            self.board.search, GraspSolver(cfg, self.kinematics), self._draw_reference, self.supervisor
+        self.inference.trained = dict(self.trained)
+        self.search = SearchWorker(
+            self.board.search,
+            GraspSolver(cfg, self.kinematics),
+            self._draw_search,
+            self.supervisor,
+            wait_turn=self._fast_methods_answered,
         )
         live_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, steps=LIVE_TRAINING_STEPS))
         initial_state = [initial_policy.predictor.state_dict()] if initial_policy is not None else []
@@ -146,7 +161,7 @@ class Viewer:
         self.server.on_client_disconnect(lambda _: self._count_clients(-1))
 
         self.inference.start()
-        self.reference.start()
+        self.search.start()
         self.trainer.start_thread()
         self.board.begin()
 
@@ -159,7 +174,9 @@ class Viewer:
         cfg = dataclasses.replace(preset(config.preset), device=config.device)
         if config.checkpoint is None:
             self.status.set(
-                "checkpoint", f"No checkpoint: training the predictor from scratch (preset `{cfg.preset}`)."
+                "checkpoint",
+                f"No checkpoint: training the predictor from scratch (preset `{cfg.preset}`); the teacher-supervised, "
+                "zero-order and shared-constant predictors come with a run (`--run RUN`).",
             )
             return cfg, None, None
         try:
@@ -172,11 +189,31 @@ class Viewer:
             )
             return cfg, None, None
         run = Path(config.checkpoint).resolve().parents[2]
+        self._seed = int(meta["seed"])
         self.status.set(
             "checkpoint",
             f"Loaded `{config.checkpoint}` ({meta['method']}, seed {meta['seed']}); trainer paused: Start fine-tunes it.",
         )
         return cfg, policy, run
+
+    def _load_trained(self, run: Path | None, config: ViewerConfig) -> dict[str, YawPolicy]:
+        """The run's other trained predictors for the loaded checkpoint's seed (teacher-supervised, zero-order,
+        shared constant), by method key; a missing or unreadable one is reported and left out."""
+        if run is None:
+            return {}
+        trained: dict[str, YawPolicy] = {}
+        problems = []
+        for method in METHODS:
+            if method.key not in TRAINED_KEYS or method.key == "learned":
+                continue
+            path = checkpoint_path(run, self._seed, method.experiment_name)
+            try:
+                trained[method.key] = load_checkpoint(path, self.kinematics)[0]
+            except ProjectError as exc:
+                problems.append(f"{method.label}: {exc}")
+        if problems:
+            self.status.set("run", "⚠ not loaded from the run: " + "; ".join(problems))
+        return trained
 
     # Inputs -> questions.
     def set_target(self, p: np.ndarray) -> Question:
@@ -220,18 +257,28 @@ class Viewer:
         if old is None or new.p != old.p:
             pending.add("heading")
         if old is None or new.place != old.place:
-            pending.add("reference")
+            pending |= {"current_yaw", *self.trained, *SEARCH_KEYS}
         with self._results_lock:
             if old is None or new.p != old.p:
                 self._changed_at = (new.p, time.perf_counter())
-            for name in pending:
-                if name == "reference":
-                    self.ghosts[name].set_visible(False)
-                    self.drawn[name] = PENDING
+            if old is None or new.place != old.place:
+                self._place_changed_at = time.perf_counter()
+            for key in pending:
+                if key in SEARCH_KEYS:  # slow: hidden until its answer for the new place lands
+                    self.ghosts[key].hide()
+                    self.drawn[key] = PENDING
                 else:
-                    self.ghosts[name].set_pending(True)
-                self.pending.add(name)
+                    self.ghosts[key].set_pending(True)
+                self.pending.add(key)
+            self._restack(new)
             self.grasp.show(self.drawn, self.pending)
+
+    def _fast_methods_answered(self, timeout_s: float = 1.0) -> None:
+        """Block (up to ``timeout_s``) while the fast methods have a question to answer: the searches go after."""
+        deadline = time.monotonic() + timeout_s
+        while (self.board.fast.untaken or self.inference.signal.is_busy) and time.monotonic() < deadline:
+            self.inference.signal.wait_idle(timeout=0.01)
+            time.sleep(0.001)
 
     def _snapshot(self, version: int, policy: YawPolicy) -> None:
         # A new snapshot refreshes the learned ghost but never cancels an answer being computed: while the
@@ -256,9 +303,10 @@ class Viewer:
                 self.drawn[name] = answer
                 self.pending.discard(name)
             if "learned" not in result.methods:
-                self.ghosts["learned"].set_visible(False)
+                self.ghosts["learned"].hide()
                 self.drawn["learned"] = "no snapshot yet"
                 self.pending.discard("learned")
+            self._restack(result.question)
             self.drawn_question = result.question
             self.draws += 1
             if self._changed_at is not None and self._changed_at[0] == result.question.p:
@@ -266,14 +314,25 @@ class Viewer:
                 self._changed_at = None  # counted once per change
             self.grasp.show(self.drawn, self.pending)
 
-    def _draw_reference(self, place: Place, answer: MethodResult) -> None:
+    def _draw_search(self, place: Place, key: str, answer: MethodResult) -> None:
         with self.server.atomic(), self._results_lock:
             if place != self.board.current.place:
                 self.stale_draws += 1
-            self.ghosts["reference"].show(answer.qpos, answer.T_root_tcp)
-            self.drawn["reference"] = answer
-            self.pending.discard("reference")
+            self.ghosts[key].show(answer.qpos, answer.T_root_tcp)
+            self.drawn[key] = answer
+            self.pending.discard(key)
+            self.search_latencies_ms[key].append(1e3 * (time.perf_counter() - self._place_changed_at))
+            self._restack(self.board.current)
             self.grasp.show(self.drawn, self.pending)
+
+    def _pick(self, key: str, shown: bool) -> None:
+        with self.supervisor.guard(PAGE, f"showing {key}"), self.board.lock, self._results_lock:
+            self.ghosts[key].enable(shown)
+            self._restack(self.board.current)
+
+    def _restack(self, question: Question) -> None:
+        """Under the results lock: the drawn ghosts' labels in one column above the target."""
+        stack_labels([self.ghosts[key] for key in KEYS], np.array(question.p))
 
     def _trainer_status(self, status: TrainerStatus) -> None:
         self.training.show(status)
@@ -294,13 +353,8 @@ class Viewer:
         self.board.close()
         self.trainer.close()
         self.inference.join(5.0)
-        self.reference.join(5.0)
+        self.search.join(5.0)
         self.server.stop()
-
-
-def _legend() -> str:
-    rows = " · ".join(f"<span style='color:rgb{rgb}'>■</span> {label}" for label, rgb in METHOD_STYLES.values())
-    return f"Ghosts: {rows}. Drag the yellow target or type it; the yaw is each method's answer."
 
 
 def exposure_notice(host: str) -> str | None:

@@ -45,6 +45,8 @@ STARTUP_TIMEOUT_S = 45.0
 UI_TIMEOUT_MS = 30_000
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # app.viewer.INITIAL_TARGET
 NEW_TARGET = (0.42, -0.28, 0.08)  # metres; heading yaw -33.7 deg
+# The methods whose ghosts are shown by default (app.methods), by their labels in the answers table.
+DEFAULT_GHOSTS = ("heading", "learned predictor", "angular grid", "online optimization", "teacher (numerical")
 
 
 @pytest.fixture
@@ -189,6 +191,22 @@ def find_x_arrow(page, target: tuple[float, float, float]) -> tuple[np.ndarray, 
     return grab + [box["x"], box["y"]], direction
 
 
+def wait_for_rows(page, labels: tuple[str, ...], timeout_s: float = 30.0) -> None:
+    """Wait until each labelled method's row shows a yaw (a number: answered, not pending)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rows = {label: method_row(page, label) for label in labels}
+        try:
+            for cells in rows.values():
+                float(cells[1].strip("*"))
+                assert "pending" not in cells[2]
+            return
+        except (IndexError, ValueError, AssertionError):
+            if time.monotonic() > deadline:
+                pytest.fail(f"rows not answered: {rows}")
+            page.wait_for_timeout(200)
+
+
 def screenshot_path(tmp_path: Path) -> Path:
     return Path(os.environ.get("VIEWER_SCREENSHOT") or tmp_path / "viewer.png")
 
@@ -237,6 +255,7 @@ def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, 
 
     dragged = drag_gizmo_along_x(page, INITIAL_TARGET)  # as users move it: the mouse on the gizmo
     assert dragged[1:] == pytest.approx(INITIAL_TARGET[1:], abs=2e-3), "a drag along x moves x only"
+    wait_for_rows(page, DEFAULT_GHOSTS)
 
     before = {"learned": method_row(page, "learned predictor")[1]}
     for axis, value in zip("xyz", NEW_TARGET, strict=True):

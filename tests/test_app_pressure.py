@@ -21,6 +21,7 @@ from viewer_support import wait_until
 import assets
 from app.ghosts import Ghost
 from app.inference import GraspSolver
+from app.methods import SEARCH_KEYS
 from app.supervision import Supervisor
 from app.trainer_worker import TrainerWorker
 from app.viewer import Viewer, exposure_notice
@@ -33,7 +34,7 @@ DRAG_PERIOD_S = 0.02  # a browser sends a dragged gizmo's pose about once per fr
 
 def _answered(viewer: Viewer) -> bool:
     drawn = viewer.drawn_question
-    return drawn is not None and drawn == viewer.board.current and not viewer.pending - {"reference"}
+    return drawn is not None and drawn == viewer.board.current and not viewer.pending - set(SEARCH_KEYS)
 
 
 def _fire(handle: viser.TransformControlsHandle, phase: str) -> None:
@@ -130,7 +131,7 @@ def test_a_failed_draw_is_shown_and_the_next_target_draws(start_viewer, monkeypa
     failures = {"left": 1}
 
     def failing_show(self: Ghost, qpos, T_root_tcp) -> None:
-        if self.name == "heading" and failures["left"]:
+        if self.key == "heading" and failures["left"]:
             failures["left"] -= 1
             raise RuntimeError("simulated drawing failure")
         show(self, qpos, T_root_tcp)
@@ -170,10 +171,10 @@ def test_failures_after_an_answer_in_the_reference_and_in_evaluation_are_counted
 
     monkeypatch.setattr(GraspSolver, "solve", failing_search)
     viewer.set_target(np.array([0.41, 0.12, 0.2]))
-    wait_until(lambda: {"inference", "reference"} <= set(viewer.status.messages), 30, "both failures")
+    wait_until(lambda: {"inference", "search"} <= set(viewer.status.messages), 30, "both failures")
     viewer.set_target(np.array([0.43, 0.1, 0.2]))
     wait_until(lambda: _answered(viewer) and viewer.drawn_question.p == (0.43, 0.1, 0.2), 30, "answers after it")
-    assert "simulated search failure" in viewer.status.messages["reference"], "a later draw must not wipe it"
+    assert "simulated search failure" in viewer.status.messages["search"], "a later draw must not wipe it"
     assert "simulated failure after an answer" in viewer.status.messages["inference"]
     assert viewer.supervisor.failures("inference") == 1
     assert viewer.drawn["reference"] == "pending", "a failed search leaves its row pending, not a stale answer"
@@ -246,13 +247,14 @@ def test_launch_leaves_the_process_thread_count_alone(start_viewer) -> None:
 
 def test_reset_starts_from_new_random_weights(start_viewer) -> None:
     viewer = start_viewer(train=False)
-    wait_until(lambda: viewer.trainer.status.version >= 1, 60, "the first trainer")
-    first = {k: v.clone() for k, v in viewer.board.newest_policy.predictor.state_dict().items()}
+    wait_until(lambda: viewer.board.newest_policy is not None, 60, "the first trainer's snapshot")
+    first_policy = viewer.board.newest_policy
+    first = {k: v.clone() for k, v in first_policy.predictor.state_dict().items()}
     assert viewer.trainer.status.seed == 0
     viewer.trainer.reset()
-    wait_until(lambda: viewer.trainer.status.version >= 2, 60, "the rebuilt trainer")
+    wait_until(lambda: viewer.board.newest_policy is not first_policy, 60, "the rebuilt trainer's snapshot")
     assert viewer.trainer.status.seed == 1
-    assert "seed 1" in viewer.training.state.content
+    wait_until(lambda: "seed 1" in viewer.training.state.content, 10, "the panel to show the seed")
     second = viewer.board.newest_policy.predictor.state_dict()
     assert any(not torch.equal(first[k], second[k]) for k in first)
 
