@@ -171,12 +171,20 @@ class GraspPanel:
 
     def show_question(self, target: np.ndarray, q0: np.ndarray) -> None:
         """Write the current question into the inputs (unchanged values send nothing)."""
+        self.show_target(target)
+        self.show_q0(q0)
+
+    def show_target(self, target: np.ndarray) -> None:
+        self._write(self.targets, [round(float(v), 4) for v in target])
+
+    def show_q0(self, q0: np.ndarray) -> None:
+        self._write(self.sliders, [float(v) for v in q0])
+
+    def _write(self, handles, values) -> None:
         self._writing.active = True
         try:
-            for handle, v in zip(self.targets, target, strict=True):
-                handle.value = round(float(v), 4)
-            for handle, v in zip(self.sliders, q0, strict=True):
-                handle.value = float(v)
+            for handle, v in zip(handles, values, strict=True):
+                handle.value = v
         finally:
             self._writing.active = False
 

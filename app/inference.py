@@ -108,11 +108,11 @@ class GraspSolver:
 
 
 def fast_choosers(
-    solver: GraspSolver, policy: YawPolicy | None, trained: Mapping[str, YawPolicy]
+    solver: GraspSolver, live: Mapping[str, YawPolicy], trained: Mapping[str, YawPolicy]
 ) -> dict[str, Chooser]:
-    """The rules, the live snapshot (``learned``, when there is one) and the other trained predictors that are
-    loaded, in ``app.methods`` order: everything answered at once."""
-    policies = {**trained, **({"learned": policy} if policy is not None else {})}
+    """The rules, the predictors trained live (their snapshots in the question) and the trained predictors loaded
+    from a run, in ``app.methods`` order: everything answered at once. A live snapshot wins over a loaded one."""
+    policies = {**trained, **live}
     choosers: dict[str, Chooser] = {}
     for key in FAST_KEYS:
         if key in solver.choosers:
@@ -191,7 +191,8 @@ class InferenceWorker:
         """Compute the answer for ``request`` and draw it if still current; True if drawn. Raises what the
         computation or the drawing raises (``_run`` reports it)."""
         question = request.inputs
-        methods = self.solver.solve(question.p, question.q0, fast_choosers(self.solver, question.policy, self.trained))
+        choosers = fast_choosers(self.solver, question.policies, self.trained)
+        methods = self.solver.solve(question.p, question.q0, choosers)
         result = GraspResult(question, methods)
         return self.gate.publish(request.generation, lambda: self._draw(result))
 

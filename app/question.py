@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import enum
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from app.generations import GenerationGate
 from learning.predictors import YawPolicy
 
 Place = tuple[tuple[float, float, float], tuple[float, ...]]  # (p, q0): what the searches' answers depend on
+LEARNED_KEY = "learned"  # the IK-trained predictor (app.methods)
 
 
 class Source(enum.Enum):
@@ -32,16 +33,31 @@ class Source(enum.Enum):
 
 @dataclass(frozen=True)
 class Question:
-    """One grasp question: target ``p`` (m, root frame), start joints ``q0`` (rad) and the snapshot to ask."""
+    """One grasp question: target ``p`` (m, root frame), start joints ``q0`` (rad) and the snapshots of the
+    predictors trained live to ask (``versions``: ``(method key, snapshot version)`` pairs, sorted; the
+    snapshots themselves in ``policies``, compared through their versions)."""
 
     p: tuple[float, float, float]
     q0: tuple[float, ...]
-    policy_version: int = 0
-    policy: YawPolicy | None = field(default=None, compare=False, repr=False)
+    versions: tuple[tuple[str, int], ...] = ()
+    policies: Mapping[str, YawPolicy] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def place(self) -> Place:
         return self.p, self.q0
+
+    @property
+    def policy(self) -> YawPolicy | None:
+        """The IK-trained predictor's snapshot (the ``learned`` method)."""
+        return self.policies.get(LEARNED_KEY)
+
+    @property
+    def policy_version(self) -> int:
+        return dict(self.versions).get(LEARNED_KEY, 0)
+
+    def with_snapshot(self, key: str, version: int, policy: YawPolicy) -> Question:
+        versions = dict(self.versions) | {key: version}
+        return replace(self, versions=tuple(sorted(versions.items())), policies={**self.policies, key: policy})
 
 
 Listener = Callable[[Question | None, Question, Source], None]  # (old, new, source) under the board's lock
@@ -68,7 +84,8 @@ class QuestionBoard:
         self.fast: GenerationGate[Question] = GenerationGate(self.lock)
         self.search: GenerationGate[Place] = GenerationGate(self.lock)
         self._current = question
-        self._offered: tuple[int, YawPolicy | None] = (question.policy_version, question.policy)
+        versions = dict(question.versions)
+        self._offered: dict[str, tuple[int, YawPolicy]] = {k: (versions[k], p) for k, p in question.policies.items()}
         self._offered_p: tuple[float, float, float] | None = None  # a dragged target waiting for an idle worker
         self._on_change = on_change
 
@@ -78,8 +95,13 @@ class QuestionBoard:
 
     @property
     def newest_policy(self) -> YawPolicy | None:
-        """The newest snapshot offered, adopted or not yet."""
-        return self._offered[1]
+        """The newest snapshot of the IK-trained predictor offered, adopted or not yet."""
+        return self.newest(LEARNED_KEY)
+
+    def newest(self, key: str) -> YawPolicy | None:
+        """The newest snapshot offered for method ``key``, adopted or not yet."""
+        offered = self._offered.get(key)
+        return None if offered is None else offered[1]
 
     def begin(self) -> None:
         """Announce the first question to the listener and both gates (once the workers are listening)."""
@@ -111,12 +133,13 @@ class QuestionBoard:
                 self._change(old, new, source)
             return self._current
 
-    def offer_policy(self, version: int, policy: YawPolicy, busy: Callable[[], bool]) -> None:
-        """A new snapshot. It becomes part of the question at once unless ``busy()`` (the fast methods' worker is
-        computing an answer, which a new question would cancel); then ``catch_up`` adopts it when that worker is
-        idle. Under a fast trainer the answers for the target would otherwise never land."""
+    def offer_policy(self, version: int, policy: YawPolicy, busy: Callable[[], bool], key: str = LEARNED_KEY) -> None:
+        """A new snapshot of the predictor of method ``key``. It becomes part of the question at once unless
+        ``busy()`` (the fast methods' worker is computing an answer, which a new question would cancel); then
+        ``catch_up`` adopts it when that worker is idle. Under a fast trainer the answers for the target would
+        otherwise never land."""
         with self.lock:
-            self._offered = (version, policy)
+            self._offered[key] = (version, policy)
             if not busy():
                 self._adopt_offered()
 
@@ -145,9 +168,10 @@ class QuestionBoard:
         if self._offered_p is not None:
             new, source = replace(new, p=self._offered_p), Source.GIZMO
             self._offered_p = None
-        version, policy = self._offered
-        if version != new.policy_version:
-            new = replace(new, policy_version=version, policy=policy)
+        versions = dict(new.versions)
+        for key, (version, policy) in self._offered.items():
+            if versions.get(key) != version:
+                new = new.with_snapshot(key, version, policy)
         if new != old:
             self._change(old, new, source)
 

@@ -51,6 +51,7 @@ class TrainerWorker:
         snapshot_every, validate_every: in trainer steps.
         running: start stepping at once.
         wait_turn: called before every step; blocks while interactive work has priority.
+        exclusive: held while building and stepping; trainers that share one take turns (one core between them).
     """
 
     CALLBACKS = "trainer callbacks"
@@ -67,12 +68,14 @@ class TrainerWorker:
         validate_every: int = 50,
         running: bool = True,
         wait_turn: Callable[[], object] | None = None,
+        exclusive: threading.Lock | None = None,
         status_period_s: float = 0.25,
         keep: int = 2000,
     ) -> None:
         self._build, self._on_snapshot, self._on_status = build, on_snapshot, on_status
         self._supervisor = supervisor
         self._wait_turn = wait_turn
+        self._exclusive = exclusive if exclusive is not None else threading.Lock()
         self._next_seed = seed
         self._seed = seed
         self.snapshot_every, self.validate_every = snapshot_every, validate_every
@@ -151,7 +154,8 @@ class TrainerWorker:
                 rebuild, self._reset_pending = self._reset_pending, False
             try:
                 if rebuild:
-                    self._rebuild()
+                    with self._exclusive:
+                        self._rebuild()
                 else:
                     self._step()
             except Exception as exc:  # noqa: BLE001 - shown in the page; Start retries, Reset rebuilds
@@ -181,12 +185,13 @@ class TrainerWorker:
             raise RuntimeError("no trainer (its construction failed); press Reset")
         if self._wait_turn is not None:
             self._wait_turn()
-        start = time.perf_counter()
-        trainer.step()
-        elapsed = time.perf_counter() - start
+        with self._exclusive:
+            start = time.perf_counter()
+            trainer.step()
+            elapsed = time.perf_counter() - start
+            if trainer.step_count % self.validate_every == 0:
+                trainer.validate()
         self._rate = 0.9 * self._rate + 0.1 / max(elapsed, 1e-6) if self._rate else 1.0 / max(elapsed, 1e-6)
-        if trainer.step_count % self.validate_every == 0:
-            trainer.validate()
         self._copy_history(trainer)
         if trainer.step_count % self.snapshot_every == 0:
             self._snapshot(trainer)

@@ -24,12 +24,25 @@ def status_line(status: TrainerStatus) -> str:
 
 
 class TrainingPanel:
-    """Shows ``TrainerStatus`` updates and drives the worker from the page's buttons."""
+    """Shows ``TrainerStatus`` updates and drives the worker from the page's buttons.
 
-    def __init__(self, server: viser.ViserServer, worker: TrainerWorker) -> None:
-        with server.gui.add_folder("Training"):
+    Args:
+        title: the folder's title (one panel per trainer); ``step_label`` labels its step counter.
+        progress: add a progress bar for the work before training (the teacher's labels), hidden until shown.
+    """
+
+    def __init__(
+        self,
+        server: viser.ViserServer,
+        worker: TrainerWorker,
+        title: str = "Training",
+        progress: bool = False,
+        step_label: str = "trainer step",
+    ) -> None:
+        with server.gui.add_folder(title):
             self.state = server.gui.add_markdown("**starting**")
-            self.step = server.gui.add_text("trainer step", initial_value="0", disabled=True)
+            self.progress = server.gui.add_progress_bar(0.0, visible=False) if progress else None
+            self.step = server.gui.add_text(step_label, initial_value="0", disabled=True)
             buttons = server.gui.add_button_group(
                 "trainer",
                 ("Start", "Pause", "Reset"),
@@ -54,6 +67,15 @@ class TrainingPanel:
             )
         actions = {"Start": worker.start, "Pause": worker.pause, "Reset": worker.reset}
         buttons.on_click(lambda event: actions[event.target.value]())
+
+    def show_progress(self, fraction: float | None, text: str | None = None) -> None:
+        """The work before training: ``fraction`` done (None: hide the bar), ``text`` in the state line."""
+        if self.progress is not None:
+            self.progress.visible = fraction is not None
+            if fraction is not None:
+                self.progress.value = 100.0 * fraction
+        if text is not None:
+            self.state.content = text
 
     def show(self, status: TrainerStatus) -> None:
         self.state.content = status_line(status)

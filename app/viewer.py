@@ -44,7 +44,7 @@ from app.training_panel import TrainingPanel
 from kinematics.errors import ProjectError
 from learning.checkpoints import load_checkpoint
 from learning.config import ExperimentCfg, preset
-from learning.experiment import checkpoint_path
+from learning.experiment import checkpoint_path, label_teacher
 from learning.predictors import YawPolicy
 from learning.robot import franka_kinematics
 from learning.splits import make_splits, sample_points, sample_start_states
@@ -119,7 +119,10 @@ class Viewer:
         )
         self.picker = MethodPicker(self.server, self._pick)
 
-        self.board = QuestionBoard(Question(INITIAL_TARGET, q0, 0, initial_policy), self._question_changed)
+        first = Question(INITIAL_TARGET, q0)
+        if initial_policy is not None:
+            first = first.with_snapshot("learned", 0, initial_policy)
+        self.board = QuestionBoard(first, self._question_changed)
         self.solver = GraspSolver(cfg, self.kinematics)
         self.inference = InferenceWorker(
             self.board.fast, self.solver, self._draw, self.supervisor, after=self.board.catch_up
@@ -143,6 +146,7 @@ class Viewer:
                 trainer.policy.predictor.load_state_dict(initial_state.pop())
             return trainer
 
+        self._training_core = threading.Lock()  # the trainers take turns: one core for training
         self.trainer = TrainerWorker(
             build,
             self._snapshot,
@@ -151,8 +155,10 @@ class Viewer:
             validate_every=cfg.train.validate_every,
             running=config.train and initial_policy is None,
             wait_turn=lambda: self.inference.signal.wait_idle(timeout=1.0),
+            exclusive=self._training_core,
         )
         self.training = TrainingPanel(self.server, self.trainer)
+        self.supervised = self._supervised_trainer(live_cfg, config.train and initial_policy is None)
         self.metrics = MetricsPanel(
             self.server, run, cfg, self.splits, self.solver.ik, lambda: self.board.newest_policy, self.supervisor
         )
@@ -163,6 +169,8 @@ class Viewer:
         self.inference.start()
         self.search.start()
         self.trainer.start_thread()
+        if self.supervised is not None:
+            self.supervised.start_thread()
         self.board.begin()
 
     @property
@@ -175,8 +183,9 @@ class Viewer:
         if config.checkpoint is None:
             self.status.set(
                 "checkpoint",
-                f"No checkpoint: training the predictor from scratch (preset `{cfg.preset}`); the teacher-supervised, "
-                "zero-order and shared-constant predictors come with a run (`--run RUN`).",
+                f"No checkpoint: training the predictor from scratch (preset `{cfg.preset}`), and the "
+                "teacher-supervised one on the teacher's labels; the zero-order and shared-constant predictors come "
+                "with a run (`--run RUN`).",
             )
             return cfg, None, None
         try:
@@ -195,6 +204,58 @@ class Viewer:
             f"Loaded `{config.checkpoint}` ({meta['method']}, seed {meta['seed']}); trainer paused: Start fine-tunes it.",
         )
         return cfg, policy, run
+
+    def _supervised_trainer(self, live_cfg: ExperimentCfg, running: bool) -> TrainerWorker | None:
+        """Without a run's teacher-supervised predictor, one trained live: the teacher labels the training goals
+        first (a progress bar in its panel), then it trains on them, taking turns with the IK-trained trainer."""
+        if "teacher_supervised" in self.trained:
+            return None
+        self.drawn["teacher_supervised"] = "waiting for the teacher's labels"
+        labels: list[torch.Tensor] = []  # made once, kept across resets
+
+        def label_progress(fraction: float) -> None:
+            self.supervised_panel.show_progress(fraction)
+            self.inference.signal.wait_idle(timeout=1.0)  # the page's answers first
+
+        def build(seed: int) -> Trainer:
+            if not labels:
+                self.supervised_panel.show_progress(0.0, "**labelling** the training goals with the teacher")
+                train = self.splits["train"]
+                labels.append(label_teacher(self.cfg, self.kinematics, train, label_progress, chunk=64)[0])
+                self.supervised_panel.show_progress(None)
+            return Trainer(
+                "teacher_supervised",
+                live_cfg,
+                self.kinematics,
+                self.splits["train"],
+                self.splits["validation"],
+                seed=seed,
+                labels=labels[0],
+            )
+
+        def snapshot(version: int, policy: YawPolicy) -> None:
+            busy = lambda: self.inference.signal.is_busy  # noqa: E731
+            self.board.offer_policy(version, policy, busy=busy, key="teacher_supervised")
+
+        def status(state: TrainerStatus) -> None:
+            self.supervised_panel.show(state)
+            failed = f"⚠ teacher-supervised trainer failed: {state.error}" if state.state == FAILED else None
+            self.status.set("supervised trainer", failed)
+
+        worker = TrainerWorker(
+            build,
+            snapshot,
+            status,
+            self.supervisor,
+            validate_every=self.cfg.train.validate_every,
+            running=running,
+            wait_turn=lambda: self.inference.signal.wait_idle(timeout=1.0),
+            exclusive=self._training_core,
+        )
+        self.supervised_panel = TrainingPanel(
+            self.server, worker, "Teacher-supervised (live)", progress=True, step_label="supervised trainer step"
+        )
+        return worker
 
     def _load_trained(self, run: Path | None, config: ViewerConfig) -> dict[str, YawPolicy]:
         """The run's other trained predictors for the loaded checkpoint's seed (teacher-supervised, zero-order,
@@ -238,12 +299,20 @@ class Viewer:
     def _ask_target(self, p: np.ndarray, source: Source) -> Question:
         clamped, message = clamp_target(p)
         self.status.set("target bounds", None if message is None else f"⚠ {message}")
-        return self.board.ask(p=clamped, source=source)
+        with self.board.lock:
+            question = self.board.ask(p=clamped, source=source)
+            if source is Source.INPUTS and message is not None:
+                self.grasp.show_target(clamped)  # the inputs show where the target went
+        return question
 
     def _ask_q0(self, q0: np.ndarray, source: Source) -> Question:
         clamped, message = clamp_joints(q0, self.robot.limits)
         self.status.set("q0 bounds", None if message is None else f"⚠ {message}")
-        return self.board.ask(q0=clamped, source=source)
+        with self.board.lock:
+            question = self.board.ask(q0=clamped, source=source)
+            if source is Source.INPUTS and message is not None:
+                self.grasp.show_q0(clamped)
+        return question
 
     def _question_changed(self, old: Question | None, new: Question, source: Source) -> None:
         """Under the board's lock: move the controls that did not make the change, mark answers pending."""
@@ -252,8 +321,14 @@ class Viewer:
         if source is not Source.GIZMO and not self.gizmo.dragging:
             if not np.array_equal(np.array(new.p), np.asarray(self.gizmo.handle.position, dtype=float)):
                 self.gizmo.place(np.array(new.p))
-        self.grasp.show_question(np.array(new.p), np.array(new.q0))  # shows a clamped value; same values: no-op
-        pending = {"learned"} if new.policy is not None else set()
+        if (old is None or new.place != old.place) and source not in (Source.INPUTS, Source.TRAINER):
+            # Never from the inputs themselves or a snapshot: writing all inputs back could undo a value a browser
+            # has just typed whose callback has not run yet (``_ask_*`` writes back what a clamp moved).
+            self.grasp.show_question(np.array(new.p), np.array(new.q0))
+        old_versions = {} if old is None else dict(old.versions)
+        pending = {key for key, version in new.versions if old_versions.get(key) != version}
+        if old is None or new.place != old.place:
+            pending |= set(new.policies)
         if old is None or new.p != old.p:
             pending.add("heading")
         if old is None or new.place != old.place:
@@ -307,12 +382,12 @@ class Viewer:
                 self.drawn["learned"] = "no snapshot yet"
                 self.pending.discard("learned")
             self._restack(result.question)
-            self.drawn_question = result.question
             self.draws += 1
             if self._changed_at is not None and self._changed_at[0] == result.question.p:
                 self.latencies_ms.append(1e3 * (time.perf_counter() - self._changed_at[1]))
                 self._changed_at = None  # counted once per change
             self.grasp.show(self.drawn, self.pending)
+            self.drawn_question = result.question  # last: a reader that sees it sees the whole draw
 
     def _draw_search(self, place: Place, key: str, answer: MethodResult) -> None:
         with self.server.atomic(), self._results_lock:
@@ -352,6 +427,8 @@ class Viewer:
     def close(self) -> None:
         self.board.close()
         self.trainer.close()
+        if self.supervised is not None:
+            self.supervised.close()
         self.inference.join(5.0)
         self.search.join(5.0)
         self.server.stop()

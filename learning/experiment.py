@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -55,23 +56,32 @@ def load_config(run_dir: Path) -> ExperimentCfg:
     return ExperimentCfg.from_dict(json.loads(path.read_text()))
 
 
-def label_teacher(cfg: ExperimentCfg, kinematics, goals) -> tuple[torch.Tensor, dict]:
-    """Teacher yaw labels for ``goals`` and what they cost (IK solves, seconds)."""
+def label_teacher(
+    cfg: ExperimentCfg,
+    kinematics,
+    goals,
+    progress: Callable[[float], None] | None = None,
+    chunk: int | None = None,
+) -> tuple[torch.Tensor, dict]:
+    """Teacher yaw labels for ``goals`` and what they cost (IK solves, seconds). With ``chunk``, the goals are
+    labelled ``chunk`` at a time (every goal's search is independent of the others) and ``progress`` gets the
+    fraction done after each."""
     b = cfg.baselines
+    ik, penalty = ik_layer(kinematics, b.teacher_ik_iterations), failure_penalty(kinematics)
     start = time.perf_counter()
-    result = teacher(
-        ik_layer(kinematics, b.teacher_ik_iterations),
-        goals.p,
-        goals.q0,
-        b.teacher_yaws,
-        b.teacher_refine_yaws,
-        cfg.weights,
-        failure_penalty(kinematics),
-    )
+    step = chunk or len(goals)
+    yaws, solves = [], 0
+    for first in range(0, len(goals), step):
+        part = goals.subset(slice(first, first + step))
+        result = teacher(ik, part.p, part.q0, b.teacher_yaws, b.teacher_refine_yaws, cfg.weights, penalty)
+        yaws.append(result.yaw)
+        solves += result.ik_solves
+        if progress is not None:
+            progress(min(1.0, (first + step) / len(goals)))
     seconds = time.perf_counter() - start
-    return result.yaw, {
+    return torch.cat(yaws), {
         "goals": len(goals),
-        "ik_solves": result.ik_solves,
+        "ik_solves": solves,
         "ik_iterations": b.teacher_ik_iterations,
         "seconds": seconds,
     }

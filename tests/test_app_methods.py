@@ -67,7 +67,11 @@ def test_every_method_answers_a_dragged_target_as_the_experiment_does(start_view
     wait_until(lambda: viewer.board.current.policy is not None, 60, "the loaded predictor's snapshot")
     final = np.array([0.52, -0.18, 0.14])
     _drag(viewer, [np.array([0.45, 0.1, 0.1]), np.array([0.5, -0.1, 0.12]), final])
-    wait_until(lambda: _all_answered(viewer), 60, "every method's answer for the dragged target")
+    wait_until(
+        lambda: _all_answered(viewer) and "Learned predictor vs teacher: yaw" in viewer.grasp.table.content,
+        60,
+        "every method's answer for the dragged target, in the table",
+    )
     assert viewer.drawn_question.p == tuple(final)
 
     kinematics = franka_kinematics("cpu")
@@ -93,15 +97,27 @@ def test_every_method_answers_a_dragged_target_as_the_experiment_does(start_view
     for key in KEYS:
         assert BY_KEY[key].label in table
     assert "**" in table, "the best value of a column is marked"
-    assert "Learned predictor vs teacher: yaw" in table
 
 
-def test_without_a_run_the_trained_baselines_say_so(start_viewer) -> None:
-    viewer = start_viewer(train=False)
-    for key in ("teacher_supervised", "zero_order", "shared_constant"):
+def test_without_a_run_the_teacher_supervised_predictor_is_trained_live(start_viewer) -> None:
+    viewer = start_viewer()
+    for key in ("zero_order", "shared_constant"):
         assert "needs a run" in viewer.drawn[key]
     assert "--run RUN" in viewer.status.messages["checkpoint"]
-    wait_until(lambda: all(isinstance(viewer.drawn.get(k), MethodResult) for k in SEARCH_KEYS), 60, "the searches")
+    wait_until(lambda: viewer.supervised.status.step >= 3, 60, "the teacher's labels and supervised steps")
+    wait_until(lambda: isinstance(viewer.drawn.get("teacher_supervised"), MethodResult), 30, "its live answer")
+    assert viewer.trainer.status.step >= 1, "both trainers step, taking turns"
+    assert "running" in viewer.supervised_panel.state.content and not viewer.supervised_panel.progress.visible
+    shown = viewer.drawn["teacher_supervised"]
+    question = viewer.drawn_question
+    kinematics = franka_kinematics("cpu")
+    goals = GoalSet(
+        torch.tensor([question.p], dtype=kinematics.dtype), torch.tensor([question.q0], dtype=kinematics.dtype)
+    )
+    yaw, _ = solve_choice(
+        policy_chooser(question.policies["teacher_supervised"]), goals, eval_layer(viewer.cfg, kinematics)
+    )
+    assert abs(math.remainder(shown.yaw - math.atan2(float(yaw[0, 1]), float(yaw[0, 0])), 2 * math.pi)) < 1e-5
 
 
 def test_a_search_is_abandoned_when_the_target_moves(start_viewer, monkeypatch) -> None:

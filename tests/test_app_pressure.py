@@ -345,3 +345,20 @@ def test_a_non_loopback_host_is_announced(start_viewer) -> None:
     assert "anyone who can reach this port" in exposure_notice("0.0.0.0")
     viewer = start_viewer(host="0.0.0.0", train=False)
     assert "anyone who can reach this port" in viewer.status.messages["exposure"]
+
+
+def test_a_value_typed_while_another_input_is_answered_is_kept(start_viewer) -> None:
+    """A browser types x then y; y's new value has reached the server but its callback has not run when x's
+    answer (or a trainer snapshot) changes the question: nothing may write the old y back."""
+    viewer = start_viewer()
+    wait_until(lambda: viewer.board.newest_policy is not None, 60, "a snapshot")
+    x, y = viewer.grasp.targets[0], viewer.grasp.targets[1]
+    y._impl.value = -0.21  # arrived from the browser, callback pending
+    x.value = 0.47  # x's callback runs: a new question
+    assert y.value == -0.21, "the typed y was overwritten"
+    viewer._snapshot(99_999, viewer.board.newest_policy)  # a snapshot's question change
+    assert y.value == -0.21
+    y.value = -0.21  # unchanged: viser sends nothing, so the callback runs as a browser's would
+    for callback in y._impl.update_cb:
+        callback(viser.GuiEvent(client_id=None, client=None, target=y))
+    assert viewer.board.current.p[:2] == (0.47, -0.21)

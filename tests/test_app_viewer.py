@@ -56,7 +56,8 @@ def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_view
     assert abs(math.remainder(heading - expected, 2 * math.pi)) < 1e-6
     learned = viewer.drawn["learned"]
     assert np.isfinite(learned.yaw) and learned.T_root_tcp.shape == (4, 4)
-    assert "heading" in viewer.grasp.table.content and f"{math.degrees(heading):.1f}" in viewer.grasp.table.content
+    table = viewer.grasp.table.content
+    assert "heading" in table and f"{math.degrees(heading):.1f}" in table, table
 
     wait_until(lambda: viewer.trainer.status.step > first_step, 30, "the trainer to advance")
     latency = viewer.median_latency_ms()

@@ -363,3 +363,17 @@ def test_distribution_check_reports_the_baselines_and_the_grid():
     assert result["grid_8"]["success"] >= result["heading"]["success"]
     assert result["any_yaw_solves"]["fraction"] >= result["grid_8"]["success"]
     assert all(0.0 <= v["success"] <= 1.0 for k, v in result.items() if k != "any_yaw_solves")
+
+
+def test_teacher_labels_made_in_chunks_equal_one_batch():
+    from learning.experiment import label_teacher
+
+    cfg = SMOKE
+    kinematics = franka_kinematics()
+    goals = make_splits(cfg, kinematics)["validation"].subset(slice(0, 20)).to(kinematics.device, kinematics.dtype)
+    whole, whole_cost = label_teacher(cfg, kinematics, goals)
+    seen: list[float] = []
+    parts, parts_cost = label_teacher(cfg, kinematics, goals, progress=seen.append, chunk=7)
+    torch.testing.assert_close(parts, whole, rtol=0, atol=1e-6)
+    assert seen == pytest.approx([7 / 20, 14 / 20, 1.0])
+    assert parts_cost["ik_solves"] == whole_cost["ik_solves"] and parts_cost["goals"] == 20
