@@ -20,21 +20,31 @@ SLIDER_STEP = 1e-3  # radians
 TARGET_STEP = 1e-3  # metres
 
 
-def _best(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -> dict[str, float]:
-    """The best value of each numeric column among current answers (displacement over successful ones)."""
+def _cells(result: MethodResult) -> tuple[str, str, str]:
+    """The displacement, residual and latency cells of an answer, as the table prints them."""
+    return (
+        f"{result.displacement:.3f}",
+        f"{1e3 * result.position_error:.1f} / {1e3 * result.rotation_error:.1f}",
+        f"{result.latency_ms:.0f}",
+    )
+
+
+def _best(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -> dict[str, str]:
+    """The best cell of each numeric column among current answers (displacement and residual over successful
+    ones), as printed: every row that prints it is marked."""
     answers = [r for k, r in results.items() if isinstance(r, MethodResult) and k not in pending]
     solved = [r for r in answers if r.success]
-    best: dict[str, float] = {}
+    best: dict[str, str] = {}
     if solved:
-        best["displacement"] = min(r.displacement for r in solved)
-        best["residual"] = min(r.position_error + r.rotation_error for r in solved)
+        best["displacement"] = _cells(min(solved, key=lambda r: r.displacement))[0]
+        best["residual"] = _cells(min(solved, key=lambda r: r.position_error + r.rotation_error))[1]
     if answers:
-        best["latency"] = min(r.latency_ms for r in answers)
+        best["latency"] = _cells(min(answers, key=lambda r: r.latency_ms))[2]
     return best
 
 
 def format_row(
-    key: str, result: MethodResult | str | None, pending: bool = False, best: Mapping[str, float] | None = None
+    key: str, result: MethodResult | str | None, pending: bool = False, best: Mapping[str, str] | None = None
 ) -> str:
     """One table row; ``pending``: ``result`` answers earlier inputs and the new answer is being computed (its
     values are shown in italics, the ok column says so); values equal to ``best`` are bold."""
@@ -46,20 +56,17 @@ def format_row(
         return f"| {swatch} | {result}… | | | | |"
     best = {} if pending or best is None else best
 
-    def mark(text: str, column: str, value: float) -> str:
-        return f"**{text}**" if column in best and value == best[column] else text
+    def mark(text: str, column: str, eligible: bool = True) -> str:
+        return f"**{text}**" if eligible and best.get(column) == text else text
 
     ok = f"{PENDING}…" if pending else ("✔" if result.success else "✘")
+    displacement, residual, latency = _cells(result)
     cells = (
         f"{math.degrees(result.yaw):.1f}",
         ok,
-        mark(f"{result.displacement:.3f}", "displacement", result.displacement if result.success else math.inf),
-        mark(
-            f"{1e3 * result.position_error:.1f} / {1e3 * result.rotation_error:.1f}",
-            "residual",
-            result.position_error + result.rotation_error if result.success else math.inf,
-        ),
-        mark(f"{result.latency_ms:.0f}", "latency", result.latency_ms),
+        mark(displacement, "displacement", result.success),
+        mark(residual, "residual", result.success),
+        mark(latency, "latency"),
     )
     if pending:
         cells = tuple(f"*{cell}*" for cell in cells)

@@ -166,8 +166,18 @@ def test_the_picker_chooses_the_ghosts_and_labels_never_overlap(start_viewer) ->
     assert all(b - a > 0.03 for a, b in zip(heights, heights[1:], strict=False)), heights
 
 
-def test_answer_times_at_a_hands_pace_while_training(start_viewer) -> None:
-    """The viewer's own timing, trainer running: fast ghosts after a target change, searches after it rests."""
+@pytest.fixture
+def one_torch_thread():
+    """``python -m app``'s default: one torch thread per worker (``--threads 1``)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+def test_answer_times_at_a_hands_pace_while_training(one_torch_thread, start_viewer) -> None:
+    """The viewer's own timing, trainers running, threads as ``python -m app`` sets them: fast ghosts after a
+    target change, searches after it rests."""
     viewer = start_viewer()
     wait_until(lambda: viewer.trainer.status.step >= 2 and _all_answered_searches(viewer), 60, "the first answers")
     viewer.latencies_ms.clear()
@@ -186,3 +196,24 @@ def test_answer_times_at_a_hands_pace_while_training(start_viewer) -> None:
     assert viewer.stale_draws == 0
     assert fast < 1000 and searches["angular_grid"] < 1500
     assert max(searches.values()) < 3000
+
+
+def test_the_table_marks_the_best_printed_value_of_each_column_and_the_gap_to_the_teacher() -> None:
+    from app.grasp_panel import results_table
+
+    def answer(displacement: float, success: bool, ms: float, yaw: float = 0.3) -> MethodResult:
+        return MethodResult(yaw, success, displacement, 0.0 if success else 0.01, 0.0, np.zeros(7), np.eye(4), ms)
+
+    rows = {
+        "heading": answer(1.0, False, 30),  # cheapest but failed: not the best displacement
+        "learned": answer(4.0001, True, 40, yaw=0.4),
+        "current_yaw": answer(4.0, True, 31),
+        "reference": answer(3.9, True, 90),
+    }
+    lines = results_table(rows).splitlines()
+    row = {key: next(line for line in lines if f"</span> {BY_KEY[key].label} |" in line) for key in rows}
+    assert "**3.900**" in row["reference"] and "**1.000**" not in row["heading"]
+    assert "**30**" in row["heading"] and "**0.0 / 0.0**" in row["learned"] and "**0.0 / 0.0**" in row["current_yaw"]
+    assert "yaw 5.7° apart, Δq +0.100 rad² (+3 %), both solve" in lines[-1]
+    pending = results_table(rows, pending={"reference"}).splitlines()
+    assert "waiting for both answers" in pending[-1] and "**" not in next(x for x in pending if "teacher (" in x)
