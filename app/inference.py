@@ -158,6 +158,7 @@ class InferenceWorker:
         draw: draws a result; called by ``gate.publish``, i.e. only while its question is current.
         supervisor: catches, counts and shows a failure of a request, its drawing or ``after``, under the key
             ``"inference"``; the worker keeps serving.
+        trained: the trained predictors loaded from a run, by method key (answered beside the live snapshots).
         after: called after each request, once the worker counts as idle again.
     """
 
@@ -169,11 +170,12 @@ class InferenceWorker:
         solver: GraspSolver,
         draw: Callable[[GraspResult], None],
         supervisor: Supervisor,
+        trained: Mapping[str, YawPolicy] | None = None,
         after: Callable[[], None] = lambda: None,
     ) -> None:
         self.gate, self.solver, self._draw, self._supervisor = gate, solver, draw, supervisor
         self._after = after
-        self.trained: dict[str, YawPolicy] = {}  # trained predictors loaded from a run, by method key
+        self.trained = dict(trained or {})
         self.signal = BusySignal()
         self._thread = threading.Thread(target=self._run, name="inference", daemon=True)
 

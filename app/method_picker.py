@@ -27,6 +27,3 @@ class MethodPicker:
                     box = server.gui.add_checkbox(method.label, initial_value=method.shown)
                     box.on_update(lambda _, key=method.key, box=box: on_change(key, bool(box.value)))
                     self.boxes[method.key] = box
-
-    def shown(self) -> set[str]:
-        return {key for key, box in self.boxes.items() if box.value}

@@ -51,10 +51,6 @@ class Question:
         """The IK-trained predictor's snapshot (the ``learned`` method)."""
         return self.policies.get(LEARNED_KEY)
 
-    @property
-    def policy_version(self) -> int:
-        return dict(self.versions).get(LEARNED_KEY, 0)
-
     def with_snapshot(self, key: str, version: int, policy: YawPolicy) -> Question:
         versions = dict(self.versions) | {key: version}
         return replace(self, versions=tuple(sorted(versions.items())), policies={**self.policies, key: policy})
@@ -96,11 +92,7 @@ class QuestionBoard:
     @property
     def newest_policy(self) -> YawPolicy | None:
         """The newest snapshot of the IK-trained predictor offered, adopted or not yet."""
-        return self.newest(LEARNED_KEY)
-
-    def newest(self, key: str) -> YawPolicy | None:
-        """The newest snapshot offered for method ``key``, adopted or not yet."""
-        offered = self._offered.get(key)
+        offered = self._offered.get(LEARNED_KEY)
         return None if offered is None else offered[1]
 
     def begin(self) -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -28,7 +27,6 @@ class Supervisor:
         self._report = report
         self._lock = threading.Lock()
         self._failures: dict[str, int] = {}
-        self.last_traceback: str | None = None
 
     @contextmanager
     def guard(self, part: str, doing: str) -> Iterator[None]:
@@ -41,7 +39,6 @@ class Supervisor:
     def failed(self, part: str, doing: str, exc: BaseException) -> None:
         with self._lock:
             count = self._failures[part] = self._failures.get(part, 0) + 1
-            self.last_traceback = "".join(traceback.format_exception(exc))
         when = time.strftime("%H:%M:%S")
         plural = "" if count == 1 else "s"
         self._report(
@@ -54,7 +51,3 @@ class Supervisor:
         """Failures of ``part`` so far (of every part when None)."""
         with self._lock:
             return self._failures.get(part, 0) if part is not None else sum(self._failures.values())
-
-    def clear(self, part: str) -> None:
-        """Remove ``part``'s message (its failure count stays)."""
-        self._report(part, None)

@@ -60,7 +60,7 @@ class Viewer:
     """The running viewer. ``launch`` builds it; ``close`` stops its threads and the server.
 
     Attributes useful to tests: ``board`` (the question and its gates), ``drawn`` (the answers on screen),
-    ``pending`` (methods whose drawn answer is for earlier inputs), ``drawn_question``, ``draws``,
+    ``pending`` (methods whose drawn answer is for earlier inputs), ``drawn_question``,
     ``latencies_ms`` (target change -> the fast ghosts drawn), ``search_latencies_ms`` (per search: the last
     change of target or ``q0`` -> its ghost drawn), ``stale_draws`` (answers drawn while
     their question was not current: 0 by construction, counted to prove it), ``supervisor`` (failure counts).
@@ -85,14 +85,13 @@ class Viewer:
 
         self._results_lock = threading.Lock()
         q0 = tuple(float(v) for v in sample_start_states(self._random, 1, self.kinematics, cfg.start, False)[0])
-        self.trained = self._load_trained(run, config)
+        self.trained = self._load_trained(run)
         self.drawn: dict[str, MethodResult | str | None] = {
             key: NEEDS_A_RUN for key in TRAINED_KEYS if key != "learned" and key not in self.trained
         }
         self.drawn["learned"] = None if initial_policy else "no snapshot yet"
         self.pending: set[str] = set()
         self.drawn_question: Question | None = None
-        self.draws = 0
         self.latencies_ms: list[float] = []
         self.stale_draws = 0
         self._changed_at: tuple[tuple[float, ...], float] | None = None
@@ -125,9 +124,8 @@ class Viewer:
         self.board = QuestionBoard(first, self._question_changed)
         self.solver = GraspSolver(cfg, self.kinematics)
         self.inference = InferenceWorker(
-            self.board.fast, self.solver, self._draw, self.supervisor, after=self.board.catch_up
+            self.board.fast, self.solver, self._draw, self.supervisor, self.trained, after=self.board.catch_up
         )
-        self.inference.trained = dict(self.trained)
         self.search = SearchWorker(
             self.board.search,
             GraspSolver(cfg, self.kinematics),
@@ -257,7 +255,7 @@ class Viewer:
         )
         return worker
 
-    def _load_trained(self, run: Path | None, config: ViewerConfig) -> dict[str, YawPolicy]:
+    def _load_trained(self, run: Path | None) -> dict[str, YawPolicy]:
         """The run's other trained predictors for the loaded checkpoint's seed (teacher-supervised, zero-order,
         shared constant), by method key; a missing or unreadable one is reported and left out."""
         if run is None:
@@ -382,7 +380,6 @@ class Viewer:
                 self.drawn["learned"] = "no snapshot yet"
                 self.pending.discard("learned")
             self._restack(result.question)
-            self.draws += 1
             if self._changed_at is not None and self._changed_at[0] == result.question.p:
                 self.latencies_ms.append(1e3 * (time.perf_counter() - self._changed_at[1]))
                 self._changed_at = None  # counted once per change
