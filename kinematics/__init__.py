@@ -6,9 +6,12 @@ from kinematics.errors import (
     CheckpointMismatchError,
     ConfigError,
     DtypeDeviceMismatchError,
+    FrameNotFoundError,
+    InvalidQuaternionError,
     InvalidTargetError,
     LinkNotFoundError,
     MissingAssetError,
+    MissingInertialError,
     NonFiniteError,
     NotAChainError,
     ProjectError,
@@ -21,6 +24,7 @@ from kinematics.layer import KinematicsLayer
 from kinematics.pose_error import pose_error
 from kinematics.r9 import r9_to_se3, se3_to_r9, singularity_margin
 from kinematics.rotations import make_transform, se3_exp_left, skew, so3_exp, so3_log, transform_inverse
+from kinematics.tree import KinematicTree, TreeState
 
 __all__ = [
     "CheckpointMismatchError",
@@ -28,16 +32,21 @@ __all__ = [
     "DifferentiableIKCfg",
     "DifferentiableIKLayer",
     "DtypeDeviceMismatchError",
+    "FrameNotFoundError",
     "IKResult",
+    "InvalidQuaternionError",
     "InvalidTargetError",
     "JointSpec",
+    "KinematicTree",
     "KinematicsLayer",
     "LinkNotFoundError",
     "MissingAssetError",
+    "MissingInertialError",
     "NonFiniteError",
     "NotAChainError",
     "ProjectError",
     "SerialChainKinematics",
+    "TreeState",
     "ShapeError",
     "URDFError",
     "UnsupportedTransformError",

@@ -18,6 +18,21 @@ class LinkNotFoundError(ProjectError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class FrameNotFoundError(ProjectError, KeyError):
+    """A frame (link) name is not in the kinematic tree."""
+
+    def __str__(self) -> str:  # KeyError would quote the whole message.
+        return str(self.args[0]) if self.args else ""
+
+
+class InvalidQuaternionError(ProjectError, ValueError):
+    """A base orientation quaternion is not (close to) unit or not finite."""
+
+
+class MissingInertialError(ProjectError, ValueError):
+    """A mass property was asked of a URDF whose links carry no mass."""
+
+
 class NotAChainError(ProjectError, ValueError):
     """The root link is not an ancestor of the end link, so there is no serial chain between them."""
 

@@ -1,0 +1,570 @@
+"""A URDF kinematic tree with an optional floating base: every link's pose, frame Jacobians, the centre of mass
+and its Jacobian, batched and differentiable in torch.
+
+Conventions (Pinocchio's, so that its results compare one to one):
+
+* ``q`` is ``(..., nq)``. With ``floating_base=True`` it starts with the base (root link) position ``(x, y, z)``
+  and orientation as a unit quaternion in ``(x, y, z, w)`` order, then the joints; a fixed base has the joints only.
+* ``v`` is ``(..., nv)``: the base's linear then angular velocity, both in the base frame (``nv = nq - 1``), then
+  the joint rates. ``integrate(q, v)`` and ``difference(q0, q1)`` act on that manifold
+  (``kinematics.free_flyer``); for a fixed base they are ``q + v`` and ``q1 - q0``.
+* Joints (``joint_names``) are the URDF's independent movable joints (revolute, continuous, prismatic) in the
+  depth-first order of the URDF walk, children in the URDF's joint order. Fixed joints are folded; a mimic joint
+  (``mimic_names``) moves with ``multiplier * q_source + offset`` and has no coordinate: its Jacobian columns are
+  added to its source's, times the multiplier. A continuous joint has one coordinate (its angle).
+* Frames (``frame_names``) are the URDF's links in the same depth-first order, the root link first; poses are in
+  the world frame (the root link's frame for a fixed base). Jacobians are ``(..., 6, nv)``, linear rows first, in
+  world-aligned axes at the frame origin (Pinocchio's LOCAL_WORLD_ALIGNED): ``J v`` is the frame's twist.
+
+Every quantity comes from one forward pass, ``forward_kinematics(q)`` (``TreeState``); each query method takes
+either ``q`` or such a state, so that several quantities share one pass. The pass runs level by level over the
+tree (all joints at the same depth in one product) in a batch-last layout; nothing syncs with the device.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+from kinematics import free_flyer
+from kinematics.batch_last import cross
+from kinematics.errors import (
+    DtypeDeviceMismatchError,
+    FrameNotFoundError,
+    InvalidQuaternionError,
+    MissingInertialError,
+    ShapeError,
+)
+from kinematics.urdf_tree import PRISMATIC, REVOLUTE, TreeDescription, close_names, describe_tree
+
+__all__ = ["QUATERNION_TOLERANCE", "KinematicTree", "TreeState"]
+
+# |norm(quaternion) - 1| above this is an InvalidQuaternionError (when the quaternion is checked).
+QUATERNION_TOLERANCE = 1e-3
+
+
+@dataclass
+class TreeState:
+    """One forward pass: every node's aligned frame in the batch-last layout, and lazily derived quantities.
+
+    ``nodes``: ``(n_nodes + 1, 3, 4, B)``, index 0 the root (base) frame, then the movable joints' aligned frames
+    (z along the joint axis, origin on it) in the tree's level order. Built by ``KinematicTree.forward_kinematics``;
+    only meaningful to the tree that built it.
+    """
+
+    tree_id: int
+    batch: torch.Size
+    nodes: torch.Tensor
+    cache: dict = field(default_factory=dict)
+
+    @property
+    def batch_size(self) -> int:
+        return self.nodes.shape[-1]
+
+
+def _t(array, dtype, device) -> torch.Tensor:
+    return torch.as_tensor(np.ascontiguousarray(array), dtype=dtype, device=device)
+
+
+class KinematicTree(nn.Module):
+    """Geometry of a URDF tree as buffers; batched FK, frame Jacobians, centre of mass and its Jacobian.
+
+    Build it with ``KinematicTree.from_urdf``. See the module docstring for the ``q`` / ``v`` conventions.
+    """
+
+    def __init__(
+        self,
+        description: TreeDescription,
+        floating_base: bool = False,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> None:
+        super().__init__()
+        d = description
+        self.description = d
+        self.floating_base = bool(floating_base)
+        self.base_nq, self.base_nv = (7, 6) if floating_base else (0, 0)
+        n = len(d.node_names)
+        self.n_nodes = n
+        self.all_revolute = bool(np.all(d.kind == REVOLUTE))
+        self.has_mimic = bool(np.any(d.is_mimic))
+        self._frame_index = {name: i for i, name in enumerate(d.frame_names)}
+        self.total_mass = float(d.mass.sum())
+
+        # Level order: nodes sorted by depth (stable, so depth-first within a level). order[k] = walk index.
+        depth = np.zeros(n, dtype=np.int64)
+        for i in range(n):
+            depth[i] = 0 if d.parent[i] < 0 else depth[d.parent[i]] + 1
+        order = np.argsort(depth, kind="stable")
+        level_of = {int(w): k for k, w in enumerate(order)}  # walk index -> level-order index
+        slot = lambda walk: 0 if walk < 0 else level_of[int(walk)] + 1  # noqa: E731  index into TreeState.nodes
+        self._levels = []  # (start, end, parent-index buffer name or None, has prismatic), into the level order
+        start = 0
+        for level in range(int(depth.max()) + 1 if n else 0):
+            members = order[depth[order] == level]
+            end = start + len(members)
+            parents = np.array([slot(d.parent[w]) for w in members])
+            prev_start = 0 if level == 0 else self._levels[-1][0] + 1
+            prev_end = 1 if level == 0 else self._levels[-1][1] + 1
+            local = parents - prev_start  # index into the previous level's tensor
+            same = len(local) == prev_end - prev_start and np.array_equal(local, np.arange(len(local)))
+            name = None
+            if not same:
+                name = f"_level{level}_parent"
+                self.register_buffer(name, torch.as_tensor(local, dtype=torch.long, device=device), persistent=False)
+            prismatic = bool(np.any(d.kind[members] == PRISMATIC))
+            self._levels.append((start, end, name, prismatic))
+            start = end
+        self._levels = tuple(self._levels)
+
+        as_t = lambda a: _t(a, dtype, device)  # noqa: E731
+        long_t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.int64), device=device)  # noqa: E731
+        origins = d.node_origin[order]
+        self.register_buffer("node_origin_t", as_t(origins.transpose(0, 2, 1)))  # (n, 4, 4): C^T
+        self.register_buffer("node_origin_top", as_t(origins[:, :3, :, None]))  # (n, 3, 4, 1)
+        self.register_buffer("node_dof", long_t(d.dof[order]))
+        self.register_buffer("node_multiplier", as_t(d.multiplier[order]))
+        self.register_buffer("node_offset", as_t(d.offset[order]))
+        self.register_buffer("node_revolute", as_t((d.kind[order] == REVOLUTE).astype(float)))
+        self._identity_map = not self.has_mimic and np.array_equal(d.dof[order], np.arange(n))
+        # dof -> level-order node of an independent joint (for Jacobian columns without mimic joints)
+        node_of_dof = np.zeros(len(d.joint_names), dtype=np.int64)
+        for k, w in enumerate(order):
+            if not d.is_mimic[w]:
+                node_of_dof[d.dof[w]] = k
+        self.register_buffer("node_of_dof", long_t(node_of_dof))
+
+        # Frames: owner slot and the constant offset from the owner's aligned frame.
+        self._frame_slots = tuple(slot(w) for w in d.frame_node)
+        self.register_buffer("frame_slot", long_t(self._frame_slots))
+        self.register_buffer("frame_offset_t", as_t(d.frame_offset.transpose(0, 2, 1)))  # (n_frames, 4, 4)
+        self._frame_offset_identity = bool(np.allclose(d.frame_offset, np.eye(4), atol=0.0))
+        # Ancestor nodes of each frame (level-order indices), their dofs and multipliers.
+        self._frame_ancestors = []
+        for f, owner in enumerate(d.frame_node):
+            chain, w = [], int(owner)
+            while w >= 0:
+                chain.append(level_of[w])
+                w = int(d.parent[w])
+            chain = sorted(chain)
+            names = (f"_frame{f}_nodes", f"_frame{f}_dofs", f"_frame{f}_weights")
+            self.register_buffer(names[0], long_t(chain), persistent=False)
+            self.register_buffer(names[1], long_t(d.dof[order][chain]), persistent=False)
+            self.register_buffer(names[2], as_t(d.multiplier[order][chain]), persistent=False)
+            independent = not np.any(d.is_mimic[order][chain])
+            self._frame_ancestors.append((names, len(chain), independent))
+
+        # Mass: first moments per slot (m [c; 1] summed over the links each slot carries) and subtree masses.
+        moments = np.zeros((n + 1, 4))
+        for f, owner in enumerate(d.frame_node):
+            c = d.frame_offset[f] @ np.r_[d.com_local[f], 1.0]
+            moments[slot(owner)] += d.mass[f] * c
+        subtree = np.zeros((n, n + 1))  # node (level order) x slot: 1 where the slot is in the node's subtree
+        for k, w in enumerate(order):
+            subtree[k, k + 1] = 1.0
+            p = int(d.parent[w])
+            while p >= 0:
+                subtree[level_of[p], k + 1] = 1.0
+                p = int(d.parent[p])
+        self.register_buffer("slot_moment", as_t(moments[:, None, None, :]))  # (n + 1, 1, 1, 4)
+        self.register_buffer("subtree", as_t(subtree))
+        self.register_buffer("subtree_mass", as_t(subtree @ moments[:, 3]))
+
+        lower = np.r_[np.full(self.base_nq, -np.inf), d.lower]
+        upper = np.r_[np.full(self.base_nq, np.inf), d.upper]
+        self.register_buffer("lower", as_t(lower))
+        self.register_buffer("upper", as_t(upper))
+        neutral = np.clip(np.zeros(len(d.joint_names)), d.lower, d.upper)
+        base = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0] if floating_base else []
+        self.register_buffer("_neutral", as_t(np.r_[base, neutral]), persistent=False)
+        self.register_buffer("_homogeneous_row", as_t([[0.0, 0.0, 0.0, 1.0]]), persistent=False)
+        self.register_buffer("_eye3", as_t(np.eye(3)[:, :, None]), persistent=False)
+
+    @classmethod
+    def from_urdf(
+        cls,
+        urdf_text: str,
+        floating_base: bool = False,
+        device: torch.device | str | None = None,
+        dtype: torch.dtype = torch.float32,
+    ) -> KinematicTree:
+        """Every link and movable joint of the URDF text; ``floating_base=True`` puts a free flyer under the root
+        link. Raises ``URDFError`` for unparsable text, a forest, unsupported joints or a bad mimic source."""
+        return cls(describe_tree(urdf_text), floating_base, device, dtype)
+
+    # ----------------------------------------------------------------------------------------------- properties
+    @property
+    def nq(self) -> int:
+        return self.base_nq + len(self.description.joint_names)
+
+    @property
+    def nv(self) -> int:
+        return self.base_nv + len(self.description.joint_names)
+
+    @property
+    def joint_names(self) -> tuple[str, ...]:
+        """Independent joints, in the order of ``q[..., base_nq:]`` and ``v[..., base_nv:]``."""
+        return self.description.joint_names
+
+    @property
+    def mimic_names(self) -> tuple[str, ...]:
+        """Mimic joints (no coordinate of their own), in walk order."""
+        return self.description.mimic_names
+
+    @property
+    def frame_names(self) -> tuple[str, ...]:
+        """Every link, in the order of ``frame_poses``; the root link first."""
+        return self.description.frame_names
+
+    @property
+    def root_link_name(self) -> str:
+        return self.description.root_link
+
+    @property
+    def joint_lower(self) -> torch.Tensor:
+        """``(n_joints,)`` lower joint limits (``-inf`` for continuous or unbounded joints)."""
+        return self._buffers["lower"][self.base_nq :]
+
+    @property
+    def joint_upper(self) -> torch.Tensor:
+        return self._buffers["upper"][self.base_nq :]
+
+    def neutral(self) -> torch.Tensor:
+        """``(nq,)``: the identity base pose and every joint at 0, clamped into its limits."""
+        return self._buffers["_neutral"].clone()
+
+    def frame_index(self, name: str) -> int:
+        """Index of frame ``name`` in ``frame_names``; ``FrameNotFoundError`` (with close names) if unknown."""
+        try:
+            return self._frame_index[name]
+        except (KeyError, TypeError):
+            close = close_names(str(name), self.frame_names)
+            hint = f"; similar names: {close}" if close else ""
+            raise FrameNotFoundError(f"{name!r} is not a frame (link) of this tree{hint}") from None
+
+    # ------------------------------------------------------------------------------------------------ manifold
+    def integrate(self, q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """``q (+) v``: ``(..., nq) x (..., nv) -> (..., nq)`` (broadcast), as ``pin.integrate``."""
+        self._check(q, "q", self.nq)
+        self._check(v, "v", self.nv)
+        if not self.floating_base:
+            return q + v
+        batch = torch.broadcast_shapes(q.shape[:-1], v.shape[:-1])
+        q, v = q.expand(*batch, self.nq), v.expand(*batch, self.nv)
+        base = free_flyer.integrate(q[..., :7], v[..., :6])
+        return torch.cat((base, q[..., 7:] + v[..., 6:]), -1)
+
+    def difference(self, q0: torch.Tensor, q1: torch.Tensor) -> torch.Tensor:
+        """``q1 (-) q0``: ``(..., nq) x (..., nq) -> (..., nv)``, as ``pin.difference(model, q0, q1)``."""
+        self._check(q0, "q0", self.nq)
+        self._check(q1, "q1", self.nq)
+        if not self.floating_base:
+            return q1 - q0
+        q0, q1 = torch.broadcast_tensors(q0, q1)
+        base = free_flyer.difference(q0[..., :7], q1[..., :7])
+        return torch.cat((base, q1[..., 7:] - q0[..., 7:]), -1)
+
+    def integrate_jacobians(self, q: torch.Tensor, v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(d integrate / dq, d integrate / dv)``, each ``(..., nv, nv)`` in tangent coordinates, as
+        ``pin.dIntegrate`` ARG0 / ARG1 (identity on the joints)."""
+        self._check(q, "q", self.nq)
+        self._check(v, "v", self.nv)
+        batch = torch.broadcast_shapes(q.shape[:-1], v.shape[:-1])
+        eye = torch.eye(self.nv, dtype=v.dtype, device=v.device).expand(*batch, self.nv, self.nv)
+        if not self.floating_base:
+            return eye, eye
+        dq, dv = free_flyer.integrate_jacobians(q[..., :7], v[..., :6])
+        return self._embed_base(eye, dq.expand(*batch, 6, 6)), self._embed_base(eye, dv.expand(*batch, 6, 6))
+
+    def difference_jacobians(self, q0: torch.Tensor, q1: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(d difference / dq0, d difference / dq1)``, each ``(..., nv, nv)``, as ``pin.dDifference`` ARG0 /
+        ARG1 (``-I`` and ``I`` on the joints)."""
+        self._check(q0, "q0", self.nq)
+        self._check(q1, "q1", self.nq)
+        batch = torch.broadcast_shapes(q0.shape[:-1], q1.shape[:-1])
+        eye = torch.eye(self.nv, dtype=q0.dtype, device=q0.device).expand(*batch, self.nv, self.nv)
+        if not self.floating_base:
+            return -eye, eye
+        d0, d1 = free_flyer.difference_jacobians(*torch.broadcast_tensors(q0[..., :7], q1[..., :7]))
+        return self._embed_base(-eye, d0), self._embed_base(eye, d1)
+
+    def _embed_base(self, joints: torch.Tensor, base: torch.Tensor) -> torch.Tensor:
+        top = torch.cat((base, torch.zeros_like(joints[..., :6, 6:])), -1)
+        return torch.cat((top, joints[..., 6:, :]), -2)
+
+    # -------------------------------------------------------------------------------------------------- inputs
+    def _check(self, x: torch.Tensor, name: str, size: int) -> None:
+        ref = self._buffers["lower"]
+        if not isinstance(x, torch.Tensor):
+            raise ShapeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+        if x.dtype is not ref.dtype or not ((x.is_cpu and ref.is_cpu) or x.device == ref.device):
+            raise DtypeDeviceMismatchError(
+                f"{name} is {x.dtype} on {x.device} but the tree is {ref.dtype} on {ref.device}; "
+                "convert the input with .to(...) or move the tree"
+            )
+        if x.ndim < 1 or x.shape[-1] != size:
+            raise ShapeError(f"{name} must have shape (..., {size}), got {tuple(x.shape)}")
+
+    def check_quaternion(self, q: torch.Tensor) -> None:
+        """Raise ``InvalidQuaternionError`` if a base quaternion of ``q`` is off the unit sphere by more than
+        ``QUATERNION_TOLERANCE`` or not finite (reads the result back: a device synchronisation off the CPU)."""
+        if not self.floating_base or q.numel() == 0:
+            return
+        deviation = (q[..., 3:7].detach().norm(dim=-1) - 1.0).abs()
+        bad = ~(deviation <= QUATERNION_TOLERANCE)
+        if bool(bad.any()):
+            index = tuple(int(i) for i in bad.nonzero()[0])
+            raise InvalidQuaternionError(
+                f"the base quaternion (x, y, z, w) = q[..., 3:7] must be unit (|norm - 1| <= "
+                f"{QUATERNION_TOLERANCE}); at batch index {index} its norm is "
+                f"{float(q[index][3:7].detach().norm()):.6g}"
+            )
+
+    # ------------------------------------------------------------------------------------------ forward pass
+    def forward_kinematics(self, q: torch.Tensor, validate: bool | None = None) -> TreeState:
+        """One pass over the tree for ``q`` ``(..., nq)``; pass the state to the query methods.
+
+        ``validate``: check the base quaternion's norm (``check_quaternion``). ``None`` (default) checks CPU
+        inputs, where it costs a few microseconds, and skips the check on other devices, where it would
+        synchronise with the device; ``True`` always checks, ``False`` never. The pass itself reads the rotation
+        of the normalised quaternion either way.
+        """
+        self._check(q, "q", self.nq)
+        if validate or (validate is None and q.is_cpu):
+            self.check_quaternion(q)
+        batch = q.shape[:-1]
+        flat = q.reshape(math.prod(batch), self.nq).t()  # (nq, B), a view; sliced and copied below
+        return TreeState(id(self), batch, self._nodes(flat))
+
+    forward = forward_kinematics
+
+    def _nodes(self, q: torch.Tensor) -> torch.Tensor:
+        buffers = self._buffers
+        batch = q.shape[1]
+        if self.floating_base:
+            position = q[:3]
+            rows = free_flyer.rotation_entries(*q[3:7])
+            root = torch.stack([torch.stack([*row, position[i]]) for i, row in enumerate(rows)])[None]
+        else:
+            root = None
+        nodes = [
+            root
+            if root is not None
+            else torch.cat((self._buffers["_eye3"], torch.zeros_like(self._buffers["_eye3"][:, :1])), 1)[None].expand(
+                1, 3, 4, batch
+            )
+        ]
+        if self.n_nodes == 0:
+            return nodes[0].contiguous()
+        joints = q[self.base_nq :]
+        if self._identity_map:
+            values = joints.contiguous()
+        else:
+            values = joints.index_select(0, buffers["node_dof"])
+            if self.has_mimic:
+                values = torch.addcmul(buffers["node_offset"][:, None], values, buffers["node_multiplier"][:, None])
+        revolute = buffers["node_revolute"][:, None]
+        angle = values if self.all_revolute else values * revolute
+        c, s = torch.cos(angle), torch.sin(angle)
+        first = torch.stack((c, -s), 1)[:, None]  # (n, 1, 2, B): new columns 0, 1 from old column 0
+        second = torch.stack((s, c), 1)[:, None]  # ... from old column 1
+        slide = None if self.all_revolute else (values * (1.0 - revolute))[:, None, None]
+        origin_t, origin_top = buffers["node_origin_t"], buffers["node_origin_top"]
+        previous = nodes[0]
+        for level, (start, end, parent_name, prismatic) in enumerate(self._levels):
+            if level == 0 and root is None:
+                x = origin_top[start:end]  # parent is the identity: (n_l, 3, 4, 1)
+            else:
+                parents = previous if parent_name is None else previous.index_select(0, buffers[parent_name])
+                x = torch.matmul(origin_t[start:end, None], parents)  # (n_l, 3, 4, B)
+            columns = torch.addcmul(x[:, :, 0:1] * first[start:end], x[:, :, 1:2], second[start:end])
+            tail = x[:, :, 2:].expand(-1, -1, -1, batch)
+            if prismatic:  # translation along the aligned z: column 3 += q column 2
+                tail = torch.cat((tail[:, :, :1], torch.addcmul(tail[:, :, 1:], tail[:, :, :1], slide[start:end])), 2)
+            previous = torch.cat((columns, tail), 2)
+            nodes.append(previous)
+        return torch.cat(nodes, 0)
+
+    def _state(self, q_or_state) -> TreeState:
+        if isinstance(q_or_state, TreeState):
+            if q_or_state.tree_id != id(self):
+                raise ShapeError("this TreeState was computed by another KinematicTree")
+            return q_or_state
+        return self.forward_kinematics(q_or_state)
+
+    # ------------------------------------------------------------------------------------------------ frames
+    def _frames_batch_last(self, state: TreeState) -> torch.Tensor:
+        """Every frame ``(n_frames, 3, 4, B)`` in the world frame (cached on the state)."""
+        frames = state.cache.get("frames")
+        if frames is None:
+            owners = state.nodes.index_select(0, self._buffers["frame_slot"])
+            if self._frame_offset_identity:
+                frames = owners
+            else:
+                frames = torch.matmul(self._buffers["frame_offset_t"][:, None], owners)
+            state.cache["frames"] = frames
+        return frames
+
+    def _frame_batch_last(self, state: TreeState, index: int) -> torch.Tensor:
+        """Frame ``index`` ``(3, 4, B)``."""
+        frames = state.cache.get("frames")
+        if frames is not None:
+            return frames[index]
+        key = ("frame", index)
+        frame = state.cache.get(key)
+        if frame is None:
+            owner = state.nodes[self._frame_slots[index]]
+            frame = torch.matmul(self._buffers["frame_offset_t"][index], owner)
+            state.cache[key] = frame
+        return frame
+
+    def _homogeneous(self, top: torch.Tensor, batch: torch.Size) -> torch.Tensor:
+        """``(..., 3, 4, B)`` batch-last -> ``(*batch, ..., 4, 4)``."""
+        moved = top.movedim(-1, 0)
+        row = self._buffers["_homogeneous_row"].expand(*moved.shape[:-2], 1, 4)
+        full = torch.cat((moved, row), -2)
+        return full.reshape(*batch, *full.shape[1:])
+
+    def frame_poses(self, q_or_state) -> torch.Tensor:
+        """Every frame's pose in the world frame, ``(..., n_frames, 4, 4)`` in ``frame_names`` order."""
+        state = self._state(q_or_state)
+        return self._homogeneous(self._frames_batch_last(state), state.batch)
+
+    def frame_pose(self, q_or_state, name: str) -> torch.Tensor:
+        """Pose of frame ``name`` in the world frame, ``(..., 4, 4)``."""
+        index = self.frame_index(name)
+        state = self._state(q_or_state)
+        return self._homogeneous(self._frame_batch_last(state, index), state.batch)
+
+    def link_poses(self, q_or_state) -> dict[str, torch.Tensor]:
+        """``{frame name: (..., 4, 4)}`` views of ``frame_poses``."""
+        poses = self.frame_poses(q_or_state)
+        return {name: poses[..., i, :, :] for i, name in enumerate(self.frame_names)}
+
+    # --------------------------------------------------------------------------------------------- Jacobians
+    def _axes_origins(self, state: TreeState) -> tuple[torch.Tensor, torch.Tensor]:
+        """Joint axes and origins of the movable nodes, ``(n_nodes, 3, B)`` each."""
+        nodes = state.nodes[1:]
+        return nodes[:, :, 2], nodes[:, :, 3]
+
+    def _base_columns(self, state: TreeState, point: torch.Tensor) -> torch.Tensor:
+        """The free flyer's 6 columns ``(6, 6, B)`` (column, row, batch) for a point ``(3, B)``: linear
+        velocity in the base frame moves the point along the base axes, angular velocity about the base origin."""
+        root = state.nodes[0]
+        axes = root[:, :3].permute(1, 0, 2)  # (3 columns, 3, B): the base axes in the world frame
+        arm = (point - root[:, 3])[None].expand(3, -1, -1)
+        linear = torch.cat((axes, torch.zeros_like(axes)), 1)
+        angular = torch.cat((cross(axes, arm), axes), 1)
+        return torch.cat((linear, angular), 0)
+
+    def _joint_columns(self, nodes, dofs, weights, independent, columns, batch) -> torch.Tensor:
+        """Scatter node columns ``(k, rows, B)`` into joint columns ``(n_joints, rows, B)``."""
+        n_joints = len(self.joint_names)
+        if not self.has_mimic or independent:
+            if columns.shape[0] == n_joints and nodes is None:
+                return columns.index_select(0, self._buffers["node_of_dof"])
+            return torch.zeros(
+                n_joints, columns.shape[1], batch, dtype=columns.dtype, device=columns.device
+            ).index_copy(0, dofs, columns)
+        weighted = columns * weights[:, None, None]
+        return torch.zeros(n_joints, columns.shape[1], batch, dtype=columns.dtype, device=columns.device).index_add(
+            0, dofs, weighted
+        )
+
+    def _to_batch_first(self, columns: torch.Tensor, batch: torch.Size) -> torch.Tensor:
+        """``(nv, rows, B)`` -> ``(*batch, rows, nv)``."""
+        moved = columns.permute(2, 1, 0)
+        return moved.reshape(*batch, *moved.shape[1:])
+
+    def frame_jacobian(self, q_or_state, name: str) -> torch.Tensor:
+        """Jacobian of frame ``name``, ``(..., 6, nv)``: linear rows first, world-aligned axes at the frame origin
+        (LOCAL_WORLD_ALIGNED), mapping ``v`` (base velocity in the base frame, then joint rates)."""
+        index = self.frame_index(name)
+        state = self._state(q_or_state)
+        return self._to_batch_first(self._frame_jacobian_columns(state, index), state.batch)
+
+    def _frame_jacobian_columns(self, state: TreeState, index: int) -> torch.Tensor:
+        buffers, batch = self._buffers, state.batch_size
+        point = self._frame_batch_last(state, index)[:, 3]  # (3, B)
+        (node_name, dof_name, weight_name), count, independent = self._frame_ancestors[index]
+        parts = []
+        if self.floating_base:
+            parts.append(self._base_columns(state, point))
+        n_joints = len(self.joint_names)
+        if count == 0:
+            parts.append(point.new_zeros(n_joints, 6, batch))
+        else:
+            ancestors = state.nodes[1:].index_select(0, buffers[node_name])  # (k, 3, 4, B)
+            z, origin = ancestors[:, :, 2], ancestors[:, :, 3]
+            linear = cross(z, point - origin)
+            if self.all_revolute:
+                columns = torch.cat((linear, z), 1)
+            else:
+                revolute = buffers["node_revolute"].index_select(0, buffers[node_name])[:, None, None]
+                columns = torch.cat((torch.lerp(z, linear, revolute), z * revolute), 1)
+            parts.append(
+                self._joint_columns(
+                    buffers[node_name], buffers[dof_name], buffers[weight_name], independent, columns, batch
+                )
+            )
+        return torch.cat(parts, 0) if len(parts) > 1 else parts[0]
+
+    # ----------------------------------------------------------------------------------------- centre of mass
+    def _require_mass(self) -> None:
+        if self.total_mass <= 0.0:
+            raise MissingInertialError(
+                "the centre of mass needs link masses, but no link of this URDF has an <inertial> with a positive mass"
+            )
+
+    def _moments(self, state: TreeState) -> torch.Tensor:
+        """Mass-weighted positions ``m c`` per node slot, ``(n_nodes + 1, 3, B)`` (cached)."""
+        moments = state.cache.get("moments")
+        if moments is None:
+            moments = torch.matmul(self._buffers["slot_moment"], state.nodes)[:, :, 0]
+            state.cache["moments"] = moments
+        return moments
+
+    def center_of_mass(self, q_or_state) -> torch.Tensor:
+        """Centre of mass in the world frame, ``(..., 3)``, from the URDF's inertials."""
+        self._require_mass()
+        state = self._state(q_or_state)
+        com = self._moments(state).sum(0) / self.total_mass  # (3, B)
+        return com.t().reshape(*state.batch, 3)
+
+    def com_jacobian(self, q_or_state) -> torch.Tensor:
+        """Jacobian of the centre of mass, ``(..., 3, nv)``, mapping ``v`` to the CoM's world velocity."""
+        self._require_mass()
+        state = self._state(q_or_state)
+        buffers, batch = self._buffers, state.batch_size
+        moments = self._moments(state)
+        com = moments.sum(0) / self.total_mass
+        parts = []
+        if self.floating_base:
+            parts.append(self._base_columns(state, com)[:, :3])
+        if self.n_nodes:
+            subtree = torch.matmul(buffers["subtree"], moments.reshape(self.n_nodes + 1, -1)).view(-1, 3, batch)
+            z, origin = self._axes_origins(state)
+            mass = buffers["subtree_mass"][:, None, None]
+            linear = cross(z, subtree - mass * origin)
+            if not self.all_revolute:
+                revolute = buffers["node_revolute"][:, None, None]
+                linear = torch.lerp(z * mass, linear, revolute)
+            columns = linear / self.total_mass
+            parts.append(
+                self._joint_columns(
+                    None, buffers["node_dof"], buffers["node_multiplier"], not self.has_mimic, columns, batch
+                )
+            )
+        else:
+            parts.append(com.new_zeros(0, 3, batch))
+        return self._to_batch_first(torch.cat(parts, 0) if len(parts) > 1 else parts[0], state.batch)
+
+    def extra_repr(self) -> str:
+        return (
+            f"nq={self.nq}, nv={self.nv}, joints={len(self.joint_names)}, mimic={len(self.mimic_names)}, "
+            f"frames={len(self.frame_names)}, floating_base={self.floating_base}"
+        )
