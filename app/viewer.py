@@ -52,6 +52,7 @@ from learning.training import Trainer
 
 LIVE_TRAINING_STEPS = 100_000  # the viewer trains on and on; the LR schedule spans this many steps
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # metres: inside the training region, off the heading's symmetry axis
+LABEL_CHUNK = 16  # goals the teacher labels between two looks at the page (the page's answers go first)
 NEEDS_A_RUN = "needs a run"
 PAGE = "page"  # supervisor part of the page's callbacks (inputs, buttons)
 
@@ -123,8 +124,16 @@ class Viewer:
             first = first.with_snapshot("learned", 0, initial_policy)
         self.board = QuestionBoard(first, self._question_changed)
         self.solver = GraspSolver(cfg, self.kinematics)
+        # One core for training, shared by the trainers (they take turns) and by the fast answers, which go first.
+        self._training_core = threading.Lock()
         self.inference = InferenceWorker(
-            self.board.fast, self.solver, self._draw, self.supervisor, self.trained, after=self.board.catch_up
+            self.board.fast,
+            self.solver,
+            self._draw,
+            self.supervisor,
+            self.trained,
+            after=self.board.catch_up,
+            exclusive=self._training_core,
         )
         self.search = SearchWorker(
             self.board.search,
@@ -144,7 +153,6 @@ class Viewer:
                 trainer.policy.predictor.load_state_dict(initial_state.pop())
             return trainer
 
-        self._training_core = threading.Lock()  # the trainers take turns: one core for training
         self.trainer = TrainerWorker(
             build,
             self._snapshot,
@@ -152,7 +160,7 @@ class Viewer:
             self.supervisor,
             validate_every=cfg.train.validate_every,
             running=config.train and initial_policy is None,
-            wait_turn=lambda: self.inference.signal.wait_idle(timeout=1.0),
+            wait_turn=self._fast_methods_answered,
             exclusive=self._training_core,
         )
         self.training = TrainingPanel(self.server, self.trainer)
@@ -213,13 +221,13 @@ class Viewer:
 
         def label_progress(fraction: float) -> None:
             self.supervised_panel.show_progress(fraction)
-            self.inference.signal.wait_idle(timeout=1.0)  # the page's answers first
+            self._fast_methods_answered()  # the page's answers first
 
         def build(seed: int) -> Trainer:
             if not labels:
                 self.supervised_panel.show_progress(0.0, "**labelling** the training goals with the teacher")
                 train = self.splits["train"]
-                labels.append(label_teacher(self.cfg, self.kinematics, train, label_progress, chunk=64)[0])
+                labels.append(label_teacher(self.cfg, self.kinematics, train, label_progress, chunk=LABEL_CHUNK)[0])
                 self.supervised_panel.show_progress(None)
             return Trainer(
                 "teacher_supervised",
@@ -247,7 +255,7 @@ class Viewer:
             self.supervisor,
             validate_every=self.cfg.train.validate_every,
             running=running,
-            wait_turn=lambda: self.inference.signal.wait_idle(timeout=1.0),
+            wait_turn=self._fast_methods_answered,
             exclusive=self._training_core,
         )
         self.supervised_panel = TrainingPanel(
