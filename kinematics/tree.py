@@ -18,7 +18,8 @@ Conventions (Pinocchio's, so that its results compare one to one):
 
 Every quantity comes from one forward pass, ``forward_kinematics(q)`` (``TreeState``); each query method takes
 either ``q`` or such a state, so that several quantities share one pass. The pass runs level by level over the
-tree (all joints at the same depth in one product) in a batch-last layout; nothing syncs with the device.
+tree (all joints at the same depth in one matrix product, in a batch-last layout, ``(node, 3, 4, B)``, where a small product is a few
+multiply-adds over contiguous rows of ``B`` values); nothing syncs with the device.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from kinematics.errors import (
     MissingInertialError,
     ShapeError,
 )
-from kinematics.urdf_tree import PRISMATIC, REVOLUTE, TreeDescription, close_names, describe_tree
+from kinematics.urdf_tree import REVOLUTE, TreeDescription, close_names, describe_tree
 
 __all__ = ["QUATERNION_TOLERANCE", "KinematicTree", "TreeState"]
 
@@ -102,7 +103,7 @@ class KinematicTree(nn.Module):
         order = np.argsort(depth, kind="stable")
         level_of = {int(w): k for k, w in enumerate(order)}  # walk index -> level-order index
         slot = lambda walk: 0 if walk < 0 else level_of[int(walk)] + 1  # noqa: E731  index into TreeState.nodes
-        self._levels = []  # (start, end, parent-index buffer name or None, has prismatic), into the level order
+        self._levels = []  # (start, end, parent-index buffer name or None), into the level order
         start = 0
         for level in range(int(depth.max()) + 1 if n else 0):
             members = order[depth[order] == level]
@@ -116,33 +117,24 @@ class KinematicTree(nn.Module):
             if not same:
                 name = f"_level{level}_parent"
                 self.register_buffer(name, torch.as_tensor(local, dtype=torch.long, device=device), persistent=False)
-            prismatic = bool(np.any(d.kind[members] == PRISMATIC))
-            self._levels.append((start, end, name, prismatic))
+            self._levels.append((start, end, name))
             start = end
         self._levels = tuple(self._levels)
 
         as_t = lambda a: _t(a, dtype, device)  # noqa: E731
         long_t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.int64), device=device)  # noqa: E731
         origins = d.node_origin[order]
-        self.register_buffer("node_origin_t", as_t(origins.transpose(0, 2, 1)))  # (n, 4, 4): C^T
         self.register_buffer("node_origin_top", as_t(origins[:, :3, :, None]))  # (n, 3, 4, 1)
         self.register_buffer("node_dof", long_t(d.dof[order]))
         self.register_buffer("node_multiplier", as_t(d.multiplier[order]))
         self.register_buffer("node_offset", as_t(d.offset[order]))
         self.register_buffer("node_revolute", as_t((d.kind[order] == REVOLUTE).astype(float)))
         self._identity_map = not self.has_mimic and np.array_equal(d.dof[order], np.arange(n))
-        # dof -> level-order node of an independent joint (for Jacobian columns without mimic joints)
-        node_of_dof = np.zeros(len(d.joint_names), dtype=np.int64)
-        for k, w in enumerate(order):
-            if not d.is_mimic[w]:
-                node_of_dof[d.dof[w]] = k
-        self.register_buffer("node_of_dof", long_t(node_of_dof))
 
         # Frames: owner slot and the constant offset from the owner's aligned frame.
         self._frame_slots = tuple(slot(w) for w in d.frame_node)
         self.register_buffer("frame_slot", long_t(self._frame_slots))
-        self.register_buffer("frame_offset_t", as_t(d.frame_offset.transpose(0, 2, 1)))  # (n_frames, 4, 4)
-        self._frame_offset_identity = bool(np.allclose(d.frame_offset, np.eye(4), atol=0.0))
+        self.register_buffer("frame_offset", as_t(d.frame_offset))  # (n_frames, 4, 4)
         # Ancestor nodes of each frame (level-order indices), their dofs and multipliers.
         self._frame_ancestors = []
         for f, owner in enumerate(d.frame_node):
@@ -170,7 +162,7 @@ class KinematicTree(nn.Module):
             while p >= 0:
                 subtree[level_of[p], k + 1] = 1.0
                 p = int(d.parent[p])
-        self.register_buffer("slot_moment", as_t(moments[:, None, None, :]))  # (n + 1, 1, 1, 4)
+        self.register_buffer("slot_moment", as_t(moments[:, :, None, None]))  # (n + 1, 4, 1, 1)
         self.register_buffer("subtree", as_t(subtree))
         self.register_buffer("subtree_mass", as_t(subtree @ moments[:, 3]))
 
@@ -182,7 +174,8 @@ class KinematicTree(nn.Module):
         base = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0] if floating_base else []
         self.register_buffer("_neutral", as_t(np.r_[base, neutral]), persistent=False)
         self.register_buffer("_homogeneous_row", as_t([[0.0, 0.0, 0.0, 1.0]]), persistent=False)
-        self.register_buffer("_eye3", as_t(np.eye(3)[:, :, None]), persistent=False)
+        self.register_buffer("_identity34", as_t(np.eye(4)[:3, :, None]), persistent=False)
+        self.register_buffer("_e3", as_t(np.eye(4)[3][None, None, :, None]), persistent=False)
 
     @classmethod
     def from_urdf(
@@ -337,55 +330,64 @@ class KinematicTree(nn.Module):
         if validate or (validate is None and q.is_cpu):
             self.check_quaternion(q)
         batch = q.shape[:-1]
-        flat = q.reshape(math.prod(batch), self.nq).t()  # (nq, B), a view; sliced and copied below
-        return TreeState(id(self), batch, self._nodes(flat))
+        return TreeState(id(self), batch, self._nodes(q.reshape(math.prod(batch), self.nq)))
 
     forward = forward_kinematics
 
+    def _root(self, q: torch.Tensor) -> torch.Tensor | None:
+        """The base frame ``(3, 4, B)`` from ``q`` ``(B, nq)``; ``None`` for a fixed base (the identity)."""
+        if not self.floating_base:
+            return None
+        rows = free_flyer.rotation_entries(*q[:, 3:7].unbind(1))
+        entries = [entry for i, row in enumerate(rows) for entry in (*row, q[:, i])]
+        return torch.stack(entries, 0).view(3, 4, q.shape[0])
+
     def _nodes(self, q: torch.Tensor) -> torch.Tensor:
         buffers = self._buffers
-        batch = q.shape[1]
-        if self.floating_base:
-            position = q[:3]
-            rows = free_flyer.rotation_entries(*q[3:7])
-            root = torch.stack([torch.stack([*row, position[i]]) for i, row in enumerate(rows)])[None]
-        else:
-            root = None
-        nodes = [
-            root
-            if root is not None
-            else torch.cat((self._buffers["_eye3"], torch.zeros_like(self._buffers["_eye3"][:, :1])), 1)[None].expand(
-                1, 3, 4, batch
-            )
-        ]
+        batch = q.shape[0]
+        root = self._root(q)
+        if root is None:
+            root = buffers["_identity34"].expand(3, 4, batch)
         if self.n_nodes == 0:
-            return nodes[0].contiguous()
-        joints = q[self.base_nq :]
+            return root[None].contiguous()
+        joints = q[:, self.base_nq :].t()  # (n_joints, B)
         if self._identity_map:
             values = joints.contiguous()
         else:
             values = joints.index_select(0, buffers["node_dof"])
             if self.has_mimic:
                 values = torch.addcmul(buffers["node_offset"][:, None], values, buffers["node_multiplier"][:, None])
-        revolute = buffers["node_revolute"][:, None]
-        angle = values if self.all_revolute else values * revolute
-        c, s = torch.cos(angle), torch.sin(angle)
-        first = torch.stack((c, -s), 1)[:, None]  # (n, 1, 2, B): new columns 0, 1 from old column 0
-        second = torch.stack((s, c), 1)[:, None]  # ... from old column 1
-        slide = None if self.all_revolute else (values * (1.0 - revolute))[:, None, None]
-        origin_t, origin_top = buffers["node_origin_t"], buffers["node_origin_top"]
-        previous = nodes[0]
-        for level, (start, end, parent_name, prismatic) in enumerate(self._levels):
-            if level == 0 and root is None:
-                x = origin_top[start:end]  # parent is the identity: (n_l, 3, 4, 1)
-            else:
-                parents = previous if parent_name is None else previous.index_select(0, buffers[parent_name])
-                x = torch.matmul(origin_t[start:end, None], parents)  # (n_l, 3, 4, B)
-            columns = torch.addcmul(x[:, :, 0:1] * first[start:end], x[:, :, 1:2], second[start:end])
-            tail = x[:, :, 2:].expand(-1, -1, -1, batch)
-            if prismatic:  # translation along the aligned z: column 3 += q column 2
-                tail = torch.cat((tail[:, :, :1], torch.addcmul(tail[:, :, 1:], tail[:, :, :1], slide[start:end])), 2)
-            previous = torch.cat((columns, tail), 2)
+        # Local frames L = C R_z(q) (C translated by q along its z for a prismatic joint), top rows (n, 3, 4, B):
+        # columns 0 and 1 turn by the angle, columns 2 and 3 are C's (column 3 slides along column 2).
+        origin = buffers["node_origin_top"]  # (n, 3, 4, 1)
+        c0, c1, c23 = origin[:, :, 0], origin[:, :, 1], origin[:, :, 2:]
+        if self.all_revolute:
+            c, s = torch.cos(values)[:, None], torch.sin(values)[:, None]
+            tail = c23.expand(-1, -1, -1, batch)
+        else:
+            revolute = buffers["node_revolute"][:, None]
+            angle = values * revolute
+            c, s = torch.cos(angle)[:, None], torch.sin(angle)[:, None]
+            slid = torch.addcmul(c23[:, :, 1], c23[:, :, 0], (values * (1.0 - revolute))[:, None])
+            tail = torch.stack((c23[:, :, 0].expand(-1, -1, batch), slid), 2)
+        local = torch.cat(
+            (torch.addcmul(c0 * c, c1, s)[:, :, None], torch.addcmul(c1 * c, c0, -s)[:, :, None], tail), 2
+        )
+        e3 = buffers["_e3"]  # (1, 1, 4, 1): the homogeneous row of L
+        nodes, previous = [root[None]], root[None]
+        for level, (start, end, parent_name) in enumerate(self._levels):
+            lo = local[start:end]
+            if level == 0 and not self.floating_base:
+                nodes.append(lo)
+                previous = lo
+                continue
+            p = previous if parent_name is None else previous.index_select(0, buffers[parent_name])
+            if p.shape[0] != end - start:
+                p = p.expand(end - start, -1, -1, -1)
+            out = p[:, :, 0:1] * lo[:, None, 0]
+            out = torch.addcmul(out, p[:, :, 1:2], lo[:, None, 1])
+            out = torch.addcmul(out, p[:, :, 2:3], lo[:, None, 2])
+            previous = torch.addcmul(out, p[:, :, 3:4], e3)
             nodes.append(previous)
         return torch.cat(nodes, 0)
 
@@ -397,19 +399,24 @@ class KinematicTree(nn.Module):
         return self.forward_kinematics(q_or_state)
 
     # ------------------------------------------------------------------------------------------------ frames
-    def _frames_batch_last(self, state: TreeState) -> torch.Tensor:
+    @staticmethod
+    def _times_constant(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+        """``(n, 3, 4, B) @ (n, 4, 4)`` (``x`` with its homogeneous row implied) -> ``(n, 3, 4, B)``."""
+        out = x[:, :, 0:1] * m[:, None, 0, :, None]
+        for k in (1, 2, 3):
+            out = torch.addcmul(out, x[:, :, k : k + 1], m[:, None, k, :, None])
+        return out
+
+    def _frames(self, state: TreeState) -> torch.Tensor:
         """Every frame ``(n_frames, 3, 4, B)`` in the world frame (cached on the state)."""
         frames = state.cache.get("frames")
         if frames is None:
             owners = state.nodes.index_select(0, self._buffers["frame_slot"])
-            if self._frame_offset_identity:
-                frames = owners
-            else:
-                frames = torch.matmul(self._buffers["frame_offset_t"][:, None], owners)
+            frames = self._times_constant(owners, self._buffers["frame_offset"])
             state.cache["frames"] = frames
         return frames
 
-    def _frame_batch_last(self, state: TreeState, index: int) -> torch.Tensor:
+    def _frame(self, state: TreeState, index: int) -> torch.Tensor:
         """Frame ``index`` ``(3, 4, B)``."""
         frames = state.cache.get("frames")
         if frames is not None:
@@ -417,86 +424,67 @@ class KinematicTree(nn.Module):
         key = ("frame", index)
         frame = state.cache.get(key)
         if frame is None:
-            owner = state.nodes[self._frame_slots[index]]
-            frame = torch.matmul(self._buffers["frame_offset_t"][index], owner)
+            slot = self._frame_slots[index]
+            owner = state.nodes[slot : slot + 1]
+            frame = self._times_constant(owner, self._buffers["frame_offset"][index : index + 1])[0]
             state.cache[key] = frame
         return frame
-
-    def _homogeneous(self, top: torch.Tensor, batch: torch.Size) -> torch.Tensor:
-        """``(..., 3, 4, B)`` batch-last -> ``(*batch, ..., 4, 4)``."""
-        moved = top.movedim(-1, 0)
-        row = self._buffers["_homogeneous_row"].expand(*moved.shape[:-2], 1, 4)
-        full = torch.cat((moved, row), -2)
-        return full.reshape(*batch, *full.shape[1:])
 
     def frame_poses(self, q_or_state) -> torch.Tensor:
         """Every frame's pose in the world frame, ``(..., n_frames, 4, 4)`` in ``frame_names`` order."""
         state = self._state(q_or_state)
-        return self._homogeneous(self._frames_batch_last(state), state.batch)
+        frames = self._frames(state)
+        n_frames, batch = frames.shape[0], state.batch_size
+        out = frames.new_empty(batch, n_frames, 4, 4)
+        out[:, :, :3].copy_(frames.permute(3, 0, 1, 2))
+        out[:, :, 3] = self._buffers["_homogeneous_row"]
+        return out.view(*state.batch, n_frames, 4, 4)
 
     def frame_pose(self, q_or_state, name: str) -> torch.Tensor:
         """Pose of frame ``name`` in the world frame, ``(..., 4, 4)``."""
         index = self.frame_index(name)
         state = self._state(q_or_state)
-        return self._homogeneous(self._frame_batch_last(state, index), state.batch)
-
-    def link_poses(self, q_or_state) -> dict[str, torch.Tensor]:
-        """``{frame name: (..., 4, 4)}`` views of ``frame_poses``."""
-        poses = self.frame_poses(q_or_state)
-        return {name: poses[..., i, :, :] for i, name in enumerate(self.frame_names)}
+        top = self._frame(state, index).permute(2, 0, 1)
+        row = self._buffers["_homogeneous_row"].expand(top.shape[0], 1, 4)
+        return torch.cat((top, row), 1).view(*state.batch, 4, 4)
 
     # --------------------------------------------------------------------------------------------- Jacobians
-    def _axes_origins(self, state: TreeState) -> tuple[torch.Tensor, torch.Tensor]:
-        """Joint axes and origins of the movable nodes, ``(n_nodes, 3, B)`` each."""
-        nodes = state.nodes[1:]
-        return nodes[:, :, 2], nodes[:, :, 3]
-
-    def _base_columns(self, state: TreeState, point: torch.Tensor) -> torch.Tensor:
-        """The free flyer's 6 columns ``(6, 6, B)`` (column, row, batch) for a point ``(3, B)``: linear
-        velocity in the base frame moves the point along the base axes, angular velocity about the base origin."""
+    def _base_block(self, state: TreeState, point: torch.Tensor, rows: int) -> torch.Tensor:
+        """The free flyer's columns ``(6 columns, rows, B)`` for a point ``(3, B)``: the base's linear velocity
+        (base frame) moves the point along the base axes; its angular velocity turns it about the base origin."""
         root = state.nodes[0]
-        axes = root[:, :3].permute(1, 0, 2)  # (3 columns, 3, B): the base axes in the world frame
+        axes = root[:, :3].transpose(0, 1)  # (3 columns, 3, B): base axis k in the world frame
         arm = (point - root[:, 3])[None].expand(3, -1, -1)
-        linear = torch.cat((axes, torch.zeros_like(axes)), 1)
-        angular = torch.cat((cross(axes, arm), axes), 1)
-        return torch.cat((linear, angular), 0)
+        turned = cross(axes, arm)
+        if rows == 3:
+            return torch.cat((axes, turned), 0)
+        return torch.cat((torch.cat((axes, torch.zeros_like(axes)), 1), torch.cat((turned, axes), 1)), 0)
 
-    def _joint_columns(self, nodes, dofs, weights, independent, columns, batch) -> torch.Tensor:
-        """Scatter node columns ``(k, rows, B)`` into joint columns ``(n_joints, rows, B)``."""
-        n_joints = len(self.joint_names)
-        if not self.has_mimic or independent:
-            if columns.shape[0] == n_joints and nodes is None:
-                return columns.index_select(0, self._buffers["node_of_dof"])
-            return torch.zeros(
-                n_joints, columns.shape[1], batch, dtype=columns.dtype, device=columns.device
-            ).index_copy(0, dofs, columns)
-        weighted = columns * weights[:, None, None]
-        return torch.zeros(n_joints, columns.shape[1], batch, dtype=columns.dtype, device=columns.device).index_add(
-            0, dofs, weighted
-        )
-
-    def _to_batch_first(self, columns: torch.Tensor, batch: torch.Size) -> torch.Tensor:
-        """``(nv, rows, B)`` -> ``(*batch, rows, nv)``."""
-        moved = columns.permute(2, 1, 0)
-        return moved.reshape(*batch, *moved.shape[1:])
+    def _assemble(self, state: TreeState, point: torch.Tensor, columns: torch.Tensor, dofs, weights, rows: int):
+        """``(..., rows, nv)`` from node columns ``(k, rows, B)`` driving joints ``dofs`` (times ``weights`` for
+        mimic joints, or ``None``) and, with a floating base, the base columns at ``point``."""
+        batch = state.batch_size
+        out = columns.new_zeros(batch, rows, self.nv)
+        if self.base_nv:
+            out[:, :, : self.base_nv] = self._base_block(state, point, rows).permute(2, 1, 0)
+        joints = out[:, :, self.base_nv :]
+        source = columns.permute(2, 1, 0)
+        if weights is None:
+            joints.index_copy_(2, dofs, source)
+        else:
+            joints.index_add_(2, dofs, source * weights)
+        return out.view(*state.batch, rows, self.nv)
 
     def frame_jacobian(self, q_or_state, name: str) -> torch.Tensor:
         """Jacobian of frame ``name``, ``(..., 6, nv)``: linear rows first, world-aligned axes at the frame origin
         (LOCAL_WORLD_ALIGNED), mapping ``v`` (base velocity in the base frame, then joint rates)."""
         index = self.frame_index(name)
         state = self._state(q_or_state)
-        return self._to_batch_first(self._frame_jacobian_columns(state, index), state.batch)
-
-    def _frame_jacobian_columns(self, state: TreeState, index: int) -> torch.Tensor:
-        buffers, batch = self._buffers, state.batch_size
-        point = self._frame_batch_last(state, index)[:, 3]  # (3, B)
+        buffers = self._buffers
+        point = self._frame(state, index)[:, 3]  # (3, B)
         (node_name, dof_name, weight_name), count, independent = self._frame_ancestors[index]
-        parts = []
-        if self.floating_base:
-            parts.append(self._base_columns(state, point))
-        n_joints = len(self.joint_names)
         if count == 0:
-            parts.append(point.new_zeros(n_joints, 6, batch))
+            columns, dofs, weights = point.new_zeros(0, 6, state.batch_size), buffers[dof_name], None
         else:
             ancestors = state.nodes[1:].index_select(0, buffers[node_name])  # (k, 3, 4, B)
             z, origin = ancestors[:, :, 2], ancestors[:, :, 3]
@@ -506,12 +494,8 @@ class KinematicTree(nn.Module):
             else:
                 revolute = buffers["node_revolute"].index_select(0, buffers[node_name])[:, None, None]
                 columns = torch.cat((torch.lerp(z, linear, revolute), z * revolute), 1)
-            parts.append(
-                self._joint_columns(
-                    buffers[node_name], buffers[dof_name], buffers[weight_name], independent, columns, batch
-                )
-            )
-        return torch.cat(parts, 0) if len(parts) > 1 else parts[0]
+            dofs, weights = buffers[dof_name], None if independent else buffers[weight_name]
+        return self._assemble(state, point, columns, dofs, weights, 6)
 
     # ----------------------------------------------------------------------------------------- centre of mass
     def _require_mass(self) -> None:
@@ -524,12 +508,16 @@ class KinematicTree(nn.Module):
         """Mass-weighted positions ``m c`` per node slot, ``(n_nodes + 1, 3, B)`` (cached)."""
         moments = state.cache.get("moments")
         if moments is None:
-            moments = torch.matmul(self._buffers["slot_moment"], state.nodes)[:, :, 0]
+            nodes, w = state.nodes, self._buffers["slot_moment"]  # w: (n + 1, 4, 1, 1)
+            moments = nodes[:, :, 0] * w[:, 0]
+            for k in (1, 2, 3):
+                moments = torch.addcmul(moments, nodes[:, :, k], w[:, k])
             state.cache["moments"] = moments
         return moments
 
     def center_of_mass(self, q_or_state) -> torch.Tensor:
-        """Centre of mass in the world frame, ``(..., 3)``, from the URDF's inertials."""
+        """Centre of mass in the world frame, ``(..., 3)``, from the URDF's inertials (every link, including
+        those welded to the root)."""
         self._require_mass()
         state = self._state(q_or_state)
         com = self._moments(state).sum(0) / self.total_mass  # (3, B)
@@ -542,26 +530,17 @@ class KinematicTree(nn.Module):
         buffers, batch = self._buffers, state.batch_size
         moments = self._moments(state)
         com = moments.sum(0) / self.total_mass
-        parts = []
-        if self.floating_base:
-            parts.append(self._base_columns(state, com)[:, :3])
-        if self.n_nodes:
-            subtree = torch.matmul(buffers["subtree"], moments.reshape(self.n_nodes + 1, -1)).view(-1, 3, batch)
-            z, origin = self._axes_origins(state)
-            mass = buffers["subtree_mass"][:, None, None]
-            linear = cross(z, subtree - mass * origin)
-            if not self.all_revolute:
-                revolute = buffers["node_revolute"][:, None, None]
-                linear = torch.lerp(z * mass, linear, revolute)
-            columns = linear / self.total_mass
-            parts.append(
-                self._joint_columns(
-                    None, buffers["node_dof"], buffers["node_multiplier"], not self.has_mimic, columns, batch
-                )
-            )
-        else:
-            parts.append(com.new_zeros(0, 3, batch))
-        return self._to_batch_first(torch.cat(parts, 0) if len(parts) > 1 else parts[0], state.batch)
+        if self.n_nodes == 0:
+            return self._assemble(state, com, com.new_zeros(0, 3, batch), buffers["node_dof"], None, 3)
+        subtree = torch.mm(buffers["subtree"], moments.view(self.n_nodes + 1, 3 * batch)).view(-1, 3, batch)
+        nodes = state.nodes[1:]
+        z, origin = nodes[:, :, 2], nodes[:, :, 3]
+        mass = buffers["subtree_mass"][:, None, None]
+        linear = cross(z, subtree - mass * origin)
+        if not self.all_revolute:
+            linear = torch.lerp(z * mass, linear, buffers["node_revolute"][:, None, None])
+        weights = buffers["node_multiplier"] if self.has_mimic else None
+        return self._assemble(state, com, linear / self.total_mass, buffers["node_dof"], weights, 3)
 
     def extra_repr(self) -> str:
         return (
