@@ -160,7 +160,7 @@ class InferenceWorker:
             ``"inference"``; the worker keeps serving.
         trained: the trained predictors loaded from a run, by method key (answered beside the live snapshots).
         after: called after each request, once the worker counts as idle again.
-        exclusive: held while computing an answer; the trainers hold it while stepping. On 2 cores two threads of
+        exclusive: held while computing and drawing an answer; the trainers hold it while stepping. On 2 cores two threads of
             small torch ops slow each other two- to fivefold (they take turns at the interpreter lock after every
             op), so an answer waits for the step in flight to end (about 12 ms) instead of racing it; the trainers
             start no new step while the worker is busy.
@@ -202,8 +202,8 @@ class InferenceWorker:
         choosers = fast_choosers(self.solver, question.policies, self.trained)
         with self._exclusive:
             methods = self.solver.solve(question.p, question.q0, choosers)
-        result = GraspResult(question, methods)
-        return self.gate.publish(request.generation, lambda: self._draw(result))
+            result = GraspResult(question, methods)
+            return self.gate.publish(request.generation, lambda: self._draw(result))
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)
