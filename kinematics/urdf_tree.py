@@ -92,10 +92,28 @@ def describe_tree(urdf_text: str) -> TreeDescription:
     node_names, parent, kind, node_origin, mimic_of = [], [], [], [], []
     limits: dict[str, tuple[float, float]] = {}
     frame_names, frame_node, frame_offset, mass, com_local = [], [], [], [], []
-    # Depth-first, children in the URDF's joint order: (link, owner node, owner aligned frame -> link frame).
-    stack = [(roots[0], -1, np.eye(4))]
+    # Depth-first, children in the URDF's joint order: (link, owner node, owner aligned frame -> the link's parent
+    # frame at its joint, the movable joint into the link or None). A node is created when its link is reached, so
+    # nodes (and the joints) are in depth-first order too, as in Pinocchio.
+    stack = [(roots[0], -1, np.eye(4), None)]
     while stack:
-        link_name, owner, offset = stack.pop()
+        link_name, owner, offset, joint = stack.pop()
+        if joint is not None:
+            axis = np.array([1.0, 0.0, 0.0]) if joint.axis is None else np.asarray(joint.axis, dtype=np.float64)
+            if np.linalg.norm(axis) < 1e-12:
+                raise URDFError(f"joint {joint.name!r} has a zero axis")
+            align = np.eye(4)
+            align[:3, :3] = _rotation_taking_z_to(axis / np.linalg.norm(axis))
+            node_names.append(joint.name)
+            parent.append(owner)
+            kind.append(_MOVABLE[joint.type])
+            node_origin.append(offset @ align)
+            mimic_of.append(joint.mimic)
+            bounded = joint.type != "continuous" and joint.limit is not None and joint.limit.lower is not None
+            lower = float(joint.limit.lower) if bounded else -np.inf
+            upper = float(joint.limit.upper) if bounded and joint.limit.upper is not None else np.inf
+            limits[joint.name] = (lower, upper)
+            owner, offset = len(node_names) - 1, align.T
         frame_names.append(link_name)
         frame_node.append(owner)
         frame_offset.append(offset)
@@ -105,29 +123,14 @@ def describe_tree(urdf_text: str) -> TreeDescription:
         origin = np.eye(4) if not has_mass or inertial.origin is None else np.asarray(inertial.origin, float)
         com_local.append(origin[:3, 3])
         pushed = []
-        for joint in children[link_name]:
-            to_joint = offset @ _origin(joint)
-            if joint.type == "fixed":
-                pushed.append((joint.child, owner, to_joint))
-                continue
-            if joint.type not in _MOVABLE:
-                raise URDFError(f"joint {joint.name!r} has unsupported type {joint.type!r}")
-            axis = np.array([1.0, 0.0, 0.0]) if joint.axis is None else np.asarray(joint.axis, dtype=np.float64)
-            if np.linalg.norm(axis) < 1e-12:
-                raise URDFError(f"joint {joint.name!r} has a zero axis")
-            align = np.eye(4)
-            align[:3, :3] = _rotation_taking_z_to(axis / np.linalg.norm(axis))
-            node = len(node_names)
-            node_names.append(joint.name)
-            parent.append(owner)
-            kind.append(_MOVABLE[joint.type])
-            node_origin.append(to_joint @ align)
-            mimic_of.append(joint.mimic)
-            bounded = joint.type != "continuous" and joint.limit is not None and joint.limit.lower is not None
-            lower = float(joint.limit.lower) if bounded else -np.inf
-            upper = float(joint.limit.upper) if bounded and joint.limit.upper is not None else np.inf
-            limits[joint.name] = (lower, upper)
-            pushed.append((joint.child, node, align.T))
+        for child in children[link_name]:
+            to_joint = offset @ _origin(child)
+            if child.type == "fixed":
+                pushed.append((child.child, owner, to_joint, None))
+            elif child.type in _MOVABLE:
+                pushed.append((child.child, owner, to_joint, child))
+            else:
+                raise URDFError(f"joint {child.name!r} has unsupported type {child.type!r}")
         stack.extend(reversed(pushed))
 
     index = {name: i for i, name in enumerate(node_names)}
