@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from kinematics.benchmark import constrained_suite, fk_suite, goals, ik_suite, peers, report
+from kinematics.benchmark import constrained_suite, fk_suite, goals, ik_suite, peers, report, tree_suite
 from kinematics.benchmark.config import DTYPES, BenchConfig
 from kinematics.benchmark.memory import MODES
 from kinematics.benchmark.provenance import cpu_name, provenance
@@ -37,7 +37,7 @@ def _dtypes(text: str) -> tuple[str, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m kinematics.benchmark", description=__doc__)
-    p.add_argument("--suite", choices=("fk", "ik", "constrained", "all"), default="all")
+    p.add_argument("--suite", choices=("fk", "ik", "constrained", "tree", "all"), default="all")
     p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="tiny batches and few repeats: a smoke test")
     p.add_argument("--batches", type=_ints, help="batch sizes for both suites (default 1,64,1024,8192)")
@@ -138,7 +138,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
     for msg in peers.availability().values():
         if msg:
             print(f"warning: {msg}; its rows are skipped", file=sys.stderr)
-    suites = ("fk", "ik", "constrained") if args.suite == "all" else (args.suite,)
+    suites = ("fk", "ik", "constrained", "tree") if args.suite == "all" else (args.suite,)
     for suite in suites:
         load = _loadavg()
         if suite == "constrained":
@@ -150,6 +150,14 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             )
             doc["meta"] = meta(cfg, argv, load)
             markdown = constrained_suite.markdown(doc)
+            json_path, md_path = report.write_suite(args.out, doc, markdown)
+            print(markdown, flush=True)
+            print(f"wrote {json_path} and {md_path}", flush=True)
+            continue
+        if suite == "tree":
+            doc = tree_suite.run(cfg.fk_batches, cfg.fk_dtypes, cfg.fk_timing, cfg.pin_ik_max_batch, args.seed)
+            doc["meta"] = meta(cfg, argv, load)
+            markdown = tree_suite.markdown(doc)
             json_path, md_path = report.write_suite(args.out, doc, markdown)
             print(markdown, flush=True)
             print(f"wrote {json_path} and {md_path}", flush=True)
