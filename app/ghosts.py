@@ -14,6 +14,7 @@ import yourdfpy
 
 from app.methods import BY_KEY
 from app.robot_view import ArmView
+from assets import RobotDescription
 
 GHOST_ALPHA = 0.35
 LABEL_BASE_M = 0.08  # the lowest label's height above the target
@@ -23,12 +24,13 @@ LABEL_SPACING_M = 0.035  # between stacked labels
 class Ghost:
     """A method's arm under ``/ghosts/<key>``, its TCP frame (x-axis = the chosen yaw) and its label."""
 
-    def __init__(self, server: viser.ViserServer, urdf: yourdfpy.URDF, key: str) -> None:
-        """``urdf``: the Panda's collision model (``load_panda_collision_urdf``), light enough for many ghosts."""
+    def __init__(self, server: viser.ViserServer, urdf: yourdfpy.URDF, robot: RobotDescription, key: str) -> None:
+        """``urdf``: the robot's light mesh set (``load_urdf(robot, robot.ghost_meshes)``), drawn many times."""
         method = BY_KEY[key]
         self.key = key
         color = (*(c / 255 for c in method.rgb), GHOST_ALPHA)
-        self._arm = ArmView(server, urdf, f"/ghosts/{key}", color=color, coarse=True)
+        coarse = robot.ghost_meshes == "collision"
+        self._arm = ArmView(server, urdf, robot, f"/ghosts/{key}", color=color, coarse=coarse)
         self._frame = server.scene.add_frame(
             f"/ghost_tcp/{key}", axes_length=0.09, axes_radius=0.005, origin_radius=0.012, origin_color=method.rgb
         )

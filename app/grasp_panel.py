@@ -156,7 +156,7 @@ class GraspPanel:
                     server.gui.add_slider(
                         name, min=limits[name][0], max=limits[name][1], step=SLIDER_STEP, initial_value=float(v)
                     )
-                    for name, v in zip(assets.ARM_JOINTS, q0, strict=True)
+                    for name, v in zip(assets.PANDA.joints, q0, strict=True)
                 )
                 random_q0 = server.gui.add_button("Random q0", icon=viser.Icon.DICE)
                 ready = server.gui.add_button("Ready pose")

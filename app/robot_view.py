@@ -10,57 +10,51 @@ import yourdfpy
 from viser.extras import ViserUrdf
 
 import assets
-from assets.franka import FINGER_JOINTS, FINGER_OPENING
+from assets import RobotDescription
 
 # Every ArmView shares one parsed URDF (meshes load once); ``ViserUrdf.update_cfg`` poses that shared object
 # before reading its transforms, so posing is serialised across the threads that draw.
 _POSE_LOCK = threading.Lock()
 
 
-def load_panda_urdf() -> yourdfpy.URDF:
-    """The Panda URDF with its visual meshes resolved from ``example-robot-data``."""
+def load_urdf(robot: RobotDescription, meshes: str = "visual") -> yourdfpy.URDF:
+    """``robot``'s URDF with one of its mesh sets resolved from ``example-robot-data``: ``"visual"`` (the real
+    look) or ``"collision"`` (coarse, light to send and to render: what ``robot.ghost_meshes`` names for ghosts)."""
+    visual = meshes == "visual"
     return yourdfpy.URDF.load(
-        str(assets.urdf_path()),
+        str(robot.urdf_path()),
         filename_handler=lambda fname: assets.resolve_package_uri(fname),  # yourdfpy passes ``fname=...``
-        load_meshes=True,
-        build_scene_graph=True,
-        load_collision_meshes=False,
-        build_collision_scene_graph=False,
-    )
-
-
-def load_panda_collision_urdf() -> yourdfpy.URDF:
-    """The Panda with only its collision meshes: coarse, light to send and to render; the ghosts use these."""
-    return yourdfpy.URDF.load(
-        str(assets.urdf_path()),
-        filename_handler=lambda fname: assets.resolve_package_uri(fname),
-        load_meshes=False,
-        build_scene_graph=False,
-        load_collision_meshes=True,
-        build_collision_scene_graph=True,
+        load_meshes=visual,
+        build_scene_graph=visual,
+        load_collision_meshes=not visual,
+        build_collision_scene_graph=not visual,
     )
 
 
 class ArmView:
-    """One drawn Panda under ``root`` (fingers open), optionally in one translucent colour.
+    """One drawn arm under ``root`` (its held joints, the Panda's fingers, at their held values), optionally in one
+    translucent colour.
 
     Args:
         server: the viser server to draw in.
-        urdf: the parsed Panda (shared between views).
+        urdf: the parsed robot (shared between views), from ``load_urdf``.
+        robot: its description (the driven and the held joints).
         root: scene node name, e.g. ``"/robot"``.
         color: RGBA in [0, 1] overriding every mesh's colour (alpha < 1 is translucent); None: real colours.
-        coarse: draw the collision meshes (``urdf`` from ``load_panda_collision_urdf``) instead of the visual ones.
+        coarse: draw the collision meshes (``urdf`` from ``load_urdf(robot, "collision")``), not the visual ones.
     """
 
     def __init__(
         self,
         server: viser.ViserServer,
         urdf: yourdfpy.URDF,
+        robot: RobotDescription,
         root: str,
         color: tuple[float, float, float, float] | None = None,
         coarse: bool = False,
     ) -> None:
         self._coarse = coarse
+        self._robot = robot
         self._urdf = ViserUrdf(
             server,
             urdf,
@@ -74,9 +68,8 @@ class ArmView:
         self.limits = self._urdf.get_actuated_joint_limits()
 
     def show(self, q: np.ndarray) -> None:
-        """Pose the arm at ``q`` ``(7,)`` radians."""
-        joints = dict(zip(assets.ARM_JOINTS, np.asarray(q, dtype=float), strict=True))
-        joints |= dict.fromkeys(FINGER_JOINTS, FINGER_OPENING)
+        """Pose the arm at ``q``, one value per driven joint (radians)."""
+        joints = dict(zip(self._robot.joints, np.asarray(q, dtype=float), strict=True)) | dict(self._robot.held_joints)
         with _POSE_LOCK:
             self._urdf.update_cfg(np.array([joints[name] for name in self._cfg_names]))
 

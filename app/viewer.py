@@ -34,7 +34,7 @@ from app.methods import KEYS, METHODS, SEARCH_KEYS, TRAINED_KEYS
 from app.metrics_panel import MetricsPanel
 from app.question import Place, Question, QuestionBoard, Source
 from app.reach import clamp_joints, clamp_target
-from app.robot_view import ArmView, load_panda_collision_urdf, load_panda_urdf
+from app.robot_view import ArmView, load_urdf
 from app.scene import TargetGizmo, draw_workspace, set_stage
 from app.search import SearchWorker
 from app.status import StatusLine
@@ -99,23 +99,25 @@ class Viewer:
         self._place_changed_at = time.perf_counter()
         self.search_latencies_ms: dict[str, list[float]] = {key: [] for key in SEARCH_KEYS}
 
-        urdf = load_panda_urdf()
+        robot = assets.PANDA
         draw_workspace(self.server, cfg.workspace)
-        self.robot = ArmView(self.server, urdf, "/robot")
-        ghost_urdf = load_panda_collision_urdf()
-        self.ghosts = {key: Ghost(self.server, ghost_urdf, key) for key in KEYS}
-        self.gizmo = TargetGizmo(self.server, np.array(INITIAL_TARGET), assets.TARGET_BOX, self._gizmo_moved)
+        self.robot = ArmView(self.server, load_urdf(robot), robot, "/robot")
+        ghost_urdf = load_urdf(robot, robot.ghost_meshes)
+        self.ghosts = {key: Ghost(self.server, ghost_urdf, robot, key) for key in KEYS}
+        self.gizmo = TargetGizmo(
+            self.server, np.array(INITIAL_TARGET), assets.PANDA_TOP_DOWN_REACH.target_box, self._gizmo_moved
+        )
         self.grasp = GraspPanel(
             self.server,
             np.array(INITIAL_TARGET),
             np.array(q0),
             self.robot.limits,
-            assets.TARGET_BOX,
+            assets.PANDA_TOP_DOWN_REACH.target_box,
             on_target=lambda p: self._guarded("reading the target inputs", self._ask_target, p, Source.INPUTS),
             on_q0=lambda q: self._guarded("reading the q0 sliders", self._ask_q0, q, Source.INPUTS),
             on_random_target=lambda: self._guarded("Random target", self.set_target, self._random_target()),
             on_random_q0=lambda: self._guarded("Random q0", self.set_q0, self._random_q0()),
-            on_ready=lambda: self._guarded("Ready pose", self.set_q0, np.array(assets.READY_POSE)),
+            on_ready=lambda: self._guarded("Ready pose", self.set_q0, np.array(assets.PANDA.reference_posture)),
         )
         self.picker = MethodPicker(self.server, self._pick)
 

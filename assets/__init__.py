@@ -1,31 +1,25 @@
-"""Robot descriptions the project uses, located in installed packages."""
+"""Robots as data: the descriptions the project uses (the Franka Panda, the Unitree G1), located in the installed
+``example-robot-data`` package, and the resolver for their ``package://`` mesh paths. Imports no other package of
+the project."""
 
-from assets.franka import (
-    ARM_JOINTS,
-    READY_POSE,
-    ROOT_LINK,
-    SHOULDER,
-    TARGET_BOX,
-    TCP_LINK,
-    TOP_DOWN_REACH_RADIUS,
-    TOP_DOWN_WRIST_HEIGHT,
-    resolve_package_uri,
-    robot_file,
-    urdf_path,
-    urdf_text,
-)
+from assets.description import RobotDescription, SoleContact
+from assets.errors import MissingAssetError, ProjectError
+from assets.example_robot_data import resolve_package_uri, robot_file
+from assets.franka import PANDA, PANDA_TOP_DOWN_REACH, TopDownReach
+from assets.g1 import G1
+
+ROBOTS = {robot.name: robot for robot in (PANDA, G1)}
 
 __all__ = [
-    "ARM_JOINTS",
-    "READY_POSE",
-    "ROOT_LINK",
-    "SHOULDER",
-    "TARGET_BOX",
-    "TCP_LINK",
-    "TOP_DOWN_REACH_RADIUS",
-    "TOP_DOWN_WRIST_HEIGHT",
+    "G1",
+    "PANDA",
+    "PANDA_TOP_DOWN_REACH",
+    "ROBOTS",
+    "MissingAssetError",
+    "ProjectError",
+    "RobotDescription",
+    "SoleContact",
+    "TopDownReach",
     "resolve_package_uri",
     "robot_file",
-    "urdf_path",
-    "urdf_text",
 ]

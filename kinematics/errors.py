@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-
-class ProjectError(Exception):
-    """Base class of every error this project raises on purpose."""
+# The base and the missing-asset error live in assets (the package that imports none of the others); re-exported.
+from assets.errors import MissingAssetError, ProjectError  # noqa: F401
 
 
 class URDFError(ProjectError, ValueError):
@@ -55,10 +54,6 @@ class InvalidTargetError(ProjectError, ValueError):
 
 class CheckpointMismatchError(ProjectError, RuntimeError):
     """A state dict was saved from a layer built on another chain, TCP or configuration schema."""
-
-
-class MissingAssetError(ProjectError, FileNotFoundError):
-    """A robot description the project needs is not installed."""
 
 
 class ConfigError(ProjectError, ValueError):

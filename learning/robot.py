@@ -11,11 +11,15 @@ from kinematics import KinematicsLayer, MissingAssetError, SerialChainKinematics
 def franka_kinematics(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> KinematicsLayer:
     """The 7-DoF Panda arm with its URDF joint limits; FK gives ``T_root_tcp``."""
     chain = SerialChainKinematics.from_urdf(
-        assets.urdf_text(), end_link_name=assets.TCP_LINK, root_link_name=assets.ROOT_LINK, device=device, dtype=dtype
+        assets.PANDA.urdf_text(),
+        end_link_name=assets.PANDA.frames["tcp"],
+        root_link_name=assets.PANDA.root_link,
+        device=device,
+        dtype=dtype,
     )
-    if chain.joint_names != assets.ARM_JOINTS:
+    if chain.joint_names != assets.PANDA.joints:
         raise MissingAssetError(
-            f"the installed Panda URDF has arm joints {chain.joint_names}, expected {assets.ARM_JOINTS}; "
+            f"the installed Panda URDF has arm joints {chain.joint_names}, expected {assets.PANDA.joints}; "
             "reinstall example-robot-data"
         )
     return KinematicsLayer(chain)
@@ -23,4 +27,4 @@ def franka_kinematics(device: torch.device | str = "cpu", dtype: torch.dtype = t
 
 def ready_pose(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """``(7,)`` the Panda's ready configuration."""
-    return torch.tensor(assets.READY_POSE, device=device, dtype=dtype)
+    return torch.tensor(assets.PANDA.reference_posture, device=device, dtype=dtype)

@@ -22,13 +22,13 @@ import assets
 from kinematics import KinematicsLayer, SerialChainKinematics
 
 ROBOTS = "example-robot-data/robots"
-PANDA_ROOT, PANDA_TCP = assets.ROOT_LINK, assets.TCP_LINK
+PANDA_ROOT, PANDA_TCP = assets.PANDA.root_link, assets.PANDA.frames["tcp"]
 
 
 @pytest.fixture(scope="session")
 def panda_urdf() -> str:
     """Text of the Panda URDF shipped by example-robot-data (arm, hand, fingers, panda_hand_tcp)."""
-    return assets.urdf_text()
+    return assets.PANDA.urdf_text()
 
 
 @pytest.fixture(scope="session")
@@ -101,7 +101,7 @@ def make_panda_layer(panda_urdf) -> Callable[..., KinematicsLayer]:
 @pytest.fixture(scope="session")
 def ready_pose() -> Callable[[torch.dtype], torch.Tensor]:
     """Factory: the Panda ready configuration ``(7,)`` in a dtype."""
-    return lambda dtype=torch.float64: torch.tensor(assets.READY_POSE, dtype=dtype)
+    return lambda dtype=torch.float64: torch.tensor(assets.PANDA.reference_posture, dtype=dtype)
 
 
 @pytest.fixture(scope="session")

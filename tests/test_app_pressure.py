@@ -220,8 +220,10 @@ def test_out_of_range_inputs_are_moved_into_reach_with_a_message(start_viewer) -
     viewer = start_viewer(train=False)
     question = viewer.set_target(np.array([5.0, 0.0, 0.1]))
     x, y, z = question.p
-    wrist = np.array([x, y, z + assets.TOP_DOWN_WRIST_HEIGHT]) - np.array(assets.SHOULDER)
-    assert np.linalg.norm(wrist) <= assets.TOP_DOWN_REACH_RADIUS
+    wrist = np.array([x, y, z + assets.PANDA_TOP_DOWN_REACH.wrist_height]) - np.array(
+        assets.PANDA_TOP_DOWN_REACH.shoulder
+    )
+    assert np.linalg.norm(wrist) <= assets.PANDA_TOP_DOWN_REACH.radius
     assert "outside the arm's top-down reach" in viewer.status.messages["target bounds"]
     assert viewer.grasp.target[0] == pytest.approx(x, abs=1e-4), "the input shows the moved value"
     assert np.allclose(viewer.gizmo.handle.position, question.p)
@@ -230,11 +232,11 @@ def test_out_of_range_inputs_are_moved_into_reach_with_a_message(start_viewer) -
     viewer.set_target(np.array([0.5, 0.1, 0.1]))
     assert "target bounds" not in viewer.status.messages, "a target inside clears the message"
 
-    lower, upper = viewer.robot.limits[assets.ARM_JOINTS[3]]
-    q0 = np.array(assets.READY_POSE)
+    lower, upper = viewer.robot.limits[assets.PANDA.joints[3]]
+    q0 = np.array(assets.PANDA.reference_posture)
     q0[3] = upper + 1.0
     assert viewer.set_q0(q0).q0[3] == pytest.approx(upper)
-    assert assets.ARM_JOINTS[3] in viewer.status.messages["q0 bounds"]
+    assert assets.PANDA.joints[3] in viewer.status.messages["q0 bounds"]
     wait_until(lambda: viewer.drawn_question == viewer.board.current, 30, "answers for the moved inputs")
     assert viewer.drawn["heading"].yaw == pytest.approx(math.atan2(viewer.board.current.p[1], 0.5), abs=1e-6)
 

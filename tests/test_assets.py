@@ -12,17 +12,17 @@ import pytest
 import torch
 
 import assets
-import assets.franka
+import assets.example_robot_data
 from kinematics import MissingAssetError, ProjectError
 
 
 def test_panda_urdf_resolves():
-    path = assets.urdf_path()
+    path = assets.PANDA.urdf_path()
     assert isinstance(path, Path) and path.is_file()
     assert path.as_posix().endswith("example-robot-data/robots/panda_description/urdf/panda.urdf")
-    text = assets.urdf_text()
+    text = assets.PANDA.urdf_text()
     assert text == path.read_text()
-    for name in (assets.ROOT_LINK, assets.TCP_LINK, *assets.ARM_JOINTS, *assets.franka.FINGER_JOINTS):
+    for name in (assets.PANDA.root_link, assets.PANDA.frames["tcp"], *assets.PANDA.joints, *assets.PANDA.held_joints):
         assert f'name="{name}"' in text, name
 
 
@@ -50,7 +50,9 @@ def test_tcp_at_the_ready_pose(panda64, ready_pose):
     torch.testing.assert_close(pose[:3, 3], torch.tensor([0.307, 0.0, 0.487], dtype=torch.float64), rtol=0, atol=2e-3)
     # Pointing down: the TCP z axis is the root's -z.
     torch.testing.assert_close(pose[:3, 2], torch.tensor([0.0, 0.0, -1.0], dtype=torch.float64), rtol=0, atol=1e-9)
-    assert assets.READY_POSE == pytest.approx((0, -math.pi / 4, 0, -3 * math.pi / 4, 0, math.pi / 2, math.pi / 4))
+    assert assets.PANDA.reference_posture == pytest.approx(
+        (0, -math.pi / 4, 0, -3 * math.pi / 4, 0, math.pi / 2, math.pi / 4)
+    )
 
 
 def test_learning_robot_builds_the_same_panda(panda64, ready_pose):
@@ -58,7 +60,7 @@ def test_learning_robot_builds_the_same_panda(panda64, ready_pose):
     from learning.robot import ready_pose as learning_ready_pose
 
     layer = franka_kinematics(dtype=torch.float64)
-    assert layer.joint_names == assets.ARM_JOINTS
+    assert layer.joint_names == assets.PANDA.joints
     assert layer.model.fingerprint == panda64.model.fingerprint
     torch.testing.assert_close(layer(learning_ready_pose(dtype=torch.float64)), panda64(ready_pose()))
     assert franka_kinematics().dtype == torch.float32
@@ -71,14 +73,14 @@ def without_distribution(monkeypatch):
     def missing(name):
         raise importlib.metadata.PackageNotFoundError(name)
 
-    assets.franka.share_dir.cache_clear()
+    assets.example_robot_data.share_dir.cache_clear()
     monkeypatch.setattr(importlib.metadata, "distribution", missing)
     yield
-    assets.franka.share_dir.cache_clear()
+    assets.example_robot_data.share_dir.cache_clear()
 
 
 def test_missing_distribution_raises_missing_asset(without_distribution):
-    for call in (assets.urdf_path, assets.urdf_text, assets.franka.share_dir):
+    for call in (assets.PANDA.urdf_path, assets.G1.urdf_text, assets.example_robot_data.share_dir):
         with pytest.raises(MissingAssetError, match="pip install example-robot-data") as info:
             call()
         assert isinstance(info.value.__cause__, importlib.metadata.PackageNotFoundError)
@@ -88,5 +90,5 @@ def test_missing_distribution_raises_missing_asset(without_distribution):
 
 def test_share_dir_recovers_after_the_distribution_returns():
     """The fixture above must not leave a poisoned cache behind."""
-    assets.franka.share_dir.cache_clear()
-    assert (assets.franka.share_dir() / assets.franka.URDF_RELATIVE).is_file()
+    assets.example_robot_data.share_dir.cache_clear()
+    assert (assets.example_robot_data.share_dir() / assets.PANDA.urdf_file).is_file()

@@ -20,7 +20,7 @@ from kinematics import (
 )
 from kinematics.chain import PRISMATIC, REVOLUTE
 
-PANDA_ROOT, PANDA_TCP = assets.ROOT_LINK, assets.TCP_LINK
+PANDA_ROOT, PANDA_TCP = assets.PANDA.root_link, assets.PANDA.frames["tcp"]
 PR2_JOINTS = (
     "torso_lift_joint",
     "r_shoulder_pan_joint",
@@ -198,7 +198,7 @@ def test_leading_dimensions_are_kept(dtype, panda_layer, sample_joints):
 
 def test_panda_chain_folds_fixed_joints_and_ignores_fingers(panda_chain):
     assert panda_chain.dof == 7
-    assert panda_chain.joint_names == assets.ARM_JOINTS
+    assert panda_chain.joint_names == assets.PANDA.joints
     assert panda_chain.root_link_name == PANDA_ROOT and panda_chain.end_link_name == PANDA_TCP
     assert all(j.kind == REVOLUTE for j in panda_chain.joints)
 
@@ -354,4 +354,4 @@ def test_every_chain_error_is_a_project_error():
 def test_root_defaults_to_the_urdf_root(panda_urdf):
     chain = SerialChainKinematics.from_urdf(panda_urdf, end_link_name=PANDA_TCP, dtype=torch.float64)
     assert chain.root_link_name == PANDA_ROOT
-    assert chain.joint_names == assets.ARM_JOINTS
+    assert chain.joint_names == assets.PANDA.joints

@@ -56,7 +56,7 @@ def test_joint_box_kinds_share_targets_and_differ_in_seeds(panda64):
 @pytest.mark.parametrize("spread", [0.3, 0.5])
 def test_ready_pose_seeds_spread_around_it_and_targets_sit_near_them(spread, panda64):
     problem = targets_near_seeds_near_ready_pose(panda64, N, seed=1, spread=spread, target_noise=0.05)
-    ready = torch.tensor(assets.READY_POSE, dtype=torch.float64)
+    ready = torch.tensor(assets.PANDA.reference_posture, dtype=torch.float64)
     assert ((problem.target_q >= panda64.lower) & (problem.target_q <= panda64.upper)).all()
     assert _mad_sigma(problem.seeds[:, [0, 2, 4]] - ready[[0, 2, 4]]) == pytest.approx(spread, rel=0.05)
     inside = ((problem.target_q > panda64.lower) & (problem.target_q < panda64.upper)).all(-1)

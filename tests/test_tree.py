@@ -226,7 +226,7 @@ def test_gradcheck_pose_and_com(toy):
 
 
 def test_panda_tree_matches_the_serial_chain():
-    text = assets.urdf_text()
+    text = assets.PANDA.urdf_text()
     chain = SerialChainKinematics.from_urdf(text, "panda_hand_tcp", dtype=torch.float64)
     tree = KinematicTree.from_urdf(text, dtype=torch.float64)
     # + the first finger; the second finger mimics it

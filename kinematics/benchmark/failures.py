@@ -16,7 +16,7 @@ from kinematics.benchmark.problem import (
 
 # A failed row ends "near-singular" when the smallest singular value of its Jacobian is below this (the damping).
 SINGULAR_BELOW = 0.05
-READY_SPREADS = (0.3, 0.5)  # rad: standard deviations of the seeds drawn around assets.READY_POSE
+READY_SPREADS = (0.3, 0.5)  # rad: standard deviations of the seeds drawn around assets.PANDA.reference_posture
 
 
 def _success(layer64: KinematicsLayer, targets, seeds, **cfg) -> float:

@@ -96,7 +96,12 @@ def agreement(configs: torch.Tensor, pk_available: bool, pin_available: bool) ->
     out = {}
     if pk_available:
         chain = peers.pk_chain(
-            assets.urdf_text(), assets.TCP_LINK, assets.ROOT_LINK, layer.joint_names, "cpu", torch.float64
+            assets.PANDA.urdf_text(),
+            assets.PANDA.frames["tcp"],
+            assets.PANDA.root_link,
+            layer.joint_names,
+            "cpu",
+            torch.float64,
         )
         pk_jac, pk_pose = chain.jacobian(configs, ret_eef_pose=True)
         out["pk"] = {
@@ -105,7 +110,7 @@ def agreement(configs: torch.Tensor, pk_available: bool, pin_available: bool) ->
             "jacobian_max_abs": float((pk_jac - jac).abs().max()),
         }
     if pin_available:
-        arm = peers.pin_arm(assets.urdf_text(), assets.TCP_LINK, layer.joint_names)
+        arm = peers.pin_arm(assets.PANDA.urdf_text(), assets.PANDA.frames["tcp"], layer.joint_names)
         pin_pose, pin_jac = [], []
         for q in configs.numpy():
             placement, j = arm.fk_jacobian(q)
@@ -130,14 +135,19 @@ def run(cfg: BenchConfig) -> dict:
     results = []
     layer64 = panda_layer("cpu", torch.float64)
     configs = {batch: random_configs(layer64, batch, cfg.seed) for batch in cfg.fk_batches}
-    arm = peers.pin_arm(assets.urdf_text(), assets.TCP_LINK, layer64.joint_names) if has_pin else None
+    arm = peers.pin_arm(assets.PANDA.urdf_text(), assets.PANDA.frames["tcp"], layer64.joint_names) if has_pin else None
     for dtype_name in cfg.fk_dtypes:
         dtype = getattr(torch, dtype_name)
         layer = panda_layer(device, dtype)
         chain = None
         if has_pk:
             chain = peers.pk_chain(
-                assets.urdf_text(), assets.TCP_LINK, assets.ROOT_LINK, layer.joint_names, device, dtype
+                assets.PANDA.urdf_text(),
+                assets.PANDA.frames["tcp"],
+                assets.PANDA.root_link,
+                layer.joint_names,
+                device,
+                dtype,
             )
         for batch in cfg.fk_batches:
             start = time.perf_counter()

@@ -75,11 +75,18 @@ class Solvers:
         self.layer64 = panda_layer("cpu", torch.float64)
         names = self.layer.joint_names
         self.pk_chain = (
-            peers.pk_chain(assets.urdf_text(), assets.TCP_LINK, assets.ROOT_LINK, names, self.device, self.dtype)
+            peers.pk_chain(
+                assets.PANDA.urdf_text(),
+                assets.PANDA.frames["tcp"],
+                assets.PANDA.root_link,
+                names,
+                self.device,
+                self.dtype,
+            )
             if use_pk
             else None
         )
-        self.pin_arm = peers.pin_arm(assets.urdf_text(), assets.TCP_LINK, names) if use_pin else None
+        self.pin_arm = peers.pin_arm(assets.PANDA.urdf_text(), assets.PANDA.frames["tcp"], names) if use_pin else None
 
     def cast(self, x: torch.Tensor) -> torch.Tensor:
         return x.to(self.device, self.dtype)

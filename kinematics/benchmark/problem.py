@@ -31,11 +31,11 @@ class IKProblem(NamedTuple):
 
 
 def panda_layer(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> KinematicsLayer:
-    """The Panda arm from ``assets.ROOT_LINK`` to ``assets.TCP_LINK`` with its URDF joint limits."""
+    """The Panda arm from ``assets.PANDA.root_link`` to ``assets.PANDA.frames["tcp"]`` with its URDF joint limits."""
     chain = SerialChainKinematics.from_urdf(
-        assets.urdf_text(),
-        end_link_name=assets.TCP_LINK,
-        root_link_name=assets.ROOT_LINK,
+        assets.PANDA.urdf_text(),
+        end_link_name=assets.PANDA.frames["tcp"],
+        root_link_name=assets.PANDA.root_link,
         device=device,
         dtype=dtype,
     )
@@ -90,13 +90,13 @@ def targets_with_distant_seeds_in_joint_box(layer: KinematicsLayer, n: int, seed
 def targets_near_seeds_near_ready_pose(
     layer: KinematicsLayer, n: int, seed: int, spread: float = 0.3, target_noise: float = 0.05
 ) -> IKProblem:
-    """Seeds ``clamp(ready + N(0, spread^2))`` per joint around ``assets.READY_POSE``; target configurations
+    """Seeds ``clamp(ready + N(0, spread^2))`` per joint around ``assets.PANDA.reference_posture``; target configurations
     ``clamp(seed + N(0, target_noise^2))``, both in rad and inside the limits. One generator seeded with
     ``seed`` draws the seeds' noise first, then the targets'. ``ready + spread * noise`` is formed in float64
     before the cast (the float32 tests' numbers depend on it). The IK layer tests' targets, and the failure
     analysis's rows near the ready pose."""
     gen = torch.Generator().manual_seed(seed)
-    ready = torch.tensor(assets.READY_POSE, dtype=torch.float64)
+    ready = torch.tensor(assets.PANDA.reference_posture, dtype=torch.float64)
     seeds = layer.clamp(_on(layer, ready + spread * _normal(n, layer.dof, gen)))
     target_q = layer.clamp(seeds + target_noise * _on(layer, _normal(n, layer.dof, gen)))
     return _problem(layer, target_q, seeds)

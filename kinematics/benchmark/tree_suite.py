@@ -17,14 +17,14 @@ import time
 import numpy as np
 import torch
 
+import assets
 from kinematics import KinematicTree
 from kinematics.benchmark import peers
 from kinematics.benchmark.provenance import provenance_line
 from kinematics.benchmark.report import _table, fmt_time, fmt_x
 from kinematics.benchmark.timing import TimingPolicy, measure
 
-G1 = "example-robot-data/robots/g1_description/urdf/g1_29dof_rev_1_0.urdf"
-FOOT, HAND = "left_ankle_roll_link", "right_wrist_yaw_link"
+FOOT, HAND = assets.G1.frames["left_foot"], assets.G1.frames["right_hand"]
 OPS = ("poses", "jacobian", "com+jcom", "combined")
 METHODS = {
     "ours": "KinematicTree(floating_base=True): frame_poses / frame_jacobian / center_of_mass + com_jacobian; "
@@ -43,9 +43,7 @@ def _log(msg: str) -> None:
 
 
 def _urdf() -> tuple[str, str]:
-    from assets import robot_file  # the benchmark names its robot; kinematics/ itself does not
-
-    path = robot_file(G1)
+    path = assets.G1.urdf_path()
     return str(path), path.read_text()
 
 
@@ -187,7 +185,7 @@ def run(
     ]
     return {
         "suite": "tree",
-        "robot": G1,
+        "robot": assets.G1.urdf_file,
         "methods": METHODS,
         "results": results,
         "ratios": ratios(results),
