@@ -22,6 +22,7 @@ from kinematics.errors import (
 from kinematics.ik import DifferentiableIKCfg, DifferentiableIKLayer, IKResult
 from kinematics.layer import KinematicsLayer
 from kinematics.pose_error import pose_error
+from kinematics.qp import INFEASIBLE, NOT_CONVERGED, SOLVED, QPSolution, solve_qp
 from kinematics.r9 import r9_to_se3, se3_to_r9, singularity_margin
 from kinematics.rotations import make_transform, se3_exp_left, skew, so3_exp, so3_log, transform_inverse
 from kinematics.tree import KinematicTree, TreeState
@@ -34,6 +35,7 @@ __all__ = [
     "DtypeDeviceMismatchError",
     "FrameNotFoundError",
     "IKResult",
+    "INFEASIBLE",
     "InvalidQuaternionError",
     "InvalidTargetError",
     "JointSpec",
@@ -43,8 +45,11 @@ __all__ = [
     "MissingAssetError",
     "MissingInertialError",
     "NonFiniteError",
+    "NOT_CONVERGED",
     "NotAChainError",
     "ProjectError",
+    "QPSolution",
+    "SOLVED",
     "SerialChainKinematics",
     "TreeState",
     "ShapeError",
@@ -55,6 +60,7 @@ __all__ = [
     "se3_to_r9",
     "singularity_margin",
     "solve_box_qp",
+    "solve_qp",
     "pose_error",
     "se3_exp_left",
     "skew",

@@ -1,0 +1,480 @@
+"""A batched, differentiable dense QP solver in torch: fixed iteration counts, no host synchronisation.
+
+Solves, for every row of a batch (any leading dimensions, broadcast),
+
+    min_x 1/2 x^T P x + q^T x   s.t.   A x = b,   G x <= h,   lb <= x <= ub     (bounds may be +-inf)
+
+with ``P`` symmetric positive semidefinite (its symmetric part is used).
+
+Method (every count is fixed, every decision is a per-row ``torch.where``):
+
+1. ``iterations`` Mehrotra predictor-corrector interior-point steps on the *elastic* problem: every constraint row
+   carries the dual regularisation ``elastic`` (``A x - elastic y = b``, ``G x - elastic z + s = h``, likewise the
+   bounds), which is the KKT system of the problem with the quadratic penalty ``1 / (2 elastic)`` on each
+   constraint's violation. The elastic problem always has a solution, feasible or not. One Cholesky of
+   ``P + G^T W G + D`` (``n x n``) and one of its ``m_eq x m_eq`` Schur complement per step.
+2. ``polish_steps`` primal-dual active-set Newton steps (Hintermueller-Ito-Kunisch), starting from the interior
+   point's guess (a side is active where its multiplier exceeds its slack): solve the elastic KKT system of the
+   active set exactly (one LU of size ``n + m_eq + m_in``; a variable at a bound is fixed there), refine it
+   ``refinements`` times to the KKT system of the *original* problem (``elastic = 0``) with the same factors, and
+   take the next guess from that point.
+3. A row is ``SOLVED`` when the refined point is primal feasible and dual feasible (multiplier signs) to
+   ``tolerance``; otherwise ``INFEASIBLE`` when the elastic solution violates the constraints by more than
+   ``infeasibility_tolerance``; otherwise ``NOT_CONVERGED``.
+
+On an ``INFEASIBLE`` row ``x`` is the solution of the elastic problem
+
+    min_x 1/2 x^T P x + q^T x + 1/(2 elastic) * (||A x - b||^2 + ||(G x - h)_+||^2 + ||(lb - x)_+||^2 + ||(x - ub)_+||^2)
+
+on the active set of the last step: for ``elastic -> 0`` the least-squares least-violation point, and among those
+the one of least objective (the violation term dominates by ``1 / elastic``).
+
+KKT convention: ``P x + q + A^T y + G^T z + w = 0`` with ``z >= 0`` (``ineq_multipliers``) and the signed bound
+multiplier ``w`` (``bound_multipliers``): ``w_i > 0`` where ``x_i`` is at its upper bound, ``w_i < 0`` at its lower
+bound, ``0`` where free. ``active_bounds`` is ``+1`` / ``-1`` / ``0`` for upper / lower / free.
+
+Gradients (``kinematics.qp_gradient``): implicit differentiation of the KKT conditions on the final active set
+(OptNet), one LU solve per backward, w.r.t. ``P, q, A, b, G, h, lb, ub``; only ``x`` carries a gradient.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import torch
+
+from kinematics.errors import DtypeDeviceMismatchError, ShapeError
+
+SOLVED = 0
+INFEASIBLE = 1
+NOT_CONVERGED = 2
+
+_DEFAULTS = {
+    torch.float64: {"tolerance": 1e-9, "infeasibility_tolerance": 1e-6, "elastic": 1e-9},
+    torch.float32: {"tolerance": 1e-4, "infeasibility_tolerance": 1e-3, "elastic": 1e-6},
+}
+
+
+class QPSolution(NamedTuple):
+    """The solution of a batch of QPs; every field has the batch's leading dimensions ``(...)``.
+
+    ``x (..., n)``; ``eq_multipliers`` ``y (..., m_eq)``; ``ineq_multipliers`` ``z (..., m_in) >= 0``;
+    ``bound_multipliers`` ``w (..., n)`` signed (``> 0`` at the upper bound, ``< 0`` at the lower), so that
+    ``P x + q + A^T y + G^T z + w = 0``; ``active_inequalities (..., m_in)`` bool; ``active_bounds (..., n)`` int8
+    ``+1`` upper / ``-1`` lower / ``0`` free; ``status (...)`` int8 (``SOLVED``, ``INFEASIBLE``,
+    ``NOT_CONVERGED``); ``primal_residual (...)`` the largest constraint violation of ``x`` (inf-norm, equalities,
+    inequalities and bounds); ``dual_residual (...)`` the inf-norm of ``P x + q + A^T y + G^T z + w``.
+    """
+
+    x: torch.Tensor
+    eq_multipliers: torch.Tensor
+    ineq_multipliers: torch.Tensor
+    bound_multipliers: torch.Tensor
+    active_inequalities: torch.Tensor
+    active_bounds: torch.Tensor
+    status: torch.Tensor
+    primal_residual: torch.Tensor
+    dual_residual: torch.Tensor
+
+
+def _mv(m: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return (m @ v[..., None])[..., 0]
+
+
+def _mtv(m: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return (v[..., None, :] @ m)[..., 0, :]
+
+
+def _inf_norm(v: torch.Tensor) -> torch.Tensor:
+    return v.abs().amax(-1) if v.shape[-1] else v.new_zeros(v.shape[:-1])
+
+
+def _check(P, q, A, b, G, h, lb, ub):
+    """Typed errors for shapes, dtypes and devices; returns the (possibly empty) constraint tensors."""
+    for name, t in (("P", P), ("q", q)):
+        if not isinstance(t, torch.Tensor):
+            raise ShapeError(f"{name} must be a tensor, got {type(t).__name__}")
+    if q.ndim < 1 or P.ndim < 2 or P.shape[-2:] != (q.shape[-1], q.shape[-1]):
+        raise ShapeError(f"P must be (..., n, n) and q (..., n); got P {tuple(P.shape)}, q {tuple(q.shape)}")
+    if q.dtype not in (torch.float32, torch.float64):
+        raise DtypeDeviceMismatchError(f"q must be float32 or float64, got {q.dtype}")
+    n = q.shape[-1]
+    if n == 0:
+        raise ShapeError("a QP needs at least one variable")
+    dtype, device = q.dtype, q.device
+    if (A is None) != (b is None):
+        raise ShapeError("A and b come together (both or neither)")
+    if (G is None) != (h is None):
+        raise ShapeError("G and h come together (both or neither)")
+    empty_m = q.new_zeros((0, n))
+    A = empty_m if A is None else A
+    b = q.new_zeros((0,)) if b is None else b
+    G = empty_m if G is None else G
+    h = q.new_zeros((0,)) if h is None else h
+    lb = torch.full((n,), -torch.inf, dtype=dtype, device=device) if lb is None else lb
+    ub = torch.full((n,), torch.inf, dtype=dtype, device=device) if ub is None else ub
+    named = {"P": P, "q": q, "A": A, "b": b, "G": G, "h": h, "lb": lb, "ub": ub}
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor):
+            raise ShapeError(f"{name} must be a tensor, got {type(t).__name__}")
+        if t.dtype != dtype or t.device != device:
+            raise DtypeDeviceMismatchError(
+                f"{name} is {t.dtype} on {t.device}; q is {dtype} on {device}: every input must match"
+            )
+    for mat, vec, mname, vname in ((A, b, "A", "b"), (G, h, "G", "h")):
+        if mat.ndim < 2 or mat.shape[-1] != n or vec.ndim < 1 or vec.shape[-1] != mat.shape[-2]:
+            raise ShapeError(
+                f"{mname} must be (..., m, {n}) and {vname} (..., m); got {tuple(mat.shape)} and {tuple(vec.shape)}"
+            )
+    for name in ("lb", "ub"):
+        if named[name].ndim < 1 or named[name].shape[-1] != n:
+            raise ShapeError(f"{name} must be (..., {n}); got {tuple(named[name].shape)}")
+    try:
+        batch = torch.broadcast_shapes(
+            P.shape[:-2], q.shape[:-1], A.shape[:-2], b.shape[:-1], G.shape[:-2], h.shape[:-1], lb.shape[:-1],
+            ub.shape[:-1],
+        )  # fmt: skip
+    except RuntimeError as error:
+        raise ShapeError(f"the batch dimensions do not broadcast: {error}") from error
+    return A, b, G, h, lb, ub, batch
+
+
+def _flat(t: torch.Tensor, batch, event: int) -> torch.Tensor:
+    shape = t.shape[t.ndim - event :]
+    return t.expand(*batch, *shape).reshape(math.prod(batch), *shape)
+
+
+class _Problem(NamedTuple):
+    P: torch.Tensor
+    q: torch.Tensor
+    A: torch.Tensor
+    b: torch.Tensor
+    G: torch.Tensor
+    h: torch.Tensor
+    lb: torch.Tensor
+    ub: torch.Tensor
+
+
+def _ipm(pb: _Problem, iterations: int, elastic: float):
+    """Mehrotra predictor-corrector interior point steps on the elastic problem (dual regularisation ``elastic``
+    on every constraint row): ``A x - elastic y = b``, ``G x - elastic z + s = h``, ``x - elastic zu + su = ub``,
+    ``-x - elastic zl + sl = -lb``, ``s, z >= 0``. Returns the inequality and bound slacks and multipliers."""
+    P, q, A, b, G, h, lb, ub = pb
+    nb, n = q.shape
+    me, mi = A.shape[1], G.shape[1]
+    dt = q.dtype
+    d = elastic
+    fin_u, fin_l = torch.isfinite(ub).to(dt), torch.isfinite(lb).to(dt)
+    ubf, lbf = torch.nan_to_num(ub, posinf=0.0, neginf=0.0), torch.nan_to_num(lb, posinf=0.0, neginf=0.0)
+    count = (mi + fin_u.sum(-1) + fin_l.sum(-1)).clamp_min(1.0)
+    eye = torch.eye(n, dtype=dt, device=q.device)
+    x = q.new_zeros(nb, n)
+    y = q.new_zeros(nb, me)
+    z, s = q.new_ones(nb, mi), q.new_ones(nb, mi)
+    zu, su, zl, sl = fin_u.clone(), q.new_ones(nb, n), fin_l.clone(), q.new_ones(nb, n)
+    prox = 1e-10 if dt == torch.float64 else 1e-6
+
+    def max_step(v, dv, mask=None):
+        ratio = torch.where(dv < 0, -v / dv.clamp_max(-1e-300 if dt == torch.float64 else -1e-38), torch.inf)
+        if mask is not None:
+            ratio = torch.where(mask > 0, ratio, torch.inf)
+        return ratio.amin(-1) if ratio.shape[-1] else ratio.new_full(ratio.shape[:-1], torch.inf)
+
+    for _ in range(iterations):
+        r_d = _mv(P, x) + q + _mtv(A, y) + _mtv(G, z) + zu - zl
+        r_e = _mv(A, x) - d * y - b
+        r_i = _mv(G, x) - d * z + s - h
+        r_u = (x - d * zu + su - ubf) * fin_u
+        r_l = (-x - d * zl + sl + lbf) * fin_l
+        mu = ((s * z).sum(-1) + (su * zu * fin_u).sum(-1) + (sl * zl * fin_l).sum(-1)) / count
+        W = z / (s + d * z)
+        Wu = fin_u * zu / (su + d * zu)
+        Wl = fin_l * zl / (sl + d * zl)
+        H = P + (G.mT * W[:, None, :]) @ G + torch.diag_embed(Wu + Wl + prox)
+        L, _ = torch.linalg.cholesky_ex(H, check_errors=False)
+        if me:
+            HiAt = torch.cholesky_solve(A.mT, L)
+            S = A @ HiAt + d * torch.eye(me, dtype=dt, device=q.device)
+            LS, _ = torch.linalg.cholesky_ex(S, check_errors=False)
+
+        def direction(rc, rcu, rcl):
+            zs_, zus, zls = z, torch.where(fin_u > 0, zu, 1.0), torch.where(fin_l > 0, zl, 1.0)
+            ti = r_i - rc / zs_
+            tu = r_u - rcu / zus
+            tl = r_l - rcl / zls
+            rhs1 = -r_d - _mtv(G, W * ti) - Wu * tu + Wl * tl
+            if me:
+                hr = torch.cholesky_solve(rhs1[..., None], L)[..., 0]
+                dy = torch.cholesky_solve((_mv(A, hr) + r_e)[..., None], LS)[..., 0]
+                dx = hr - _mv(HiAt, dy)
+            else:
+                dy = y
+                dx = torch.cholesky_solve(rhs1[..., None], L)[..., 0]
+            dz = W * (_mv(G, dx) + ti)
+            dzu = Wu * (dx + tu)
+            dzl = Wl * (-dx + tl)
+            ds = (-rc - s * dz) / zs_
+            dsu = fin_u * (-rcu - su * dzu) / zus
+            dsl = fin_l * (-rcl - sl * dzl) / zls
+            return dx, dy, dz, dzu, dzl, ds, dsu, dsl
+
+        def step_len(dz, dzu, dzl, ds, dsu, dsl):
+            a = torch.stack(
+                (
+                    max_step(s, ds),
+                    max_step(z, dz),
+                    max_step(su, dsu, fin_u),
+                    max_step(zu, dzu, fin_u),
+                    max_step(sl, dsl, fin_l),
+                    max_step(zl, dzl, fin_l),
+                )  # fmt: skip
+            ).amin(0)
+            return a
+
+        aff = direction(s * z, su * zu * fin_u, sl * zl * fin_l)
+        a_aff = step_len(*aff[2:]).clamp_max(1.0)[:, None]
+        dz, dzu, dzl, ds, dsu, dsl = aff[2:]
+        mu_aff = (
+            ((s + a_aff * ds) * (z + a_aff * dz)).sum(-1)
+            + ((su + a_aff * dsu) * (zu + a_aff * dzu) * fin_u).sum(-1)
+            + ((sl + a_aff * dsl) * (zl + a_aff * dzl) * fin_l).sum(-1)
+        ) / count
+        sigma_mu = ((mu_aff / mu.clamp_min(1e-300 if dt == torch.float64 else 1e-38)).clamp(0, 1) ** 3 * mu)[:, None]
+        cor = direction(s * z + ds * dz - sigma_mu, (su * zu + dsu * dzu - sigma_mu) * fin_u,
+                        (sl * zl + dsl * dzl - sigma_mu) * fin_l)  # fmt: skip
+        dx, dy, dz, dzu, dzl, ds, dsu, dsl = cor
+        a = (0.99 * step_len(dz, dzu, dzl, ds, dsu, dsl)).clamp_max(1.0)[:, None]
+        x, y = x + a * dx, y + a * dy
+        z, s = z + a * dz, s + a * ds
+        zu, su = zu + a * dzu, su + a * dsu
+        zl, sl = zl + a * dzl, sl + a * dsl
+    return x, y, z, s, zu * fin_u, su, zl * fin_l, sl
+
+
+class _ActiveSet(NamedTuple):
+    ineq: torch.Tensor  # (nb, mi) bool
+    upper: torch.Tensor  # (nb, n) bool: fixed at ub
+    lower: torch.Tensor  # (nb, n) bool: fixed at lb
+
+
+def _kkt(pb: _Problem, act: _ActiveSet, elastic: float):
+    """The KKT matrix of the original problem on the active set ``K0``, its elastic one ``Kd``, the right-hand
+    sides ``r0`` / ``rd`` and the fixed values. Unknowns ``[x; y; z]``; rows: stationarity for free variables,
+    ``x_i = c_i`` (elastic: ``x_i - c_i = elastic * w_i``) for fixed ones, ``A x = b`` (``- elastic y``), active
+    ``G_k x = h_k`` (``- elastic z_k``), ``z_k = 0`` for inactive rows."""
+    P, q, A, b, G, h, lb, ub = pb
+    nb, n = q.shape
+    me, mi = A.shape[1], G.shape[1]
+    fixed = act.upper | act.lower
+    both = act.upper & act.lower  # contradictory bounds lb > ub: the elastic point is their midpoint
+    lbf, ubf = torch.nan_to_num(lb, posinf=0.0, neginf=0.0), torch.nan_to_num(ub, posinf=0.0, neginf=0.0)
+    c = torch.where(both, 0.5 * (lbf + ubf), torch.where(act.upper, ubf, torch.where(act.lower, lbf, 0.0)))
+    eps_fixed = torch.where(both, 0.5 * elastic, elastic) * fixed
+    stat = torch.cat((P, A.mT, G.mT), 2)  # (nb, n, N)
+    eye_n = torch.eye(n, dtype=q.dtype, device=q.device)
+    e_rows = torch.cat((eye_n.expand(nb, n, n), q.new_zeros(nb, n, me + mi)), 2)
+    top0 = torch.where(fixed[..., None], e_rows, stat)
+    act_f = act.ineq.to(q.dtype)
+    g_rows = torch.cat((G * act_f[..., None], q.new_zeros(nb, mi, me)), 2)
+    eye_m = torch.eye(mi, dtype=q.dtype, device=q.device)
+    g_rows = torch.cat((g_rows, torch.diag_embed(1.0 - act_f) if mi else q.new_zeros(nb, 0, 0)), 2)
+    a_rows = torch.cat((A, q.new_zeros(nb, me, me + mi)), 2)
+    K0 = torch.cat((top0, a_rows, g_rows), 1)
+    diag = torch.cat((q.new_zeros(nb, n), torch.full_like(b, -elastic), -elastic * act_f), 1)
+    Kd = K0 + torch.diag_embed(diag)
+    Kd[:, :n] = Kd[:, :n] + eps_fixed[..., None] * stat
+    del eye_m
+    r0 = torch.cat((torch.where(fixed, c, -q), b, h * act_f), 1)
+    rd = r0 - torch.cat((eps_fixed * q, q.new_zeros(nb, me + mi)), 1)
+    return K0, Kd, r0, rd, fixed, c
+
+
+def _split(sol, n, me):
+    return sol[:, :n], sol[:, n : n + me], sol[:, n + me :]
+
+
+def _bound_multiplier(pb: _Problem, x, y, z, fixed):
+    stat = _mv(pb.P, x) + pb.q + _mtv(pb.A, y) + _mtv(pb.G, z)
+    return torch.where(fixed, -stat, 0.0)
+
+
+def _violation(pb: _Problem, x) -> torch.Tensor:
+    parts = [
+        _inf_norm(_mv(pb.A, x) - pb.b),
+        _inf_norm((_mv(pb.G, x) - pb.h).clamp_min(0)),
+        _inf_norm((pb.lb - x).clamp_min(0)),
+        _inf_norm((x - pb.ub).clamp_min(0)),
+    ]
+    return torch.stack(parts).amax(0)
+
+
+def _polish(pb: _Problem, act: _ActiveSet, elastic: float, refinements: int):
+    """One active-set solve: the elastic solution and its refinement to the original KKT system."""
+    n, me = pb.q.shape[1], pb.A.shape[1]
+    K0, Kd, r0, rd, fixed, c = _kkt(pb, act, elastic)
+    LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
+    sol_d = torch.linalg.lu_solve(LU, piv, rd[..., None])[..., 0]
+    sol = sol_d
+    for _ in range(refinements):
+        sol = sol + torch.linalg.lu_solve(LU, piv, (r0 - _mv(K0, sol))[..., None])[..., 0]
+    return sol_d, sol, K0, Kd, LU, piv, fixed
+
+
+def _next_active(pb: _Problem, x, z, w, act: _ActiveSet) -> _ActiveSet:
+    """Primal-dual active-set rule: an active row stays while its multiplier has the right sign; an inactive one
+    enters when violated; a fixed variable is released (never moved straight to the other bound)."""
+    gx = _mv(pb.G, x)
+    ineq = torch.where(act.ineq, z > 0, gx > pb.h)
+    upper = torch.where(act.upper, w > 0, ~act.lower & (x > pb.ub))
+    lower = torch.where(act.lower, w < 0, ~act.upper & (x < pb.lb))
+    # contradictory bounds (lb > ub): both sides, the elastic midpoint
+    contra = pb.lb > pb.ub
+    return _ActiveSet(ineq, upper | contra, lower | contra)
+
+
+def _solve(pb: _Problem, cfg: dict):
+    """The whole forward solve on flat ``(nb, ...)`` tensors, without autograd."""
+    P, q, A, b, G, h, lb, ub = pb
+    nb, n = q.shape
+    me, mi = A.shape[1], G.shape[1]
+    elastic = cfg["elastic"]
+    _, _, z, sz, zu, su, zl, sl = _ipm(pb, cfg["iterations"], elastic)
+    # the interior point's guess: a side is active where its multiplier exceeds its slack
+    contra = lb > ub
+    act = _ActiveSet(z > sz, (zu > su) & (zu >= zl) | contra, (zl > sl) & (zl > zu) | contra)
+    steps = max(1, cfg["polish_steps"])
+    for step in range(steps):
+        sol_d, sol, K0, Kd, LU, piv, fixed = _polish(pb, act, elastic, cfg["refinements"])
+        if step + 1 < steps:
+            # the next guess from the refined point where it is finite, else from the elastic one
+            good = torch.isfinite(sol).all(-1, keepdim=True)
+            s = torch.where(good, sol, sol_d)
+            xs, ys, zs = _split(s, n, me)
+            w = _bound_multiplier(pb, xs, ys, zs, fixed)
+            act = _next_active(pb, xs, zs, w, act)
+
+    def kkt_ok(s, tol):
+        xs, ys, zs = _split(s, n, me)
+        w = _bound_multiplier(pb, xs, ys, zs, fixed)
+        scale_p = 1.0 + torch.stack((_inf_norm(b), _inf_norm(torch.where(torch.isfinite(h), h, 0.0)))).amax(0)
+        scale_d = 1.0 + _inf_norm(q)
+        viol = _violation(pb, xs)
+        sign = torch.stack(
+            (
+                _inf_norm((-zs).clamp_min(0)),
+                _inf_norm(torch.where(act.upper & ~act.lower, (-w).clamp_min(0), 0.0)),
+                _inf_norm(torch.where(act.lower & ~act.upper, w.clamp_min(0), 0.0)),
+            )
+        ).amax(0)
+        stat = _inf_norm(_mv(pb.P, xs) + pb.q + _mtv(pb.A, ys) + _mtv(pb.G, zs) + w)
+        ok = (viol <= tol * scale_p) & (sign <= tol * scale_d) & (stat <= tol * scale_d) & torch.isfinite(s).all(-1)
+        return ok, viol, w
+
+    tol = cfg["tolerance"]
+    ok_exact, _, _ = kkt_ok(sol, tol)
+    ok_elastic, viol_d, _ = kkt_ok(sol_d, tol)
+    use_exact = ok_exact[:, None]
+    final = torch.where(use_exact, sol, sol_d)
+    xs, ys, zs = _split(final, n, me)
+    w = _bound_multiplier(pb, xs, ys, zs, fixed)
+    viol = _violation(pb, xs)
+    dual_res = _inf_norm(_mv(P, xs) + q + _mtv(A, ys) + _mtv(G, zs) + w)
+    scale_p = 1.0 + torch.stack((_inf_norm(b), _inf_norm(torch.where(torch.isfinite(h), h, 0.0)))).amax(0)
+    infeasible = viol_d > cfg["infeasibility_tolerance"] * scale_p
+    status = torch.where(
+        ok_exact | ok_elastic,
+        SOLVED,
+        torch.where(infeasible, INFEASIBLE, NOT_CONVERGED),
+    ).to(torch.int8)
+    active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
+    # the matrix the gradient differentiates: the original system where it was solved, the elastic one elsewhere
+    K_used = torch.where(use_exact[..., None], K0, Kd)
+    LU_used, piv_used, _ = (
+        torch.linalg.lu_factor_ex(K_used, check_errors=False) if cfg["need_backward"] else (None, None, None)
+    )
+    out = QPSolution(xs, ys, zs, w, act.ineq, active_bounds, status, viol, dual_res)
+    # each stationarity row's weight in K_used: 1 for a free variable, 0 (original) or the elastic weight for a fixed one
+    row_elastic = torch.where(ok_exact, 0.0, elastic).to(q.dtype)[:, None]
+    weight = torch.where(fixed, row_elastic * torch.where(act.upper & act.lower, 0.5, 1.0), 1.0)
+    saved = (LU_used, piv_used, weight, act)
+    return out, saved
+
+
+def _config(dtype, **kw) -> dict:
+    cfg = dict(_DEFAULTS[dtype])
+    cfg.update({k: v for k, v in kw.items() if v is not None})
+    return cfg
+
+
+def solve_qp(
+    P: torch.Tensor,
+    q: torch.Tensor,
+    A: torch.Tensor | None = None,
+    b: torch.Tensor | None = None,
+    G: torch.Tensor | None = None,
+    h: torch.Tensor | None = None,
+    lb: torch.Tensor | None = None,
+    ub: torch.Tensor | None = None,
+    *,
+    iterations: int = 16,
+    polish_steps: int = 2,
+    refinements: int = 2,
+    tolerance: float | None = None,
+    infeasibility_tolerance: float | None = None,
+    elastic: float | None = None,
+) -> QPSolution:
+    """Solve ``min 1/2 x^T P x + q^T x`` s.t. ``A x = b``, ``G x <= h``, ``lb <= x <= ub`` for a batch.
+
+    Shapes: ``P (..., n, n)``, ``q (..., n)``, ``A (..., m_eq, n)``, ``b (..., m_eq)``, ``G (..., m_in, n)``,
+    ``h (..., m_in)``, ``lb``/``ub`` ``(..., n)`` with ``-inf``/``inf`` for missing bounds; leading dimensions
+    broadcast. float32 or float64, all on one device. ``iterations`` interior-point steps, then ``polish_steps`` active-set
+    solves (each refined ``refinements`` times); defaults of ``tolerance`` (the SOLVED test, relative),
+    ``infeasibility_tolerance`` and ``elastic`` (the inverse penalty weight of the elastic problem) depend on the
+    dtype: float64 1e-9 / 1e-6 / 1e-9, float32 1e-4 / 1e-3 / 1e-6. See the module docstring for the method, the
+    status rules and the sign conventions; ``x`` is differentiable w.r.t. every tensor input (first-order reverse
+    mode; forward-mode AD, ``torch.func`` and ``create_graph`` raise ``UnsupportedTransformError``).
+    """
+    from kinematics.qp_gradient import QPFunction, refuse_transforms
+
+    A, b, G, h, lb, ub, batch = _check(P, q, A, b, G, h, lb, ub)
+    cfg = _config(
+        q.dtype,
+        tolerance=tolerance,
+        infeasibility_tolerance=infeasibility_tolerance,
+        elastic=elastic,
+    )
+    cfg.update(iterations=iterations, polish_steps=polish_steps, refinements=refinements)
+    inputs = (P, q, A, b, G, h, lb, ub)
+    needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
+    refuse_transforms(needs_grad)
+    cfg["need_backward"] = needs_grad
+    if needs_grad:
+        sol = QPSolution(*QPFunction.apply(cfg, batch, *inputs))
+    else:
+        sol = _run(cfg, batch, *inputs)[0]
+    return sol
+
+
+def flatten_problem(batch, P, q, A, b, G, h, lb, ub) -> _Problem:
+    n = q.shape[-1]
+    Pf = _flat(P, batch, 2)
+    Pf = 0.5 * (Pf + Pf.mT)
+    return _Problem(
+        Pf,
+        _flat(q, batch, 1),
+        _flat(A, batch, 2),
+        _flat(b, batch, 1),
+        _flat(G, batch, 2),
+        _flat(h, batch, 1),
+        _flat(lb, batch, 1).reshape(-1, n),
+        _flat(ub, batch, 1).reshape(-1, n),
+    )
+
+
+def _run(cfg, batch, P, q, A, b, G, h, lb, ub):
+    with torch.no_grad():
+        pb = flatten_problem(batch, P, q, A, b, G, h, lb, ub)
+        sol, saved = _solve(pb, cfg)
+        out = QPSolution(*(t.reshape(*batch, *t.shape[1:]) for t in sol))
+    return out, pb, saved

@@ -1,0 +1,87 @@
+"""Implicit gradients of ``solve_qp``: differentiate the KKT conditions on the final active set (OptNet).
+
+At the solution, ``F(s, theta) = K s - r = 0`` holds for ``s = [x; y; z]`` and the active set's KKT matrix ``K``
+(``kinematics.qp._kkt``): stationarity rows ``w_i (P x + q + A^T y + G^T z)_i`` (``w_i = 1`` for a free variable;
+for a variable at a bound ``w_i = 0`` and the row is ``x_i = c_i``; on rows that were not SOLVED the elastic
+system's weights), the equalities, the active inequalities, ``z_k = 0`` for inactive ones. With
+``lambda = K^{-T} [g; 0; 0]`` for the upstream gradient ``g`` on ``x`` and ``lambda_s = w * lambda_x``,
+``dL/dtheta = -lambda^T dF/dtheta``:
+
+    grad_q = -lambda_s,  grad_P = -sym(lambda_s x^T),  grad_A = -(lambda_y x^T + y lambda_s^T),  grad_b = lambda_y,
+    grad_G = -(lambda_z x^T + z lambda_s^T) (active rows),  grad_h = lambda_z,  grad_{lb|ub} = lambda_x (fixed)
+
+One LU solve (its factors computed in the forward pass) per backward; no host synchronisation. First-order reverse
+mode only.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kinematics.batch_last import first_order, transforms_active
+from kinematics.errors import UnsupportedTransformError
+
+
+def refuse_transforms(needs_grad: bool) -> None:
+    """The closed-form backward has no forward-mode or batching rule: refuse those with a typed error."""
+    if transforms_active():
+        raise UnsupportedTransformError(
+            "solve_qp supports first-order reverse-mode autograd only (its backward is one linear solve of the "
+            "active set's KKT system); forward-mode AD and torch.func transforms are unsupported"
+        )
+
+
+class QPFunction(torch.autograd.Function):
+    """``apply(cfg, batch, P, q, A, b, G, h, lb, ub) -> QPSolution`` fields (only ``x`` is differentiable)."""
+
+    @staticmethod
+    def forward(ctx, cfg, batch, P, q, A, b, G, h, lb, ub):
+        from kinematics.qp import _run
+
+        out, pb, saved = _run(cfg, batch, P, q, A, b, G, h, lb, ub)
+        LU, piv, weight, act = saved
+        n, me, mi = pb.q.shape[1], pb.A.shape[1], pb.G.shape[1]
+        ctx.save_for_backward(
+            LU,
+            piv,
+            weight,
+            out.x.reshape(-1, n),
+            out.eq_multipliers.reshape(-1, me),
+            out.ineq_multipliers.reshape(-1, mi),
+            act.ineq,
+            act.upper,
+            act.lower,
+        )
+        ctx.batch, ctx.n, ctx.me = batch, n, me
+        ctx.shapes = tuple(t.shape for t in (P, q, A, b, G, h, lb, ub))
+        ctx.mark_non_differentiable(*out[1:])
+        return tuple(out)
+
+    @staticmethod
+    @first_order
+    def backward(ctx, grad_x, *_):
+        LU, piv, weight, x, y, z, act_in, upper, lower = ctx.saved_tensors
+        batch, n, me = ctx.batch, ctx.n, ctx.me
+        nb = x.shape[0]
+        g = grad_x.reshape(nb, n)
+        rhs = torch.cat((g, g.new_zeros(nb, LU.shape[-1] - n)), 1)
+        lam = torch.linalg.lu_solve(LU, piv, rhs[..., None], adjoint=True)[..., 0]
+        lx, ly, lz = lam[:, :n], lam[:, n : n + me], lam[:, n + me :]
+        ls = weight * lx
+        lz = lz * act_in.to(x.dtype)
+        grad_P = -ls[:, :, None] * x[:, None, :]
+        share = torch.where(upper & lower, 0.5 * lx, lx)
+        grads = (
+            0.5 * (grad_P + grad_P.mT),
+            -ls,
+            -(ly[:, :, None] * x[:, None, :] + y[:, :, None] * ls[:, None, :]),
+            ly,
+            -(lz[:, :, None] * x[:, None, :] + z[:, :, None] * ls[:, None, :]),
+            lz,
+            torch.where(lower, share, 0.0),
+            torch.where(upper, share, 0.0),
+        )
+        out = [None, None]
+        for grad, shape, needed in zip(grads, ctx.shapes, ctx.needs_input_grad[2:], strict=True):
+            out.append(grad.reshape(*batch, *grad.shape[1:]).sum_to_size(shape) if needed else None)
+        return tuple(out)
