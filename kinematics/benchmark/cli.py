@@ -12,7 +12,7 @@ from pathlib import Path
 
 import torch
 
-from kinematics.benchmark import constrained_suite, fk_suite, goals, ik_suite, peers, report, tree_suite
+from kinematics.benchmark import constrained_suite, fk_suite, goals, ik_suite, peers, qp_suite, report, tree_suite
 from kinematics.benchmark.config import DTYPES, BenchConfig
 from kinematics.benchmark.memory import MODES
 from kinematics.benchmark.provenance import cpu_name, provenance
@@ -37,7 +37,7 @@ def _dtypes(text: str) -> tuple[str, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m kinematics.benchmark", description=__doc__)
-    p.add_argument("--suite", choices=("fk", "ik", "constrained", "tree", "all"), default="all")
+    p.add_argument("--suite", choices=("fk", "ik", "constrained", "tree", "qp", "all"), default="all")
     p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="tiny batches and few repeats: a smoke test")
     p.add_argument("--batches", type=_ints, help="batch sizes for both suites (default 1,64,1024,8192)")
@@ -150,6 +150,21 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             )
             doc["meta"] = meta(cfg, argv, load)
             markdown = constrained_suite.markdown(doc)
+            json_path, md_path = report.write_suite(args.out, doc, markdown)
+            print(markdown, flush=True)
+            print(f"wrote {json_path} and {md_path}", flush=True)
+            continue
+        if suite == "qp":
+            doc = qp_suite.run(
+                batches=args.batches or ((1, 16) if args.quick else (1, 64, 1024)),
+                dtypes=cfg.fk_dtypes,
+                timing=cfg.ik_timing,
+                seed=args.seed,
+                count=64 if args.quick else 1000,
+                infeasible_count=8 if args.quick else 100,
+            )
+            doc["meta"] = meta(cfg, argv, load)
+            markdown = qp_suite.markdown(doc)
             json_path, md_path = report.write_suite(args.out, doc, markdown)
             print(markdown, flush=True)
             print(f"wrote {json_path} and {md_path}", flush=True)
