@@ -281,7 +281,8 @@ def _kkt(pb: _Problem, act: _ActiveSet, elastic: float):
     g_rows = torch.cat((g_rows, torch.diag_embed(1.0 - act_f) if mi else q.new_zeros(nb, 0, 0)), 2)
     a_rows = torch.cat((A, q.new_zeros(nb, me, me + mi)), 2)
     K0 = torch.cat((top0, a_rows, g_rows), 1)
-    diag = torch.cat((q.new_zeros(nb, n), torch.full_like(b, -elastic), -elastic * act_f), 1)
+    # a proximal term on free variables (P may be only semidefinite), the elastic weight on constraint rows
+    diag = torch.cat((elastic * (~fixed).to(q.dtype), torch.full_like(b, -elastic), -elastic * act_f), 1)
     Kd = K0 + torch.diag_embed(diag)
     Kd[:, :n] = Kd[:, :n] + eps_fixed[..., None] * stat
     del eye_m
@@ -393,6 +394,9 @@ def _solve(pb: _Problem, cfg: dict):
     LU_used, piv_used, _ = (
         torch.linalg.lu_factor_ex(K_used, check_errors=False) if cfg["need_backward"] else (None, None, None)
     )
+    # within-tolerance wrong signs (the SOLVED test allows them) are clipped: z >= 0, w >= 0 at ub, w <= 0 at lb
+    zs = zs.clamp_min(0.0)
+    w = torch.where(act.upper & ~act.lower, w.clamp_min(0.0), torch.where(act.lower & ~act.upper, w.clamp_max(0.0), w))
     out = QPSolution(xs, ys, zs, w, act.ineq, active_bounds, status, viol, dual_res)
     # each stationarity row's weight in K_used: 1 for a free variable, 0 (original) or the elastic weight for a fixed one
     row_elastic = torch.where(ok_exact, 0.0, elastic).to(q.dtype)[:, None]
@@ -402,7 +406,7 @@ def _solve(pb: _Problem, cfg: dict):
 
 
 def _config(dtype, **kw) -> dict:
-    cfg = dict(_DEFAULTS[dtype])
+    cfg = dict(_DEFAULTS[torch.float64])  # every problem is solved in float64 (see _run)
     cfg.update({k: v for k, v in kw.items() if v is not None})
     return cfg
 
@@ -431,7 +435,7 @@ def solve_qp(
     broadcast. float32 or float64, all on one device. ``iterations`` interior-point steps, then ``polish_steps`` active-set
     solves (each refined ``refinements`` times); defaults of ``tolerance`` (the SOLVED test, relative),
     ``infeasibility_tolerance`` and ``elastic`` (the inverse penalty weight of the elastic problem) depend on the
-    dtype: float64 1e-9 / 1e-6 / 1e-9, float32 1e-4 / 1e-3 / 1e-6. See the module docstring for the method, the
+    dtype of the computation, which is float64 for float32 inputs too (results cast back): 1e-9 / 1e-6 / 1e-9. See the module docstring for the method, the
     status rules and the sign conventions; ``x`` is differentiable w.r.t. every tensor input (first-order reverse
     mode; forward-mode AD, ``torch.func`` and ``create_graph`` raise ``UnsupportedTransformError``).
     """
@@ -473,8 +477,16 @@ def flatten_problem(batch, P, q, A, b, G, h, lb, ub) -> _Problem:
 
 
 def _run(cfg, batch, P, q, A, b, G, h, lb, ub):
+    """float32 problems are solved in float64 (the interior point's late steps are too ill-conditioned for float32
+    Cholesky factors) and the results cast back."""
     with torch.no_grad():
-        pb = flatten_problem(batch, P, q, A, b, G, h, lb, ub)
+        work = torch.float64
+        pb = flatten_problem(batch, *(t.to(work) for t in (P, q, A, b, G, h, lb, ub)))
         sol, saved = _solve(pb, cfg)
-        out = QPSolution(*(t.reshape(*batch, *t.shape[1:]) for t in sol))
+        out = QPSolution(
+            *(
+                t.reshape(tuple(batch) + tuple(t.shape[1:])).to(q.dtype if t.is_floating_point() else t.dtype)
+                for t in sol
+            )
+        )
     return out, pb, saved

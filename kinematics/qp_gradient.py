@@ -54,6 +54,7 @@ class QPFunction(torch.autograd.Function):
         )
         ctx.batch, ctx.n, ctx.me = batch, n, me
         ctx.shapes = tuple(t.shape for t in (P, q, A, b, G, h, lb, ub))
+        ctx.dtype = q.dtype
         ctx.mark_non_differentiable(*out[1:])
         return tuple(out)
 
@@ -61,9 +62,9 @@ class QPFunction(torch.autograd.Function):
     @first_order
     def backward(ctx, grad_x, *_):
         LU, piv, weight, x, y, z, act_in, upper, lower = ctx.saved_tensors
-        batch, n, me = ctx.batch, ctx.n, ctx.me
+        batch, n, me, dtype = ctx.batch, ctx.n, ctx.me, ctx.dtype
         nb = x.shape[0]
-        g = grad_x.reshape(nb, n)
+        g = grad_x.reshape(nb, n).to(x.dtype)
         rhs = torch.cat((g, g.new_zeros(nb, LU.shape[-1] - n)), 1)
         lam = torch.linalg.lu_solve(LU, piv, rhs[..., None], adjoint=True)[..., 0]
         lx, ly, lz = lam[:, :n], lam[:, n : n + me], lam[:, n + me :]
@@ -83,5 +84,7 @@ class QPFunction(torch.autograd.Function):
         )
         out = [None, None]
         for grad, shape, needed in zip(grads, ctx.shapes, ctx.needs_input_grad[2:], strict=True):
-            out.append(grad.reshape(*batch, *grad.shape[1:]).sum_to_size(shape) if needed else None)
+            out.append(
+                grad.reshape(tuple(batch) + tuple(grad.shape[1:])).sum_to_size(shape).to(dtype) if needed else None
+            )
         return tuple(out)
