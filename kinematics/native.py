@@ -42,6 +42,9 @@ _LIBRARIES = ("-lm",)
 _SUFFIX = {torch.float32: "float", torch.float64: "double"}
 _POINTERS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # after (dof, n)
 _WITH_THRESHOLDS = ("pose_error", "pose_error_vjp")  # (n, 5 pointers, small_sin_sq, near_pi_cos)
+# KinematicTree's kernels: (number of long arguments, number of pointers), longs first.
+_TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7, 8), "tree_com": (8, 11)}
+_TREE_TILE = 32  # TREE_TILE in native_kernels.h: the scratch the Jacobian kernels need per row
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
 _CPU = torch.device("cpu")
 _lock = threading.Lock()
@@ -72,6 +75,7 @@ def _load(path: Path) -> ctypes.CDLL:
     for suffix, real in (("float", ctypes.c_float), ("double", ctypes.c_double)):
         signatures = {name: [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * k for name, k in _POINTERS.items()}
         signatures.update({name: [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real] for name in _WITH_THRESHOLDS})
+        signatures.update({name: [ctypes.c_long] * i + [ctypes.c_void_p] * k for name, (i, k) in _TREE.items()})
         for name, argtypes in signatures.items():
             try:
                 function = getattr(lib, f"{name}_{suffix}")
@@ -110,7 +114,7 @@ def _build() -> ctypes.CDLL:
 def _functions(lib: ctypes.CDLL) -> dict[tuple[str, torch.dtype], Callable]:
     return {
         (name, dtype): getattr(lib, f"{name}_{suffix}")
-        for name in (*_POINTERS, *_WITH_THRESHOLDS)
+        for name in (*_POINTERS, *_WITH_THRESHOLDS, *_TREE)
         for dtype, suffix in _SUFFIX.items()
     }
 
@@ -279,3 +283,129 @@ def chain_vjp(
     work, grad_q = _empty(12, n, dtype=rot.dtype), _empty(dof, n, dtype=rot.dtype)
     kernel(dof, n, *(t.data_ptr() for t in (*tensors, work, grad_q)))
     return grad_q
+
+
+# ------------------------------------------------------------------------------------------- KinematicTree
+# The tree's kernels (kinematics.tree): nodes are ``(m + 1, 3, 4, B)`` batch-last (slot 0 the base). Index
+# arguments are the tree's own int64 buffers; ``_indices`` checks them like ``_kernel`` checks the real ones.
+
+
+def _indices(*tensors: torch.Tensor) -> bool:
+    return all(
+        type(t) in _PLAIN and t.is_cpu and t.dtype is torch.int64 and t.layout is torch.strided and t.is_contiguous()
+        for t in tensors
+    )
+
+
+def tree_nodes(
+    q: torch.Tensor,
+    floating: bool,
+    column: torch.Tensor,
+    multiplier: torch.Tensor,
+    offset: torch.Tensor,
+    revolute: torch.Tensor,
+    origin: torch.Tensor,
+    parent: torch.Tensor,
+) -> torch.Tensor | None:
+    """The level pass: ``q`` ``(B, nq)`` -> nodes ``(m + 1, 3, 4, B)``, or ``None``. Node ``i`` (level order) is
+    driven by ``q[:, column[i]] * multiplier[i] + offset[i]``, ``revolute[i]`` 1 (angle) or 0 (slide); ``origin``
+    ``(m, 3, 4)``: its constant frame in its parent's; ``parent`` ``(m,)``: its parent's slot. Sine and cosine
+    are computed in the kernel (no torch op: torch's would wait for its thread pool)."""
+    if q.ndim != 2:
+        return None
+    n, nq = q.shape
+    m = origin.shape[0]
+    reals = (q, origin, revolute, multiplier, offset)
+    kernel = _kernel("tree_nodes", reals, ((n, nq), (m, 3, 4), (m,), (m,), (m,)))
+    if kernel is None or not _indices(column, parent) or column.shape != (m,) or parent.shape != (m,):
+        return None
+    nodes = _empty(m + 1, 3, 4, n, dtype=q.dtype)
+    tensors = [t.contiguous() for t in reals] + [column, parent, nodes]
+    kernel(m, n, int(floating), nq, *(t.data_ptr() for t in tensors))
+    return nodes
+
+
+def tree_frames(
+    nodes: torch.Tensor, offset: torch.Tensor, slot: torch.Tensor, batch_first: bool = True
+) -> torch.Tensor | None:
+    """Every frame from nodes ``(m + 1, 3, 4, B)``, ``offset`` ``(nf, 4, 4)`` and owner ``slot`` ``(nf,)``:
+    ``(B, nf, 4, 4)`` (``batch_first``) or ``(nf, 3, 4, B)``, or ``None``."""
+    if nodes.ndim != 4 or offset.ndim != 3:
+        return None
+    n, nf = nodes.shape[-1], offset.shape[0]
+    kernel = _kernel("tree_frames", (nodes, offset), ((nodes.shape[0], 3, 4, n), (nf, 4, 4)))
+    if kernel is None or not _indices(slot) or slot.shape != (nf,):
+        return None
+    if batch_first:
+        out, strides = _empty(n, nf, 4, 4, dtype=nodes.dtype), (nf * 16, 16, 1, 4)
+    else:
+        out, strides = _empty(nf, 3, 4, n, dtype=nodes.dtype), (1, 12 * n, n, 3)
+    kernel(nf, n, *strides, *(t.data_ptr() for t in (nodes.contiguous(), offset.contiguous(), slot, out)))
+    return out
+
+
+def tree_frame_jacobian(
+    nodes: torch.Tensor,
+    slot: int,
+    offset: torch.Tensor,
+    ancestors: torch.Tensor,
+    dofs: torch.Tensor,
+    weights: torch.Tensor,
+    revolute: torch.Tensor,
+    nv: int,
+    base_nv: int,
+    batch_first: bool = True,
+) -> torch.Tensor | None:
+    """One frame's Jacobian ``(B, 6, nv)`` (``batch_first``) or ``(6, nv, B)``, or ``None``: the frame is node
+    ``slot`` times ``offset`` ``(4, 4)``; its ``k`` ancestor nodes (slots ``ancestors``) drive columns
+    ``base_nv + dofs`` with ``weights`` and ``revolute`` 1/0 (all ``(k,)``)."""
+    if nodes.ndim != 4:
+        return None
+    n, k = nodes.shape[-1], ancestors.shape[0]
+    shapes = ((nodes.shape[0], 3, 4, n), (4, 4), (k,), (k,))
+    kernel = _kernel("tree_frame_jacobian", (nodes, offset, weights, revolute), shapes)
+    if kernel is None or not _indices(ancestors, dofs) or dofs.shape != (k,) or not 0 <= slot < nodes.shape[0]:
+        return None
+    if batch_first:
+        out, strides = _empty(n, 6, nv, dtype=nodes.dtype), (6 * nv, 1)
+    else:
+        out, strides = _empty(6, nv, n, dtype=nodes.dtype), (1, n)
+    work = _empty((6 * nv + 15) * _TREE_TILE, dtype=nodes.dtype)
+    tensors = (nodes.contiguous(), offset.contiguous(), ancestors, dofs, weights.contiguous(), revolute.contiguous())
+    kernel(k, n, slot, nv, base_nv, *strides, *(t.data_ptr() for t in (*tensors, work, out)))
+    return out
+
+
+def tree_com(
+    nodes: torch.Tensor,
+    moment: torch.Tensor,
+    subtree_mass: torch.Tensor,
+    revolute: torch.Tensor,
+    weights: torch.Tensor,
+    total: torch.Tensor,
+    dof: torch.Tensor,
+    parent: torch.Tensor,
+    nv: int,
+    base_nv: int,
+    jacobian: bool,
+    batch_first: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """The centre of mass ``(B, 3)`` and, with ``jacobian``, its Jacobian ``(B, 3, nv)`` (``batch_first``; else
+    ``(3, B)`` and ``(3, nv, B)``), or ``None``. ``moment`` ``(m + 1, 4)``: per slot, ``m [c; 1]`` of the links it
+    carries; ``subtree_mass``, ``revolute``, ``weights`` ``(m,)``; ``total`` ``(1,)`` the total mass; ``dof`` and
+    ``parent`` ``(m,)``: each node's joint and parent slot."""
+    if nodes.ndim != 4:
+        return None
+    n, m = nodes.shape[-1], nodes.shape[0] - 1
+    reals = (nodes, moment, subtree_mass, revolute, weights, total)
+    kernel = _kernel("tree_com", reals, ((m + 1, 3, 4, n), (m + 1, 4), (m,), (m,), (m,), (1,)))
+    if kernel is None or not _indices(dof, parent) or dof.shape != (m,) or parent.shape != (m,):
+        return None
+    dtype = nodes.dtype
+    work = _empty((3 * nv + 3 * (m + 1) + 15) * _TREE_TILE, dtype=dtype)
+    shape, strides = ((n, 3), (3 * nv, 1, 3, 1)) if batch_first else ((3, n), (1, n, 1, n))
+    com = _empty(*shape, dtype=dtype)
+    jac = None if not jacobian else _empty(*((n, 3, nv) if batch_first else (3, nv, n)), dtype=dtype)
+    tensors = [t.contiguous() for t in reals] + [dof, parent, work, com]
+    kernel(m, n, nv, base_nv, *strides, *(t.data_ptr() for t in tensors), None if jac is None else jac.data_ptr())
+    return com, jac

@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from kinematics import free_flyer
+from kinematics import free_flyer, native
 from kinematics.batch_last import cross
 from kinematics.errors import (
     DtypeDeviceMismatchError,
@@ -130,6 +130,10 @@ class KinematicTree(nn.Module):
         self.register_buffer("node_offset", as_t(d.offset[order]))
         self.register_buffer("node_revolute", as_t((d.kind[order] == REVOLUTE).astype(float)))
         self._identity_map = not self.has_mimic and np.array_equal(d.dof[order], np.arange(n))
+        # For the compiled pass (kinematics.native): each node's q column, constant frame (n, 3, 4), parent slot.
+        self.register_buffer("_node_q_column", long_t(d.dof[order] + self.base_nq), persistent=False)
+        self.register_buffer("_node_origin34", as_t(origins[:, :3, :]), persistent=False)
+        self.register_buffer("_node_parent_slot", long_t([slot(d.parent[w]) for w in order]), persistent=False)
 
         # Frames: owner slot and the constant offset from the owner's aligned frame.
         self._frame_slots = tuple(slot(w) for w in d.frame_node)
@@ -147,6 +151,9 @@ class KinematicTree(nn.Module):
             self.register_buffer(names[0], long_t(chain), persistent=False)
             self.register_buffer(names[1], long_t(d.dof[order][chain]), persistent=False)
             self.register_buffer(names[2], as_t(d.multiplier[order][chain]), persistent=False)
+            self.register_buffer(f"_frame{f}_slots", long_t(np.asarray(chain, dtype=np.int64) + 1), persistent=False)
+            revolute_chain = (d.kind[order][chain] == REVOLUTE).astype(float)
+            self.register_buffer(f"_frame{f}_revolute", as_t(revolute_chain), persistent=False)
             independent = not np.any(d.is_mimic[order][chain])
             self._frame_ancestors.append((names, len(chain), independent))
 
@@ -165,6 +172,7 @@ class KinematicTree(nn.Module):
         self.register_buffer("slot_moment", as_t(moments[:, :, None, None]))  # (n + 1, 4, 1, 1)
         self.register_buffer("subtree", as_t(subtree))
         self.register_buffer("subtree_mass", as_t(subtree @ moments[:, 3]))
+        self.register_buffer("_total_mass", as_t([self.total_mass]), persistent=False)
 
         lower = np.r_[np.full(self.base_nq, -np.inf), d.lower]
         upper = np.r_[np.full(self.base_nq, np.inf), d.upper]
@@ -344,6 +352,18 @@ class KinematicTree(nn.Module):
 
     def _nodes(self, q: torch.Tensor) -> torch.Tensor:
         buffers = self._buffers
+        nodes = native.tree_nodes(
+            q,
+            self.floating_base,
+            buffers["_node_q_column"],
+            buffers["node_multiplier"],
+            buffers["node_offset"],
+            buffers["node_revolute"],
+            buffers["_node_origin34"],
+            buffers["_node_parent_slot"],
+        )
+        if nodes is not None:  # the compiled pass (no autograd graph to record, a CPU tensor)
+            return nodes
         batch = q.shape[0]
         root = self._root(q)
         if root is None:
@@ -433,20 +453,51 @@ class KinematicTree(nn.Module):
     def frame_poses(self, q_or_state) -> torch.Tensor:
         """Every frame's pose in the world frame, ``(..., n_frames, 4, 4)`` in ``frame_names`` order."""
         state = self._state(q_or_state)
-        frames = self._frames(state)
-        n_frames, batch = frames.shape[0], state.batch_size
-        out = frames.new_empty(batch, n_frames, 4, 4)
-        out[:, :, :3].copy_(frames.permute(3, 0, 1, 2))
-        out[:, :, 3] = self._buffers["_homogeneous_row"]
+        buffers = self._buffers
+        n_frames, batch = len(self._frame_slots), state.batch_size
+        out = native.tree_frames(state.nodes, buffers["frame_offset"], buffers["frame_slot"])
+        if out is None:
+            frames = self._frames(state)
+            out = frames.new_empty(batch, n_frames, 4, 4)
+            out[:, :, :3].copy_(frames.permute(3, 0, 1, 2))
+            out[:, :, 3] = buffers["_homogeneous_row"]
         return out.view(*state.batch, n_frames, 4, 4)
 
     def frame_pose(self, q_or_state, name: str) -> torch.Tensor:
         """Pose of frame ``name`` in the world frame, ``(..., 4, 4)``."""
         index = self.frame_index(name)
         state = self._state(q_or_state)
+        buffers = self._buffers
+        out = native.tree_frames(
+            state.nodes, buffers["frame_offset"][index : index + 1], buffers["frame_slot"][index : index + 1]
+        )
+        if out is not None:
+            return out.view(*state.batch, 4, 4)
         top = self._frame(state, index).permute(2, 0, 1)
-        row = self._buffers["_homogeneous_row"].expand(top.shape[0], 1, 4)
+        row = buffers["_homogeneous_row"].expand(top.shape[0], 1, 4)
         return torch.cat((top, row), 1).view(*state.batch, 4, 4)
+
+    def frame_poses_batch_last(self, q_or_state) -> torch.Tensor:
+        """Every frame's pose as its top three rows, batch last: ``(n_frames, 3, 4, B)`` with ``B`` the flattened
+        batch (``state.batch_size``), the layout of a solver that works batch-last (no transpose). The result may
+        be the state's cache: do not modify it in place."""
+        state = self._state(q_or_state)
+        buffers = self._buffers
+        out = native.tree_frames(state.nodes, buffers["frame_offset"], buffers["frame_slot"], batch_first=False)
+        return self._frames(state) if out is None else out
+
+    def frame_pose_batch_last(self, q_or_state, name: str) -> torch.Tensor:
+        """Frame ``name``'s top three rows, ``(3, 4, B)`` (see ``frame_poses_batch_last``)."""
+        index = self.frame_index(name)
+        state = self._state(q_or_state)
+        buffers = self._buffers
+        out = native.tree_frames(
+            state.nodes,
+            buffers["frame_offset"][index : index + 1],
+            buffers["frame_slot"][index : index + 1],
+            batch_first=False,
+        )
+        return self._frame(state, index) if out is None else out[0]
 
     # --------------------------------------------------------------------------------------------- Jacobians
     def _base_block(self, state: TreeState, point: torch.Tensor, rows: int) -> torch.Tensor:
@@ -460,29 +511,65 @@ class KinematicTree(nn.Module):
             return torch.cat((axes, turned), 0)
         return torch.cat((torch.cat((axes, torch.zeros_like(axes)), 1), torch.cat((turned, axes), 1)), 0)
 
-    def _assemble(self, state: TreeState, point: torch.Tensor, columns: torch.Tensor, dofs, weights, rows: int):
-        """``(..., rows, nv)`` from node columns ``(k, rows, B)`` driving joints ``dofs`` (times ``weights`` for
-        mimic joints, or ``None``) and, with a floating base, the base columns at ``point``."""
+    def _assemble(
+        self,
+        state: TreeState,
+        point: torch.Tensor,
+        columns: torch.Tensor,
+        dofs,
+        weights,
+        rows: int,
+        batch_first: bool = True,
+    ):
+        """``(..., rows, nv)`` (``batch_first``; else ``(rows, nv, B)``) from node columns ``(k, rows, B)`` driving
+        joints ``dofs`` (times ``weights`` for mimic joints, or ``None``) and, with a floating base, the base
+        columns at ``point``."""
         batch = state.batch_size
-        out = columns.new_zeros(batch, rows, self.nv)
-        if self.base_nv:
-            out[:, :, : self.base_nv] = self._base_block(state, point, rows).permute(2, 1, 0)
-        joints = out[:, :, self.base_nv :]
-        source = columns.permute(2, 1, 0)
-        if weights is None:
-            joints.index_copy_(2, dofs, source)
+        if batch_first:
+            out = columns.new_zeros(batch, rows, self.nv)
+            column_dim, base, source = 2, (2, 1, 0), columns.permute(2, 1, 0)
         else:
-            joints.index_add_(2, dofs, source * weights)
-        return out.view(*state.batch, rows, self.nv)
+            out = columns.new_zeros(rows, self.nv, batch)
+            column_dim, base, source = 1, (1, 0, 2), columns.transpose(0, 1)
+            weights = None if weights is None else weights[:, None]
+        if self.base_nv:
+            out.narrow(column_dim, 0, self.base_nv).copy_(self._base_block(state, point, rows).permute(*base))
+        joints = out.narrow(column_dim, self.base_nv, self.nv - self.base_nv)
+        if weights is None:
+            joints.index_copy_(column_dim, dofs, source)
+        else:
+            joints.index_add_(column_dim, dofs, source * weights)
+        return out.view(*state.batch, rows, self.nv) if batch_first else out
 
     def frame_jacobian(self, q_or_state, name: str) -> torch.Tensor:
         """Jacobian of frame ``name``, ``(..., 6, nv)``: linear rows first, world-aligned axes at the frame origin
         (LOCAL_WORLD_ALIGNED), mapping ``v`` (base velocity in the base frame, then joint rates)."""
+        return self._frame_jacobian(q_or_state, name, True)
+
+    def frame_jacobian_batch_last(self, q_or_state, name: str) -> torch.Tensor:
+        """``frame_jacobian`` batch last: ``(6, nv, B)`` with ``B`` the flattened batch."""
+        return self._frame_jacobian(q_or_state, name, False)
+
+    def _frame_jacobian(self, q_or_state, name: str, batch_first: bool) -> torch.Tensor:
         index = self.frame_index(name)
         state = self._state(q_or_state)
         buffers = self._buffers
-        point = self._frame(state, index)[:, 3]  # (3, B)
         (node_name, dof_name, weight_name), count, independent = self._frame_ancestors[index]
+        jacobian = native.tree_frame_jacobian(
+            state.nodes,
+            self._frame_slots[index],
+            buffers["frame_offset"][index],
+            buffers[f"_frame{index}_slots"],
+            buffers[dof_name],
+            buffers[weight_name],
+            buffers[f"_frame{index}_revolute"],
+            self.nv,
+            self.base_nv,
+            batch_first,
+        )
+        if jacobian is not None:
+            return jacobian.view(*state.batch, 6, self.nv) if batch_first else jacobian
+        point = self._frame(state, index)[:, 3]  # (3, B)
         if count == 0:
             columns, dofs, weights = point.new_zeros(0, 6, state.batch_size), buffers[dof_name], None
         else:
@@ -495,7 +582,7 @@ class KinematicTree(nn.Module):
                 revolute = buffers["node_revolute"].index_select(0, buffers[node_name])[:, None, None]
                 columns = torch.cat((torch.lerp(z, linear, revolute), z * revolute), 1)
             dofs, weights = buffers[dof_name], None if independent else buffers[weight_name]
-        return self._assemble(state, point, columns, dofs, weights, 6)
+        return self._assemble(state, point, columns, dofs, weights, 6, batch_first)
 
     # ----------------------------------------------------------------------------------------- centre of mass
     def _require_mass(self) -> None:
@@ -515,23 +602,65 @@ class KinematicTree(nn.Module):
             state.cache["moments"] = moments
         return moments
 
+    def _native_com(self, state: TreeState, jacobian: bool, batch_first: bool):
+        buffers = self._buffers
+        return native.tree_com(
+            state.nodes,
+            buffers["slot_moment"].view(-1, 4),
+            buffers["subtree_mass"],
+            buffers["node_revolute"],
+            buffers["node_multiplier"],
+            buffers["_total_mass"],
+            buffers["node_dof"],
+            buffers["_node_parent_slot"],
+            self.nv,
+            self.base_nv,
+            jacobian,
+            batch_first,
+        )
+
     def center_of_mass(self, q_or_state) -> torch.Tensor:
         """Centre of mass in the world frame, ``(..., 3)``, from the URDF's inertials (every link, including
         those welded to the root)."""
+        return self._center_of_mass(q_or_state, True)
+
+    def center_of_mass_batch_last(self, q_or_state) -> torch.Tensor:
+        """``center_of_mass`` batch last: ``(3, B)`` with ``B`` the flattened batch."""
+        return self._center_of_mass(q_or_state, False)
+
+    def _center_of_mass(self, q_or_state, batch_first: bool) -> torch.Tensor:
         self._require_mass()
         state = self._state(q_or_state)
-        com = self._moments(state).sum(0) / self.total_mass  # (3, B)
-        return com.t().reshape(*state.batch, 3)
+        computed = self._native_com(state, False, batch_first)
+        if computed is not None:
+            com = computed[0]
+        else:
+            com = self._moments(state).sum(0) / self.total_mass  # (3, B)
+            if batch_first:
+                com = com.t()
+        return com.reshape(*state.batch, 3) if batch_first else com
 
     def com_jacobian(self, q_or_state) -> torch.Tensor:
         """Jacobian of the centre of mass, ``(..., 3, nv)``, mapping ``v`` to the CoM's world velocity."""
+        return self._com_jacobian(q_or_state, True)
+
+    def com_jacobian_batch_last(self, q_or_state) -> torch.Tensor:
+        """``com_jacobian`` batch last: ``(3, nv, B)`` with ``B`` the flattened batch."""
+        return self._com_jacobian(q_or_state, False)
+
+    def _com_jacobian(self, q_or_state, batch_first: bool) -> torch.Tensor:
         self._require_mass()
         state = self._state(q_or_state)
+        computed = self._native_com(state, True, batch_first)
+        if computed is not None:
+            jacobian = computed[1]
+            return jacobian.view(*state.batch, 3, self.nv) if batch_first else jacobian
         buffers, batch = self._buffers, state.batch_size
         moments = self._moments(state)
         com = moments.sum(0) / self.total_mass
         if self.n_nodes == 0:
-            return self._assemble(state, com, com.new_zeros(0, 3, batch), buffers["node_dof"], None, 3)
+            columns = com.new_zeros(0, 3, batch)
+            return self._assemble(state, com, columns, buffers["node_dof"], None, 3, batch_first)
         subtree = torch.mm(buffers["subtree"], moments.view(self.n_nodes + 1, 3 * batch)).view(-1, 3, batch)
         nodes = state.nodes[1:]
         z, origin = nodes[:, :, 2], nodes[:, :, 3]
@@ -540,7 +669,7 @@ class KinematicTree(nn.Module):
         if not self.all_revolute:
             linear = torch.lerp(z * mass, linear, buffers["node_revolute"][:, None, None])
         weights = buffers["node_multiplier"] if self.has_mimic else None
-        return self._assemble(state, com, linear / self.total_mass, buffers["node_dof"], weights, 3)
+        return self._assemble(state, com, linear / self.total_mass, buffers["node_dof"], weights, 3, batch_first)
 
     def extra_repr(self) -> str:
         return (

@@ -276,3 +276,81 @@ def test_typed_errors(g1):
         KinematicTree.from_urdf("<robot name='x'><link name='a'/><link name='b'/></robot>")  # two roots
     with pytest.raises(URDFError, match="mimics"):
         KinematicTree.from_urdf(TOY.replace('mimic joint="shoulder"', 'mimic joint="tip"'))
+
+
+# ------------------------------------------------------------------------------- compiled pass (native kernels)
+def _every_quantity(tree: KinematicTree, q: torch.Tensor) -> list[torch.Tensor]:
+    state = tree.forward_kinematics(q)
+    out = [state.nodes, tree.frame_poses(state), tree.center_of_mass(state), tree.com_jacobian(state)]
+    out += [tree.frame_poses_batch_last(state), tree.center_of_mass_batch_last(state)]
+    out.append(tree.com_jacobian_batch_last(state))
+    for name in tree.frame_names:
+        out += [tree.frame_pose(state, name), tree.frame_jacobian(state, name)]
+        out += [tree.frame_pose_batch_last(state, name), tree.frame_jacobian_batch_last(state, name)]
+    return out
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("robot", ["toy", "g1"])
+@pytest.mark.parametrize("floating_base", [False, True])
+@pytest.mark.parametrize("batch", [(), (1,), (3, 11), (70,)])  # tile edges: the kernels walk 32 samples at a time
+def test_compiled_pass_equals_the_torch_pass(robot, floating_base, dtype, batch):
+    from kinematics import native
+
+    if native.library() is None:
+        pytest.skip("no compiled kernels on this machine")
+    text = TOY if robot == "toy" else robot_file(G1).read_text()
+    tree = KinematicTree.from_urdf(text, floating_base=floating_base, dtype=dtype)
+    q = _random_q(tree, batch, seed=21).to(dtype)
+    state = tree.forward_kinematics(q)
+    assert native.tree_frames(state.nodes, tree.frame_offset, tree.frame_slot) is not None  # the kernel ran
+    compiled = _every_quantity(tree, q)
+    with native.disabled():
+        reference = _every_quantity(tree, q)
+    tol = 1e-12 if dtype == torch.float64 else 2e-5
+    for got, want in zip(compiled, reference, strict=True):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        torch.testing.assert_close(got, want, rtol=0, atol=tol)
+
+
+def test_batch_last_accessors_are_the_public_results_transposed(g1):
+    q = _random_q(g1, (2, 5), seed=22)
+    state = g1.forward_kinematics(q)
+    poses = g1.frame_poses(state).reshape(10, -1, 4, 4)
+    torch.testing.assert_close(g1.frame_poses_batch_last(state), poses[:, :, :3].permute(1, 2, 3, 0), rtol=0, atol=0)
+    name = "right_wrist_yaw_link"
+    torch.testing.assert_close(g1.frame_pose_batch_last(state, name), poses[:, g1.frame_index(name), :3].permute(1, 2, 0))
+    jacobian = g1.frame_jacobian(state, name).reshape(10, 6, g1.nv)
+    torch.testing.assert_close(g1.frame_jacobian_batch_last(state, name), jacobian.permute(1, 2, 0), rtol=0, atol=0)
+    com, com_jacobian = g1.center_of_mass(state).reshape(10, 3), g1.com_jacobian(state).reshape(10, 3, g1.nv)
+    torch.testing.assert_close(g1.center_of_mass_batch_last(state), com.t(), rtol=0, atol=0)
+    torch.testing.assert_close(g1.com_jacobian_batch_last(state), com_jacobian.permute(1, 2, 0), rtol=0, atol=0)
+    with torch.enable_grad():  # the torch pass (autograd) gives the same batch-last layouts
+        traced = g1.forward_kinematics(q.clone().requires_grad_())
+        assert traced.nodes.requires_grad
+        torch.testing.assert_close(g1.com_jacobian_batch_last(traced), com_jacobian.permute(1, 2, 0))
+        torch.testing.assert_close(g1.frame_jacobian_batch_last(traced, name), jacobian.permute(1, 2, 0))
+        torch.testing.assert_close(g1.frame_poses_batch_last(traced), poses[:, :, :3].permute(1, 2, 3, 0))
+
+
+def test_compiled_angles_match_libm_far_out_and_pass_nan():
+    """The kernel's own sine / cosine (Cody-Waite reduction, Taylor series; libm beyond 1e6 rad)."""
+    text = """<robot name="r"><link name="a"/><link name="b"/><joint name="j" type="continuous">
+      <parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint></robot>"""
+    tree = KinematicTree.from_urdf(text, dtype=torch.float64)
+    x = torch.cat((torch.linspace(-60.0, 60.0, 20001, dtype=torch.float64), torch.tensor([3e5, -2e6, 1e12])))
+    pose = tree.frame_pose(x[:, None], "b")
+    torch.testing.assert_close(pose[:, 0, 0], torch.cos(x), rtol=0, atol=4e-16)
+    torch.testing.assert_close(pose[:, 1, 0], torch.sin(x), rtol=0, atol=4e-16)
+    assert torch.isnan(tree.frame_pose(torch.tensor([[float("nan")], [float("inf")]], dtype=torch.float64), "b")[:, :2, :2]).all()
+
+
+def test_inputs_that_record_a_graph_take_the_torch_pass(g1):
+    from kinematics import native
+
+    q = _random_q(g1, (3,), seed=23).requires_grad_()
+    state = g1.forward_kinematics(q)
+    assert state.nodes.grad_fn is not None
+    assert native.tree_frames(state.nodes, g1.frame_offset, g1.frame_slot) is None
+    g1.com_jacobian(state).sum().backward()
+    assert q.grad is not None and torch.isfinite(q.grad).all()
