@@ -2,7 +2,9 @@
 
 Ops (per batch of configurations): every frame's pose; one frame Jacobian (the left foot); the CoM and its
 Jacobian; and the combined quantity of the whole-body target (all poses + CoM + CoM Jacobian + two frame Jacobians,
-left foot and right hand, from one forward pass). ``ours`` is the free-flyer tree; ``ours.fixed`` the fixed-base tree,
+left foot and right hand, from one forward pass), in the public batch-first layout (``combined``) and in the
+batch-last layout a batch-last solver reads (``combined.bl``); ``solver.bl`` is what such a solver consumes per step
+(the state, CoM, CoM Jacobian and the two frame Jacobians, batch-last, no frame poses). ``ours`` is the free-flyer tree; ``ours.fixed`` the fixed-base tree,
 the one pytorch_kinematics (no floating base) is compared with. Pinocchio runs a Python loop over the batch
 (float64, at most ``pin_max_batch`` configurations, reported per configuration).
 """
@@ -25,14 +27,19 @@ from kinematics.benchmark.report import _table, fmt_time, fmt_x
 from kinematics.benchmark.timing import TimingPolicy, measure
 
 FOOT, HAND = assets.G1.frames["left_foot"], assets.G1.frames["right_hand"]
-OPS = ("poses", "jacobian", "com+jcom", "combined")
+OPS = ("poses", "jacobian", "com+jcom", "combined", "combined.bl", "solver.bl")
 METHODS = {
     "ours": "KinematicTree(floating_base=True): frame_poses / frame_jacobian / center_of_mass + com_jacobian; "
-    "combined = forward_kinematics once, then all of them from the state",
+    "combined = forward_kinematics once, then all of them from the state, batch-first (..., n, 4, 4) / (..., 6, nv); "
+    "combined.bl = the same quantities batch-last (frame_poses_batch_last (n_frames, 3, 4, B), "
+    "center_of_mass_batch_last (3, B), com_jacobian_batch_last (3, nv, B), frame_jacobian_batch_last (6, nv, B)); "
+    "solver.bl = combined.bl without the frame poses. No-grad inputs on the CPU run the compiled kernels "
+    "(kinematics.native); with autograd the torch pass runs",
     "ours.fixed": "the same on the fixed-base tree (what pytorch_kinematics can describe)",
     "pin.loop": "Pinocchio (free flyer, float64), Python loop over the configurations: framesForwardKinematics / "
-    "computeFrameJacobian(LOCAL_WORLD_ALIGNED) / jacobianCenterOfMass; combined = computeJointJacobians + "
-    "framesForwardKinematics + jacobianCenterOfMass + two getFrameJacobian",
+    "computeFrameJacobian(LOCAL_WORLD_ALIGNED) / jacobianCenterOfMass; combined and combined.bl = "
+    "computeJointJacobians + framesForwardKinematics + jacobianCenterOfMass + two getFrameJacobian; solver.bl = the "
+    "same without framesForwardKinematics",
     "pk": "pytorch_kinematics on the fixed-base tree: build_chain_from_urdf(...).forward_kinematics(q) (all frames); "
     "jacobian: build_serial_chain_from_urdf(pelvis -> left foot).jacobian(q)",
 }
@@ -72,11 +79,25 @@ def _ours(tree: KinematicTree, q: torch.Tensor) -> dict:
             tree.frame_jacobian(state, HAND),
         )
 
+    def solver(state):
+        return (
+            tree.center_of_mass_batch_last(state),
+            tree.com_jacobian_batch_last(state),
+            tree.frame_jacobian_batch_last(state, FOOT),
+            tree.frame_jacobian_batch_last(state, HAND),
+        )
+
+    def combined_batch_last():
+        state = tree.forward_kinematics(q)
+        return tree.frame_poses_batch_last(state), *solver(state)
+
     return {
         "poses": lambda: tree.frame_poses(q),
         "jacobian": lambda: tree.frame_jacobian(q, FOOT),
         "com+jcom": com,
         "combined": combined,
+        "combined.bl": combined_batch_last,
+        "solver.bl": lambda: solver(tree.forward_kinematics(q)),
     }
 
 
@@ -113,7 +134,21 @@ def _pin(path: str, tree: KinematicTree, q: np.ndarray) -> dict:
             pin.getFrameJacobian(model, data, foot, lwa)
             pin.getFrameJacobian(model, data, hand, lwa)
 
-    return {"poses": poses, "jacobian": jacobian, "com+jcom": com, "combined": combined}
+    def solver():
+        for qp in rows:
+            pin.computeJointJacobians(model, data, qp)
+            pin.jacobianCenterOfMass(model, data, qp)
+            pin.getFrameJacobian(model, data, foot, lwa)
+            pin.getFrameJacobian(model, data, hand, lwa)
+
+    return {
+        "poses": poses,
+        "jacobian": jacobian,
+        "com+jcom": com,
+        "combined": combined,
+        "combined.bl": combined,
+        "solver.bl": solver,
+    }
 
 
 def _pk(text: str, tree: KinematicTree, dtype: torch.dtype, q_joints: torch.Tensor) -> dict:
