@@ -273,7 +273,11 @@ DISPATCH void KERNEL(chain_vjp)(long dof, long n, const REAL *restrict rot, cons
 /* tile[e * T + t] -> out[t * sb + e * se] for e < E, t < T (full tiles: constant trip counts, vectorised). */
 static inline void KERNEL(tree_store)(long E, long T, const REAL *restrict tile, REAL *restrict out, long sb,
                                       long se) {
-    if (se == 1 && T == TREE_TILE) {
+    if (se == 1 && T == TREE_TILE && E == 16) { /* poses: a constant 16 x TREE_TILE transpose */
+        for (long t = 0; t < TREE_TILE; t++) {
+            for (long e = 0; e < 16; e++) out[t * sb + e] = tile[e * TREE_TILE + t];
+        }
+    } else if (se == 1 && T == TREE_TILE) {
         for (long t = 0; t < TREE_TILE; t++) {
             for (long e = 0; e < E; e++) out[t * sb + e] = tile[e * TREE_TILE + t];
         }
