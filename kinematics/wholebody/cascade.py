@@ -1,0 +1,139 @@
+"""A strict cascade of QPs for one step: each priority level's optimum is kept exactly by the levels below.
+
+Level ``k`` solves ``min sum_t |W_t (J_t dq - gain_t e_t)|^2 + damping^2 |dq|^2`` over the step ``dq`` subject to
+every constraint (contacts, the support polygon, limits) and, for every level ``j < k``, ``W_j J_j dq = W_j J_j
+dq_j`` (the task values level ``j`` achieved, as equalities, not as a penalty weight). The last level's step is
+the step. Every level's status is reported in ``level_status``. When the first level's constraints cannot all
+hold, its least-violation solution (``solve_qp``'s) is the step, and the levels below keep what it achieved. A
+lower level that ``solve_qp`` does not report solved (its constraints are those of the level above plus that
+level's achieved values, so this means a numerically inconsistent stack) keeps the step of the level above it:
+feasible, and exactly optimal for every level above.
+
+Every piece is a torch op (``solve_qp`` differentiates through its KKT conditions on the active set), so the
+step is differentiable w.r.t. the targets and the configuration, level by level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import torch
+
+from kinematics.qp import SOLVED, solve_qp
+from kinematics.tree import KinematicTree, TreeState
+from kinematics.wholebody.constraint import Constraint
+from kinematics.wholebody.task import Task
+
+
+@dataclass(frozen=True)
+class CascadeStep:
+    """The step ``dq`` ``(..., nv)``, each level's QP status ``(..., n_levels)`` and the last level's active
+    inequalities ``(..., m_in)`` and bounds ``(..., nv)``."""
+
+    dq: torch.Tensor
+    level_status: torch.Tensor
+    active_inequalities: torch.Tensor | None
+    active_bounds: torch.Tensor | None
+
+
+@dataclass(frozen=True)
+class ConstraintRows:
+    """Every constraint stacked at one configuration: ``A dq = b``, ``G dq <= h``, ``lb <= dq <= ub``."""
+
+    A: torch.Tensor | None
+    b: torch.Tensor | None
+    G: torch.Tensor | None
+    h: torch.Tensor | None
+    lb: torch.Tensor | None
+    ub: torch.Tensor | None
+
+
+def constraint_rows(
+    tree: KinematicTree, state: TreeState, q: torch.Tensor, constraints: Sequence[Constraint], targets: Mapping
+) -> ConstraintRows:
+    equalities, inequalities, lb, ub = [], [], None, None
+    for constraint in constraints:
+        target = targets.get(constraint.name)
+        if (rows := constraint.equality(tree, state, q, target)) is not None:
+            equalities.append(rows)
+        if (rows := constraint.inequality(tree, state, q, target)) is not None:
+            inequalities.append(rows)
+        if (bounds := constraint.bounds(tree, state, q)) is not None:
+            lb = bounds[0] if lb is None else torch.maximum(lb, bounds[0])
+            ub = bounds[1] if ub is None else torch.minimum(ub, bounds[1])
+    A = torch.cat([a for a, _ in equalities], -2) if equalities else None
+    b = torch.cat([b for _, b in equalities], -1) if equalities else None
+    G = torch.cat([g for g, _ in inequalities], -2) if inequalities else None
+    h = torch.cat([h for _, h in inequalities], -1) if inequalities else None
+    return ConstraintRows(A, b, G, h, lb, ub)
+
+
+def _kept_rows(task: Task) -> torch.Tensor | None:
+    """Indices of the task's rows with a positive cost (zero-cost rows ask nothing and would be ``0 = 0``)."""
+    keep = task._cost > 0
+    return None if bool(keep.all()) else torch.nonzero(keep)[:, 0]
+
+
+def weighted_rows(
+    tree: KinematicTree, state: TreeState, q: torch.Tensor, tasks: Sequence[Task], targets: Mapping
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """A level's stacked ``W J`` ``(..., m, nv)`` and ``W gain e`` ``(..., m)`` (rows of zero cost left out)."""
+    jacobians, residuals = [], []
+    for task in tasks:
+        jac = task.jacobian(tree, state, q)
+        err = task.error(tree, state, q, targets[task.name])
+        w = task.cost(jac)
+        jac, err = w[:, None] * jac, task.gain * w * err
+        if (rows := _kept_rows(task)) is not None:
+            rows = rows.to(jac.device)
+            jac, err = jac.index_select(-2, rows), err.index_select(-1, rows)
+        jacobians.append(jac)
+        residuals.append(err)
+    return torch.cat(jacobians, -2), torch.cat(residuals, -1)
+
+
+def cascade_step(
+    tree: KinematicTree,
+    state: TreeState,
+    q: torch.Tensor,
+    levels: Sequence[Sequence[Task]],
+    constraints: Sequence[Constraint],
+    targets: Mapping[str, torch.Tensor],
+    damping: float,
+    qp_iterations: int,
+) -> CascadeStep:
+    """One step of the cascade at ``q`` ``(B, nq)`` (one flat batch dimension)."""
+    rows = constraint_rows(tree, state, q, constraints, targets)
+    eye = torch.eye(tree.nv, dtype=q.dtype, device=q.device)
+    kept_A, kept_b, statuses = [], [], []
+    dq = active_in = active_bounds = None
+    for tasks in levels:
+        J, r = weighted_rows(tree, state, q, tasks, targets)
+        P = J.transpose(-1, -2) @ J + damping**2 * eye
+        c = -(J.transpose(-1, -2) @ r[..., None])[..., 0]
+        A = [a for a in (rows.A, *kept_A) if a is not None]
+        b = [v for v in (rows.b, *kept_b) if v is not None]
+        solution = solve_qp(
+            P,
+            c,
+            torch.cat(A, -2) if A else None,
+            torch.cat(b, -1) if b else None,
+            rows.G,
+            rows.h,
+            rows.lb,
+            rows.ub,
+            iterations=qp_iterations,
+        )
+        if dq is None:  # the first level: its least-violation step where it is infeasible
+            dq, active_in, active_bounds = solution.x, solution.active_inequalities, solution.active_bounds
+        else:  # a lower level that cannot be solved keeps the step above it (feasible, and optimal for it)
+            solved = solution.status == SOLVED
+            dq = torch.where(solved[..., None], solution.x, dq)
+            if active_in is not None:
+                active_in = torch.where(solved[..., None], solution.active_inequalities, active_in)
+            active_bounds = torch.where(solved[..., None], solution.active_bounds, active_bounds)
+        kept_A.append(J)
+        kept_b.append((J @ dq[..., None])[..., 0])
+        statuses.append(solution.status)
+    return CascadeStep(dq, torch.stack(statuses, -1), active_in, active_bounds)

@@ -1,0 +1,317 @@
+"""``WholeBodyIKLayer``: tasks by priority level and constraints on a ``KinematicTree``, solved by a fixed number of
+strict-cascade steps (``kinematics.wholebody.cascade``), differentiable unrolled or implicitly.
+
+``solve(targets, seed)`` runs ``cfg.iterations`` steps ``q <- integrate(q, dq)`` from ``seed`` ``(..., nq)``;
+``targets`` maps each task's name (and each contact's) to its target. No early stop, no host synchronisation in
+the loop.
+
+Gradients (``cfg.gradient``):
+
+* ``"unrolled"``: autograd through every step (memory grows with the iterations).
+* ``"implicit"``: the steps run without a graph; at the fixed point ``q* = integrate(q*, dq(q*, theta))`` the
+  backward solves the adjoint equation ``u = g + M^T u`` in tangent coordinates, ``M`` the derivative of one step
+  at ``q*`` (``cfg.implicit_iterations`` vector-Jacobian products through a single step's graph), then applies
+  the step's derivative w.r.t. the targets. Memory is one step's, whatever the iteration count; the seed gets
+  no gradient (the fixed point does not depend on it to first order). Exact in the limit on converged rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import nn
+
+from kinematics.batch_last import transforms_active
+from kinematics.errors import (
+    CheckpointMismatchError,
+    ConfigError,
+    DtypeDeviceMismatchError,
+    ShapeError,
+    UnsupportedTransformError,
+)
+from kinematics.tree import KinematicTree
+from kinematics.wholebody.cascade import cascade_step
+from kinematics.wholebody.com_task import ComTask
+from kinematics.wholebody.constraint import Constraint
+from kinematics.wholebody.posture_task import PostureTask
+from kinematics.wholebody.task import Task
+
+GRADIENTS = ("unrolled", "implicit")
+
+
+@dataclass(frozen=True)
+class WholeBodyIKCfg:
+    """Frozen settings of the layer.
+
+    Attributes:
+        iterations: cascade steps per solve (fixed).
+        damping: ``damping^2 |dq|^2`` in every level: the Levenberg-Marquardt term that keeps steps short where a
+            level is near-singular (a stretched arm reaching out of range) and the linearisation would fail.
+        qp_iterations: of ``solve_qp`` per level.
+        position_tolerance, rotation_tolerance: a task succeeds when its position rows' error norm (m) and its
+            orientation rows' (rad) are within them (a posture task always counts as succeeded).
+        gradient: ``"unrolled"`` or ``"implicit"``.
+        implicit_iterations: adjoint fixed-point iterations of the implicit backward.
+    """
+
+    iterations: int = 16
+    damping: float = 0.05
+    qp_iterations: int = 30
+    position_tolerance: float = 1e-3
+    rotation_tolerance: float = 1e-2
+    gradient: str = "unrolled"
+    implicit_iterations: int = 32
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "qp_iterations", "implicit_iterations"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise ConfigError(f"{name} must be a positive int, got {value!r}")
+        for name in ("damping", "position_tolerance", "rotation_tolerance"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.gradient not in GRADIENTS:
+            raise ConfigError(f"gradient must be one of {GRADIENTS}, got {self.gradient!r}")
+
+
+@dataclass(frozen=True)
+class WholeBodyIKResult:
+    """A solve's outcome. ``q`` ``(..., nq)``; per task name: ``residuals`` (its error ``(..., size)`` at ``q``)
+    and ``success`` ``(...)``; per constraint name: ``violations`` ``(...)`` (0 when it holds); the last step's
+    ``level_status`` ``(..., n_levels)`` (``kinematics.qp`` statuses), ``active_inequalities`` and
+    ``active_bounds``."""
+
+    q: torch.Tensor
+    residuals: dict[str, torch.Tensor]
+    success: dict[str, torch.Tensor]
+    violations: dict[str, torch.Tensor]
+    level_status: torch.Tensor
+    active_inequalities: torch.Tensor | None
+    active_bounds: torch.Tensor | None
+
+
+def _success(task: Task, error: torch.Tensor, cfg: WholeBodyIKCfg) -> torch.Tensor:
+    if isinstance(task, PostureTask):
+        return torch.ones(error.shape[:-1], dtype=torch.bool, device=error.device)
+    if isinstance(task, ComTask):
+        return error.norm(dim=-1) <= cfg.position_tolerance
+    kind = getattr(task, "kind", "pose")
+    if kind == "position":
+        return error.norm(dim=-1) <= cfg.position_tolerance
+    if kind == "orientation":
+        return error.norm(dim=-1) <= cfg.rotation_tolerance
+    return (error[..., :3].norm(dim=-1) <= cfg.position_tolerance) & (
+        error[..., 3:].norm(dim=-1) <= cfg.rotation_tolerance
+    )
+
+
+class WholeBodyIKLayer(nn.Module):
+    """Whole-body IK on ``tree``: ``levels`` of tasks (the first has the highest priority), ``constraints`` at
+    every level, settings ``cfg``."""
+
+    def __init__(
+        self,
+        tree: KinematicTree,
+        levels: Sequence[Sequence[Task]],
+        constraints: Sequence[Constraint] = (),
+        cfg: WholeBodyIKCfg | None = None,
+    ) -> None:
+        super().__init__()
+        self.tree = tree
+        self.levels = tuple(tuple(level) for level in levels)
+        self.constraints = tuple(constraints)
+        self.cfg = cfg if cfg is not None else WholeBodyIKCfg()
+        if not self.levels or any(not level for level in self.levels):
+            raise ConfigError("a whole-body layer needs at least one level, and no level may be empty")
+        names = [t.name for level in self.levels for t in level] + [c.name for c in self.constraints]
+        duplicated = sorted({n for n in names if names.count(n) > 1})
+        if duplicated:
+            raise ConfigError(f"task and constraint names must be unique; repeated: {duplicated}")
+        self.tasks = {t.name: t for level in self.levels for t in level}
+        for task in self.tasks.values():  # unknown frames fail here, not in the middle of a solve
+            for frame in (getattr(task, "frame", None), getattr(task, "root", None)):
+                if frame is not None:
+                    tree.frame_index(frame)
+        for constraint in self.constraints:
+            for frame in (getattr(constraint, "frame", None), *getattr(constraint, "soles", {})):
+                if frame is not None:
+                    tree.frame_index(frame)
+        self._register_load_state_dict_pre_hook(self._check_checkpoint)
+
+    # ------------------------------------------------------------------------------------------------ inputs
+    @property
+    def target_names(self) -> tuple[str, ...]:
+        """The names ``solve`` needs a target for: every task's, and every contact's anchor."""
+        return (*self.tasks, *(c.name for c in self.constraints if c.needs_target))
+
+    def _targets(self, targets: Mapping[str, torch.Tensor], batch: torch.Size) -> dict[str, torch.Tensor]:
+        if not isinstance(targets, Mapping):
+            raise ShapeError(f"targets must be a mapping from names to tensors, got {type(targets).__name__}")
+        missing = [n for n in self.target_names if n not in targets]
+        if missing:
+            raise ShapeError(f"targets missing for {missing} (this layer needs {list(self.target_names)})")
+        unknown = sorted(set(targets) - set(self.target_names))
+        if unknown:
+            raise ShapeError(f"targets given for unknown tasks or contacts {unknown}; known: {list(self.target_names)}")
+        ref = self.tree.joint_lower
+        out = {}
+        owners = {**self.tasks, **{c.name: c for c in self.constraints}}
+        for name in self.target_names:
+            target, owner = targets[name], owners[name]
+            shape = owner.target_shape
+            if isinstance(owner, Task):
+                owner.check_target(target)
+            elif not isinstance(target, torch.Tensor) or tuple(target.shape[target.ndim - len(shape) :]) != shape:
+                raise ShapeError(f"contact {name!r}: its anchor must be (..., {shape})")
+            if target.dtype is not ref.dtype or target.device != ref.device:
+                raise DtypeDeviceMismatchError(
+                    f"target {name!r} is {target.dtype} on {target.device}; the tree is {ref.dtype} on {ref.device}"
+                )
+            try:
+                out[name] = target.expand(*batch, *shape).reshape(-1, *shape)
+            except RuntimeError:
+                raise ShapeError(
+                    f"target {name!r} of shape {tuple(target.shape)} does not broadcast to the batch {tuple(batch)}"
+                ) from None
+        return out
+
+    def _batch(self, targets: Mapping[str, torch.Tensor], seed: torch.Tensor) -> torch.Size:
+        owners = {**self.tasks, **{c.name: c for c in self.constraints}}
+        shapes = [seed.shape[:-1]]
+        for name in self.target_names:
+            target = targets.get(name)
+            if isinstance(target, torch.Tensor):
+                shapes.append(target.shape[: target.ndim - len(owners[name].target_shape)])
+        try:
+            return torch.broadcast_shapes(*shapes)
+        except RuntimeError:
+            raise ShapeError(f"the batch shapes of the seed and targets do not broadcast: {shapes}") from None
+
+    # ------------------------------------------------------------------------------------------------ solving
+    def step(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor]):
+        """One cascade step at ``q`` ``(B, nq)`` (flat batch; targets flat too): ``(q_next, CascadeStep)``."""
+        tree, cfg = self.tree, self.cfg
+        state = tree.forward_kinematics(q, validate=False)
+        step = cascade_step(tree, state, q, self.levels, self.constraints, targets, cfg.damping, cfg.qp_iterations)
+        return tree.integrate(q, step.dq), step
+
+    def _iterate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor]):
+        step = None
+        for _ in range(self.cfg.iterations):
+            q, step = self.step(q, targets)
+        return q, step
+
+    def solve(self, targets: Mapping[str, torch.Tensor], seed: torch.Tensor) -> WholeBodyIKResult:
+        """Solve from ``seed`` ``(..., nq)`` for ``targets`` (name -> tensor, leading dims broadcast)."""
+        tree, cfg = self.tree, self.cfg
+        tree._check(seed, "seed", tree.nq)
+        tree.check_quaternion(seed) if seed.is_cpu else None
+        batch = self._batch(targets, seed)
+        flat = self._targets(targets, batch)
+        q = seed.expand(*batch, tree.nq).reshape(-1, tree.nq)
+        wants_grad = torch.is_grad_enabled() and (q.requires_grad or any(t.requires_grad for t in flat.values()))
+        if cfg.gradient == "implicit" and wants_grad:
+            if transforms_active():
+                raise UnsupportedTransformError(
+                    "gradient='implicit' supports first-order reverse-mode autograd only; use gradient='unrolled'"
+                )
+            names = tuple(flat)
+            q = _ImplicitSolve.apply(self, names, q, *(flat[n] for n in names))
+            with torch.no_grad():
+                _, step = self.step(q.detach(), {n: t.detach() for n, t in flat.items()})
+        else:
+            q, step = self._iterate(q, flat)
+        return self.evaluate(q, flat, step, batch)
+
+    def evaluate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor], step, batch: torch.Size):
+        tree, cfg = self.tree, self.cfg
+        state = tree.forward_kinematics(q, validate=False)
+        residuals, success, violations = {}, {}, {}
+        for name, task in self.tasks.items():
+            error = task.error(tree, state, q, targets[name])
+            residuals[name] = error.reshape(*batch, task.size)
+            success[name] = _success(task, error, cfg).reshape(batch)
+        for constraint in self.constraints:
+            value = constraint.violation(tree, state, q, targets.get(constraint.name))
+            violations[constraint.name] = value.reshape(batch)
+
+        def shaped(x):
+            return None if x is None else x.reshape(*batch, *x.shape[1:])
+
+        return WholeBodyIKResult(
+            q=q.reshape(*batch, tree.nq),
+            residuals=residuals,
+            success=success,
+            violations=violations,
+            level_status=shaped(step.level_status),
+            active_inequalities=shaped(step.active_inequalities),
+            active_bounds=shaped(step.active_bounds),
+        )
+
+    # --------------------------------------------------------------------------------------------- checkpoints
+    def geometry_fingerprint(self) -> str:
+        """Hash of the tree's geometry, the tasks' and constraints' definitions (not their targets)."""
+        d = self.tree.description
+        digest = hashlib.sha256()
+        digest.update(repr((d.root_link, d.node_names, d.joint_names, d.frame_names, self.tree.floating_base)).encode())
+        for array in (d.parent, d.kind, d.node_origin, d.dof, d.multiplier, d.offset, d.lower, d.upper):
+            digest.update(array.tobytes())
+        for array in (d.frame_node, d.frame_offset, d.mass, d.com_local):
+            digest.update(array.tobytes())
+        digest.update(repr([[repr(t) for t in level] for level in self.levels]).encode())
+        digest.update(repr([repr(c) for c in self.constraints]).encode())
+        return digest.hexdigest()
+
+    def get_extra_state(self) -> dict:
+        return {"cfg": asdict(self.cfg), "fingerprint": self.geometry_fingerprint()}
+
+    def set_extra_state(self, state: dict) -> None:
+        self.cfg = WholeBodyIKCfg(**state["cfg"])
+
+    def _check_checkpoint(self, state_dict, prefix, *args) -> None:
+        saved = state_dict.get(prefix + "_extra_state")
+        if saved is not None and saved.get("fingerprint") != self.geometry_fingerprint():
+            raise CheckpointMismatchError(
+                "this whole-body layer's checkpoint was saved from another robot, task set or constraint set"
+            )
+
+
+class _ImplicitSolve(torch.autograd.Function):
+    """``apply(layer, names, seed, *targets) -> q*``: forward without a graph, backward by the adjoint fixed point
+    (see the module docstring)."""
+
+    @staticmethod
+    def forward(ctx, layer: WholeBodyIKLayer, names: tuple[str, ...], seed: torch.Tensor, *targets: torch.Tensor):
+        with torch.no_grad():
+            q, _ = layer._iterate(seed, dict(zip(names, targets, strict=True)))
+        ctx.layer, ctx.names = layer, names
+        ctx.save_for_backward(q, *targets)
+        return q
+
+    @staticmethod
+    def backward(ctx, grad_q: torch.Tensor):
+        q_star, *targets = ctx.saved_tensors
+        layer, tree = ctx.layer, ctx.layer.tree
+        with torch.enable_grad():
+            theta = [t.detach().requires_grad_(ctx.needs_input_grad[3 + i]) for i, t in enumerate(targets)]
+            delta = torch.zeros(q_star.shape[0], tree.nv, dtype=q_star.dtype, device=q_star.device)
+            delta.requires_grad_(True)
+            q = tree.integrate(q_star, delta)
+            q_next, _ = layer.step(q, dict(zip(ctx.names, theta, strict=True)))
+            psi = tree.difference(q_star, q_next)  # (B, nv): the step map in tangent coordinates at q*
+            (g_delta,) = torch.autograd.grad(q, delta, grad_q, retain_graph=True)  # dL/d(tangent at q*)
+            u = g_delta
+            for _ in range(layer.cfg.implicit_iterations):
+                (back,) = torch.autograd.grad(psi, delta, u, retain_graph=True)
+                u = g_delta + back
+            wanted = [t for t in theta if t.requires_grad]
+            grads = torch.autograd.grad(psi, wanted, u, allow_unused=True) if wanted else ()
+        grads = iter(grads)
+        out = [next(grads) if t.requires_grad else None for t in theta]
+        out = [torch.zeros_like(t) if g is None and t.requires_grad else g for g, t in zip(out, theta, strict=True)]
+        return None, None, None, *out

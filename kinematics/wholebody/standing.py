@@ -1,0 +1,90 @@
+"""A standing humanoid reaching with its hands: the whole-body problem built from a robot description.
+
+Every contact of the description (its feet) is held at its pose in the seed; the centre of mass stays inside the
+support polygon of their sole corners; joint limits hold; the first level moves the hands (frame tasks); the
+second keeps the rest of the body near the reference posture. The robot comes as data (``assets``): nothing
+here names a robot.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+
+from assets import RobotDescription
+from kinematics.tree import KinematicTree
+from kinematics.wholebody.constraint import Constraint
+from kinematics.wholebody.contact import Contact
+from kinematics.wholebody.frame_task import FrameTask
+from kinematics.wholebody.layer import WholeBodyIKCfg, WholeBodyIKLayer
+from kinematics.wholebody.limits import ConfigurationLimit, StepLimit
+from kinematics.wholebody.posture_task import PostureTask
+from kinematics.wholebody.support_polygon import ComInSupportPolygon
+
+
+@dataclass(frozen=True)
+class StandingProblem:
+    """The layer, the standing configuration ``q_stand`` ``(nq,)`` and the targets that hold the feet where they
+    stand and the posture at the reference (add each hand's target under its role's name)."""
+
+    layer: WholeBodyIKLayer
+    q_stand: torch.Tensor
+    fixed_targets: dict[str, torch.Tensor]
+
+
+def standing_configuration(tree: KinematicTree, robot: RobotDescription) -> torch.Tensor:
+    """``(nq,)``: the base at the description's standing height, the joints at its reference posture."""
+    if not tree.floating_base or robot.standing_base_height is None:
+        raise ValueError(f"{robot.name} is not a standing robot (no floating base or standing height)")
+    q = tree.neutral()
+    q[2] = robot.standing_base_height
+    posture = robot.posture
+    q[tree.base_nq :] = torch.tensor([posture[name] for name in tree.joint_names], dtype=q.dtype, device=q.device)
+    return q
+
+
+def standing_problem(
+    tree: KinematicTree,
+    robot: RobotDescription,
+    hands: Sequence[str] = ("right_hand",),
+    margin: float = 0.02,
+    hand_position_cost: float = 1.0,
+    hand_orientation_cost: float = 0.0,
+    posture_cost: float = 1e-2,
+    hand_gain: float = 0.5,
+    posture_gain: float = 0.5,
+    max_step: float = 0.1,
+    extra_constraints: Sequence[Constraint] = (),
+    cfg: WholeBodyIKCfg | None = None,
+) -> StandingProblem:
+    """The hands' frame tasks (by role in ``robot.frames``) on level 1, the posture on level 2; both feet held,
+    the CoM ``margin`` m inside the support polygon, joint limits, and every step coordinate within ``max_step``
+    (rad or m): a trust region that keeps each linearised step close to what the robot does, so a held foot
+    does not drift when the hand pulls towards a target out of reach. Gains below 1 damp the cycling that a
+    constraint toggling between active and inactive causes at full gain."""
+    hand_tasks = [
+        FrameTask(
+            role,
+            robot.frames[role],
+            position_cost=hand_position_cost,
+            orientation_cost=hand_orientation_cost,
+            kind="position" if hand_orientation_cost == 0 else "pose",
+            gain=hand_gain,
+        )
+        for role in hands
+    ]
+    contacts = [Contact(role, contact.link) for role, contact in robot.contacts.items()]
+    polygon = ComInSupportPolygon({c.link: c.corners for c in robot.contacts.values()}, margin=margin)
+    layer = WholeBodyIKLayer(
+        tree,
+        [hand_tasks, [PostureTask(tree, cost=posture_cost, gain=posture_gain)]],
+        [*contacts, polygon, ConfigurationLimit(), StepLimit(max_step), *extra_constraints],
+        cfg,
+    )
+    q_stand = standing_configuration(tree, robot)
+    state = tree.forward_kinematics(q_stand)
+    fixed = {contact.name: tree.frame_pose(state, contact.frame) for contact in contacts}
+    fixed["posture"] = q_stand[tree.base_nq :].clone()
+    return StandingProblem(layer, q_stand, fixed)

@@ -1,0 +1,188 @@
+"""Whole-body tasks and constraints on the G1: each task's Jacobian predicts how its error moves along a step
+(central differences through ``integrate``), errors vanish at their own targets, the relative-frame task equals
+its definition, and the support polygon is the convex hull of the sole corners."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import assets
+from kinematics import ConfigError, KinematicTree, ShapeError
+from kinematics.wholebody import (
+    ComInSupportPolygon,
+    ComTask,
+    ConfigurationLimit,
+    Contact,
+    FrameTask,
+    PostureTask,
+    RelativeFrameTask,
+    StepLimit,
+)
+
+G1 = assets.G1
+
+
+@pytest.fixture(scope="module")
+def g1() -> KinematicTree:
+    return KinematicTree.from_urdf(G1.urdf_text(), floating_base=True, dtype=torch.float64)
+
+
+def standing(tree: KinematicTree, batch: int = 1, spread: float = 0.0, seed: int = 0) -> torch.Tensor:
+    g = torch.Generator().manual_seed(seed)
+    q = tree.neutral().expand(batch, -1).clone()
+    q[:, 2] = G1.standing_base_height
+    q[:, 7:] = torch.tensor(G1.reference_posture, dtype=torch.float64)
+    if spread:
+        q[:, :3] += spread * torch.randn(batch, 3, generator=g, dtype=torch.float64)
+        quat = torch.tensor([0.0, 0.0, 0.0, 1.0], dtype=torch.float64) + spread * torch.randn(
+            batch, 4, generator=g, dtype=torch.float64
+        )
+        q[:, 3:7] = quat / quat.norm(dim=-1, keepdim=True)
+        q[:, 7:] += spread * torch.randn(batch, tree.nv - 6, generator=g, dtype=torch.float64)
+    return q
+
+
+def tasks(tree: KinematicTree):
+    hand, torso = G1.frames["right_hand"], G1.frames["torso"]
+    return [
+        FrameTask("hand", hand, position_cost=(1.0, 2.0, 3.0), orientation_cost=0.5),
+        FrameTask("hand_position", hand, kind="position"),
+        FrameTask("hand_orientation", hand, kind="orientation"),
+        ComTask("com", cost=(1.0, 1.0, 0.0)),
+        PostureTask(tree),
+        RelativeFrameTask("hand_in_torso", hand, torso),
+    ]
+
+
+def current_value_as_target(task, tree, q):
+    state = tree.forward_kinematics(q)
+    if isinstance(task, FrameTask):
+        return tree.frame_pose(state, task.frame)
+    if isinstance(task, ComTask):
+        return tree.center_of_mass(state)
+    if isinstance(task, PostureTask):
+        return q[..., 7:].clone()
+    return RelativeFrameTask.relative_pose(tree, state, task.frame, task.root)
+
+
+@pytest.mark.parametrize("index", range(6), ids=["pose", "position", "orientation", "com", "posture", "relative"])
+def test_a_task_jacobian_predicts_its_error_along_a_step(g1, index) -> None:
+    """At the task's own target (error 0) the error along ``integrate(q, eps v)`` moves by ``-eps J v``."""
+    task = tasks(g1)[index]
+    q = standing(g1, batch=3, spread=0.3)
+    target = current_value_as_target(task, g1, q)
+    state = g1.forward_kinematics(q)
+    error = task.error(g1, state, q, target)
+    assert error.shape == (3, task.size) and error.abs().max() < 1e-12
+    J = task.jacobian(g1, state, q)
+    assert J.shape == (3, task.size, g1.nv)
+    v = torch.randn(3, g1.nv, dtype=torch.float64, generator=torch.Generator().manual_seed(index))
+    eps = 1e-6
+
+    def err_at(s: float) -> torch.Tensor:
+        qs = g1.integrate(q, s * v)
+        return task.error(g1, g1.forward_kinematics(qs), qs, target)
+
+    numeric = (err_at(eps) - err_at(-eps)) / (2 * eps)
+    torch.testing.assert_close(numeric, -(J @ v[..., None])[..., 0], atol=1e-7, rtol=1e-6)
+
+
+def test_the_relative_pose_is_the_root_inverse_times_the_frame(g1) -> None:
+    q = standing(g1, batch=2, spread=0.5)
+    state = g1.forward_kinematics(q)
+    hand, torso = G1.frames["right_hand"], G1.frames["torso"]
+    expected = torch.linalg.inv(g1.frame_pose(state, torso)) @ g1.frame_pose(state, hand)
+    torch.testing.assert_close(RelativeFrameTask.relative_pose(g1, state, hand, torso), expected)
+
+
+def test_a_frame_task_error_is_target_minus_current(g1) -> None:
+    q = standing(g1)
+    task = FrameTask("hand", G1.frames["right_hand"])
+    target = current_value_as_target(task, g1, q).clone()
+    target[..., :3, 3] += torch.tensor([0.01, -0.02, 0.03], dtype=torch.float64)
+    error = task.error(g1, g1.forward_kinematics(q), q, target)
+    torch.testing.assert_close(error[0, :3], torch.tensor([0.01, -0.02, 0.03], dtype=torch.float64))
+    torch.testing.assert_close(error[0, 3:], torch.zeros(3, dtype=torch.float64))
+
+
+def test_costs_gains_and_targets_are_checked(g1) -> None:
+    with pytest.raises(ConfigError, match="cost"):
+        ComTask(cost=(1.0, 2.0))
+    with pytest.raises(ConfigError, match="gain"):
+        ComTask(gain=0.0)
+    with pytest.raises(ConfigError, match="kind"):
+        FrameTask("hand", "x", kind="twist")
+    with pytest.raises(ShapeError, match=r"\(3,\)"):
+        ComTask().check_target(torch.zeros(2, 4))
+    with pytest.raises(ConfigError, match="positive"):
+        StepLimit(0.0)
+
+
+def test_a_contact_asks_for_the_drift_back_and_reports_it(g1) -> None:
+    q = standing(g1)
+    foot = G1.frames["left_foot"]
+    contact = Contact("left_foot", foot)
+    state = g1.forward_kinematics(q)
+    anchor = g1.frame_pose(state, foot).clone()
+    anchor[..., 2, 3] += 0.002
+    A, b = contact.equality(g1, state, q, anchor)
+    torch.testing.assert_close(A, g1.frame_jacobian(state, foot))
+    torch.testing.assert_close(b[0], torch.tensor([0, 0, 0.002, 0, 0, 0], dtype=torch.float64))
+    torch.testing.assert_close(contact.violation(g1, state, q, anchor), torch.tensor([0.002], dtype=torch.float64))
+
+
+def test_limits_are_bounds_on_the_step(g1) -> None:
+    q = standing(g1)
+    lb, ub = ConfigurationLimit().bounds(g1, g1.forward_kinematics(q), q)
+    assert torch.isinf(lb[0, :6]).all() and torch.isinf(ub[0, :6]).all()
+    torch.testing.assert_close(lb[0, 6:], g1.joint_lower - q[0, 7:])
+    torch.testing.assert_close(ub[0, 6:], g1.joint_upper - q[0, 7:])
+    outside = q.clone()
+    outside[0, 7 + 3] = g1.joint_upper[3] + 0.1  # a knee past its limit
+    violation = ConfigurationLimit().violation(g1, g1.forward_kinematics(outside), outside, None)
+    torch.testing.assert_close(violation, torch.tensor([0.1], dtype=torch.float64))
+    lb, ub = StepLimit(0.1).bounds(g1, None, q)
+    assert lb.shape == (1, g1.nv) and (ub == 0.1).all() and (lb == -0.1).all()
+
+
+def _soles():
+    return {c.link: c.corners for c in G1.contacts.values()}
+
+
+def test_the_support_polygon_is_the_hull_of_the_sole_corners(g1) -> None:
+    """Standing with the feet side by side, the hull of the eight corners is a hexagon-free rectangle-ish shape:
+    its edges are exactly those of ``scipy.spatial.ConvexHull`` of the same points, heel and toe lines once."""
+    scipy_spatial = pytest.importorskip("scipy.spatial")
+    q = standing(g1, batch=4, spread=0.05)
+    polygon = ComInSupportPolygon(_soles(), margin=0.01)
+    state = g1.forward_kinematics(q)
+    xy = polygon.corners_xy(g1, state)
+    normal, offset, edge = polygon.edges(g1, state)
+    for row in range(4):
+        hull = scipy_spatial.ConvexHull(xy[row].numpy())
+        ours = torch.cat((normal[row][edge[row]], offset[row][edge[row], None]), -1)
+        theirs = torch.as_tensor(hull.equations, dtype=torch.float64)  # n . x + c <= 0
+        theirs = torch.cat((theirs[:, :2], -theirs[:, 2:]), -1)
+        assert len(ours) == len(theirs), (len(ours), len(theirs))
+        for line in theirs:
+            assert (ours - line).abs().amax(-1).min() < 1e-9
+
+
+def test_the_polygon_constraint_is_the_linearised_hull_test(g1) -> None:
+    q = standing(g1, batch=2, spread=0.05)
+    polygon = ComInSupportPolygon(_soles(), margin=0.02)
+    state = g1.forward_kinematics(q)
+    G, h = polygon.inequality(g1, state, q, None)
+    assert G.shape == (2, polygon.size, g1.nv) and h.shape == (2, polygon.size)
+    normal, offset, edge = polygon.edges(g1, state)
+    com = g1.center_of_mass(state)[:, :2]
+    inside = ((normal * com[:, None]).sum(-1) <= offset - 0.02) | ~edge
+    assert ((h >= 0) == inside).all(), "a zero step satisfies the rows exactly where the CoM is inside"
+    assert (polygon.violation(g1, state, q, None) == 0).all()
+    far = q.clone()
+    far[:, 0] += 1.0  # the whole robot moves forward: the CoM moves with the feet, still inside
+    assert (polygon.violation(g1, g1.forward_kinematics(far), far, None) == 0).all()
+    leaning = q.clone()
+    leaning[:, 7 + 12 + 2] = 0.5  # waist pitch: the torso leans forward; the CoM moves towards the toes
+    assert (polygon.violation(g1, g1.forward_kinematics(leaning), leaning, None) >= 0).all()
