@@ -168,7 +168,6 @@ def _ipm(pb: _Problem, iterations: int, elastic: float):
     fin_u, fin_l = torch.isfinite(ub).to(dt), torch.isfinite(lb).to(dt)
     ubf, lbf = torch.nan_to_num(ub, posinf=0.0, neginf=0.0), torch.nan_to_num(lb, posinf=0.0, neginf=0.0)
     count = (mi + fin_u.sum(-1) + fin_l.sum(-1)).clamp_min(1.0)
-    eye = torch.eye(n, dtype=dt, device=q.device)
     x = q.new_zeros(nb, n)
     y = q.new_zeros(nb, me)
     z, s = q.new_ones(nb, mi), q.new_ones(nb, mi)
@@ -180,6 +179,41 @@ def _ipm(pb: _Problem, iterations: int, elastic: float):
         if mask is not None:
             ratio = torch.where(mask > 0, ratio, torch.inf)
         return ratio.amin(-1) if ratio.shape[-1] else ratio.new_full(ratio.shape[:-1], torch.inf)
+
+    def direction(it, rc, rcu, rcl):
+        """The Newton direction of the elastic KKT system for the complementarity right-hand sides ``rc``."""
+        r_d, r_e, r_i, r_u, r_l, W, Wu, Wl, L, HiAt, LS, y, z, s, zu, su, zl, sl = it
+        zus, zls = torch.where(fin_u > 0, zu, 1.0), torch.where(fin_l > 0, zl, 1.0)
+        ti = r_i - rc / z
+        tu = r_u - rcu / zus
+        tl = r_l - rcl / zls
+        rhs1 = -r_d - _mtv(G, W * ti) - Wu * tu + Wl * tl
+        if me:
+            hr = torch.cholesky_solve(rhs1[..., None], L)[..., 0]
+            dy = torch.cholesky_solve((_mv(A, hr) + r_e)[..., None], LS)[..., 0]
+            dx = hr - _mv(HiAt, dy)
+        else:
+            dy = y
+            dx = torch.cholesky_solve(rhs1[..., None], L)[..., 0]
+        dz = W * (_mv(G, dx) + ti)
+        dzu = Wu * (dx + tu)
+        dzl = Wl * (-dx + tl)
+        ds = (-rc - s * dz) / z
+        dsu = fin_u * (-rcu - su * dzu) / zus
+        dsl = fin_l * (-rcl - sl * dzl) / zls
+        return dx, dy, dz, dzu, dzl, ds, dsu, dsl
+
+    def step_len(z, s, zu, su, zl, sl, dz, dzu, dzl, ds, dsu, dsl):
+        return torch.stack(
+            (
+                max_step(s, ds),
+                max_step(z, dz),
+                max_step(su, dsu, fin_u),
+                max_step(zu, dzu, fin_u),
+                max_step(sl, dsl, fin_l),
+                max_step(zl, dzl, fin_l),
+            )  # fmt: skip
+        ).amin(0)
 
     for _ in range(iterations):
         r_d = _mv(P, x) + q + _mtv(A, y) + _mtv(G, z) + zu - zl
@@ -197,43 +231,13 @@ def _ipm(pb: _Problem, iterations: int, elastic: float):
             HiAt = torch.cholesky_solve(A.mT, L)
             S = A @ HiAt + d * torch.eye(me, dtype=dt, device=q.device)
             LS, _ = torch.linalg.cholesky_ex(S, check_errors=False)
+        else:
+            HiAt = LS = None
+        it = (r_d, r_e, r_i, r_u, r_l, W, Wu, Wl, L, HiAt, LS, y, z, s, zu, su, zl, sl)
+        state = (z, s, zu, su, zl, sl)
 
-        def direction(rc, rcu, rcl):
-            zs_, zus, zls = z, torch.where(fin_u > 0, zu, 1.0), torch.where(fin_l > 0, zl, 1.0)
-            ti = r_i - rc / zs_
-            tu = r_u - rcu / zus
-            tl = r_l - rcl / zls
-            rhs1 = -r_d - _mtv(G, W * ti) - Wu * tu + Wl * tl
-            if me:
-                hr = torch.cholesky_solve(rhs1[..., None], L)[..., 0]
-                dy = torch.cholesky_solve((_mv(A, hr) + r_e)[..., None], LS)[..., 0]
-                dx = hr - _mv(HiAt, dy)
-            else:
-                dy = y
-                dx = torch.cholesky_solve(rhs1[..., None], L)[..., 0]
-            dz = W * (_mv(G, dx) + ti)
-            dzu = Wu * (dx + tu)
-            dzl = Wl * (-dx + tl)
-            ds = (-rc - s * dz) / zs_
-            dsu = fin_u * (-rcu - su * dzu) / zus
-            dsl = fin_l * (-rcl - sl * dzl) / zls
-            return dx, dy, dz, dzu, dzl, ds, dsu, dsl
-
-        def step_len(dz, dzu, dzl, ds, dsu, dsl):
-            a = torch.stack(
-                (
-                    max_step(s, ds),
-                    max_step(z, dz),
-                    max_step(su, dsu, fin_u),
-                    max_step(zu, dzu, fin_u),
-                    max_step(sl, dsl, fin_l),
-                    max_step(zl, dzl, fin_l),
-                )  # fmt: skip
-            ).amin(0)
-            return a
-
-        aff = direction(s * z, su * zu * fin_u, sl * zl * fin_l)
-        a_aff = step_len(*aff[2:]).clamp_max(1.0)[:, None]
+        aff = direction(it, s * z, su * zu * fin_u, sl * zl * fin_l)
+        a_aff = step_len(*state, *aff[2:]).clamp_max(1.0)[:, None]
         dz, dzu, dzl, ds, dsu, dsl = aff[2:]
         mu_aff = (
             ((s + a_aff * ds) * (z + a_aff * dz)).sum(-1)
@@ -241,10 +245,10 @@ def _ipm(pb: _Problem, iterations: int, elastic: float):
             + ((sl + a_aff * dsl) * (zl + a_aff * dzl) * fin_l).sum(-1)
         ) / count
         sigma_mu = ((mu_aff / mu.clamp_min(1e-300 if dt == torch.float64 else 1e-38)).clamp(0, 1) ** 3 * mu)[:, None]
-        cor = direction(s * z + ds * dz - sigma_mu, (su * zu + dsu * dzu - sigma_mu) * fin_u,
+        cor = direction(it, s * z + ds * dz - sigma_mu, (su * zu + dsu * dzu - sigma_mu) * fin_u,
                         (sl * zl + dsl * dzl - sigma_mu) * fin_l)  # fmt: skip
         dx, dy, dz, dzu, dzl, ds, dsu, dsl = cor
-        a = (0.99 * step_len(dz, dzu, dzl, ds, dsu, dsl)).clamp_max(1.0)[:, None]
+        a = (0.99 * step_len(*state, dz, dzu, dzl, ds, dsu, dsl)).clamp_max(1.0)[:, None]
         x, y = x + a * dx, y + a * dy
         z, s = z + a * dz, s + a * ds
         zu, su = zu + a * dzu, su + a * dsu
@@ -312,7 +316,6 @@ def _violation(pb: _Problem, x) -> torch.Tensor:
 
 def _polish(pb: _Problem, act: _ActiveSet, elastic: float, refinements: int):
     """One active-set solve: the elastic solution and its refinement to the original KKT system."""
-    n, me = pb.q.shape[1], pb.A.shape[1]
     K0, Kd, r0, rd, fixed, c = _kkt(pb, act, elastic)
     LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
     sol_d = torch.linalg.lu_solve(LU, piv, rd[..., None])[..., 0]
@@ -337,8 +340,7 @@ def _next_active(pb: _Problem, x, z, w, act: _ActiveSet) -> _ActiveSet:
 def _solve(pb: _Problem, cfg: dict):
     """The whole forward solve on flat ``(nb, ...)`` tensors, without autograd."""
     P, q, A, b, G, h, lb, ub = pb
-    nb, n = q.shape
-    me, mi = A.shape[1], G.shape[1]
+    n, me = q.shape[1], A.shape[1]
     elastic = cfg["elastic"]
     _, _, z, sz, zu, su, zl, sl = _ipm(pb, cfg["iterations"], elastic)
     # the interior point's guess: a side is active where its multiplier exceeds its slack
