@@ -30,6 +30,17 @@ def test_the_ten_line_example_runs_and_its_gradients_arrive() -> None:
     assert float(seed.grad.abs().sum()) > 0 and float(target.grad.abs().sum()) > 0
 
 
+def test_the_whole_body_example_runs_and_its_gradient_arrives(capsys) -> None:
+    title = "Whole body: a URDF tree, tasks, a QP cascade, on the Unitree G1"
+    (code,) = re.findall(r"```python\n(.*?)```", section(title), re.S)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    result, hand = namespace["result"], namespace["hand"]
+    assert bool(result.success["right_hand"].all())
+    assert all(float(v.max()) < 1e-6 for v in result.violations.values())
+    assert hand.grad is not None and torch.isfinite(hand.grad).all() and float(hand.grad.abs().sum()) > 0
+
+
 RESULTS = README.parent / "docs" / "results"
 MEASURED_SECTIONS = ("The experiment", "Measured speed", "Beyond the docs: constraints, implicit gradients and R^9")
 NUMBER = r"(?<![\w.])\d+\.\d+(?!\d)(?!\.\d)"
