@@ -12,7 +12,17 @@ from pathlib import Path
 
 import torch
 
-from kinematics.benchmark import constrained_suite, fk_suite, goals, ik_suite, peers, qp_suite, report, tree_suite
+from kinematics.benchmark import (
+    constrained_suite,
+    fk_suite,
+    goals,
+    ik_suite,
+    peers,
+    qp_suite,
+    report,
+    tree_suite,
+    wholebody_suite,
+)
 from kinematics.benchmark.config import DTYPES, BenchConfig
 from kinematics.benchmark.memory import MODES
 from kinematics.benchmark.provenance import cpu_name, provenance
@@ -37,7 +47,7 @@ def _dtypes(text: str) -> tuple[str, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m kinematics.benchmark", description=__doc__)
-    p.add_argument("--suite", choices=("fk", "ik", "constrained", "tree", "qp", "all"), default="all")
+    p.add_argument("--suite", choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "all"), default="all")
     p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="tiny batches and few repeats: a smoke test")
     p.add_argument("--batches", type=_ints, help="batch sizes for both suites (default 1,64,1024,8192)")
@@ -165,6 +175,21 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             )
             doc["meta"] = meta(cfg, argv, load)
             markdown = qp_suite.markdown(doc)
+            json_path, md_path = report.write_suite(args.out, doc, markdown)
+            print(markdown, flush=True)
+            print(f"wrote {json_path} and {md_path}", flush=True)
+            continue
+        if suite == "wholebody":
+            doc = wholebody_suite.run(
+                batches=args.batches or ((1, 4) if args.quick else (1, 64, 1024)),
+                iterations=4 if args.quick else 16,
+                full_solve_max_batch=4 if args.quick else 64,
+                memory_batch=2 if args.quick else 8,
+                dtype_name=cfg.fk_dtypes[0],
+                seed=args.seed,
+            )
+            doc["meta"] = meta(cfg, argv, load)
+            markdown = wholebody_suite.markdown(doc)
             json_path, md_path = report.write_suite(args.out, doc, markdown)
             print(markdown, flush=True)
             print(f"wrote {json_path} and {md_path}", flush=True)
