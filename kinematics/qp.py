@@ -182,19 +182,21 @@ def _ipm(pb: _Problem, iterations: int, elastic: float):
 
     def direction(it, rc, rcu, rcl):
         """The Newton direction of the elastic KKT system for the complementarity right-hand sides ``rc``."""
-        r_d, r_e, r_i, r_u, r_l, W, Wu, Wl, L, HiAt, LS, y, z, s, zu, su, zl, sl = it
+        r_d, r_e, r_i, r_u, r_l, W, Wu, Wl, L, V, LS, y, z, s, zu, su, zl, sl = it
         zus, zls = torch.where(fin_u > 0, zu, 1.0), torch.where(fin_l > 0, zl, 1.0)
         ti = r_i - rc / z
         tu = r_u - rcu / zus
         tl = r_l - rcl / zls
         rhs1 = -r_d - _mtv(G, W * ti) - Wu * tu + Wl * tl
+        # H dx + A^T dy = rhs1, A dx - elastic dy = -r_e with H = L L^T and V = L^-1 A^T, S = V^T V + elastic I
+        u = torch.linalg.solve_triangular(L, rhs1[..., None], upper=False)
         if me:
-            hr = torch.cholesky_solve(rhs1[..., None], L)[..., 0]
-            dy = torch.cholesky_solve((_mv(A, hr) + r_e)[..., None], LS)[..., 0]
-            dx = hr - _mv(HiAt, dy)
+            dy = torch.cholesky_solve(_mtv(V, u[..., 0])[..., None] + r_e[..., None], LS)
+            u = u - V @ dy
+            dy = dy[..., 0]
         else:
             dy = y
-            dx = torch.cholesky_solve(rhs1[..., None], L)[..., 0]
+        dx = torch.linalg.solve_triangular(L.mT, u, upper=True)[..., 0]
         dz = W * (_mv(G, dx) + ti)
         dzu = Wu * (dx + tu)
         dzl = Wl * (-dx + tl)
@@ -225,15 +227,17 @@ def _ipm(pb: _Problem, iterations: int, elastic: float):
         W = z / (s + d * z)
         Wu = fin_u * zu / (su + d * zu)
         Wl = fin_l * zl / (sl + d * zl)
-        H = P + (G.mT * W[:, None, :]) @ G + torch.diag_embed(Wu + Wl + prox)
+        H = torch.baddbmm(P, G.mT * W[:, None, :], G)
+        H.diagonal(dim1=-2, dim2=-1).add_(Wu + Wl + prox)
         L, _ = torch.linalg.cholesky_ex(H, check_errors=False)
         if me:
-            HiAt = torch.cholesky_solve(A.mT, L)
-            S = A @ HiAt + d * torch.eye(me, dtype=dt, device=q.device)
+            V = torch.linalg.solve_triangular(L, A.mT, upper=False)
+            S = V.mT @ V
+            S.diagonal(dim1=-2, dim2=-1).add_(d)
             LS, _ = torch.linalg.cholesky_ex(S, check_errors=False)
         else:
-            HiAt = LS = None
-        it = (r_d, r_e, r_i, r_u, r_l, W, Wu, Wl, L, HiAt, LS, y, z, s, zu, su, zl, sl)
+            V = LS = None
+        it = (r_d, r_e, r_i, r_u, r_l, W, Wu, Wl, L, V, LS, y, z, s, zu, su, zl, sl)
         state = (z, s, zu, su, zl, sl)
 
         aff = direction(it, s * z, su * zu * fin_u, sl * zl * fin_l)

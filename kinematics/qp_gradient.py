@@ -64,7 +64,7 @@ class QPFunction(torch.autograd.Function):
         LU, piv, weight, x, y, z, act_in, upper, lower = ctx.saved_tensors
         batch, n, me, dtype = ctx.batch, ctx.n, ctx.me, ctx.dtype
         nb = x.shape[0]
-        g = grad_x.reshape(nb, n).to(x.dtype)
+        g = grad_x.reshape(nb, n).to(LU.dtype)  # the factors are float64 for float32 inputs too
         rhs = torch.cat((g, g.new_zeros(nb, LU.shape[-1] - n)), 1)
         lam = torch.linalg.lu_solve(LU, piv, rhs[..., None], adjoint=True)[..., 0]
         lx, ly, lz = lam[:, :n], lam[:, n : n + me], lam[:, n + me :]

@@ -265,3 +265,16 @@ def test_forward_mode_and_create_graph_refused():
     x = solve_qp(**(t | {"q": q})).x
     with pytest.raises(UnsupportedTransformError):
         torch.autograd.grad(x.sum(), q, create_graph=True)
+
+
+def test_float32_backward_matches_float64():
+    # the factors are float64 for float32 inputs too: the backward must accept a float32 upstream gradient
+    t64 = {k: v[:1] for k, v in _strict_problem().items()}
+    grads = []
+    for dtype in (torch.float32, torch.float64):
+        t = {k: v.to(dtype) for k, v in t64.items()}
+        q = t["q"].clone().requires_grad_(True)
+        (grad,) = torch.autograd.grad(solve_qp(**(t | {"q": q})).x.sum(), q)
+        assert grad.dtype == dtype
+        grads.append(grad.double())
+    torch.testing.assert_close(grads[0], grads[1], atol=1e-4, rtol=1e-4)
