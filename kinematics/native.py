@@ -44,6 +44,7 @@ _POINTERS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # after (d
 _WITH_THRESHOLDS = ("pose_error", "pose_error_vjp")  # (n, 5 pointers, small_sin_sq, near_pi_cos)
 # KinematicTree's kernels: (number of long arguments, number of pointers), longs first.
 _TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7, 8), "tree_com": (8, 11)}
+_QP = {"qp_ipm": (5, 17)}  # solve_qp's interior point (batch-first): (nb, n, m_eq, m_in, iterations), 17 pointers
 _TREE_TILE = 32  # TREE_TILE in native_kernels.h: the scratch the Jacobian kernels need per row
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
 _CPU = torch.device("cpu")
@@ -75,7 +76,8 @@ def _load(path: Path) -> ctypes.CDLL:
     for suffix, real in (("float", ctypes.c_float), ("double", ctypes.c_double)):
         signatures = {name: [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * k for name, k in _POINTERS.items()}
         signatures.update({name: [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real] for name in _WITH_THRESHOLDS})
-        signatures.update({name: [ctypes.c_long] * i + [ctypes.c_void_p] * k for name, (i, k) in _TREE.items()})
+        longs_first = {**_TREE, **_QP}
+        signatures.update({name: [ctypes.c_long] * i + [ctypes.c_void_p] * k for name, (i, k) in longs_first.items()})
         for name, argtypes in signatures.items():
             try:
                 function = getattr(lib, f"{name}_{suffix}")
@@ -114,7 +116,7 @@ def _build() -> ctypes.CDLL:
 def _functions(lib: ctypes.CDLL) -> dict[tuple[str, torch.dtype], Callable]:
     return {
         (name, dtype): getattr(lib, f"{name}_{suffix}")
-        for name in (*_POINTERS, *_WITH_THRESHOLDS, *_TREE)
+        for name in (*_POINTERS, *_WITH_THRESHOLDS, *_TREE, *_QP)
         for dtype, suffix in _SUFFIX.items()
     }
 
@@ -409,3 +411,61 @@ def tree_com(
     tensors = [t.contiguous() for t in reals] + [dof, parent, work, com]
     kernel(m, n, nv, base_nv, *strides, *(t.data_ptr() for t in tensors), None if jac is None else jac.data_ptr())
     return com, jac
+
+
+_QP_MAX_N = 256  # the kernel keeps one row's factors on the stack: n^2 + (m_eq + 1) n values
+
+
+def _qp_pool(workers: int):
+    pool = _state.get("qp_pool")
+    if pool is None or pool._max_workers != workers:  # noqa: SLF001 - resized when torch's thread count changes
+        from concurrent.futures import ThreadPoolExecutor
+
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="qp_ipm")
+        _state["qp_pool"] = pool
+    return pool
+
+
+def qp_ipm(
+    P: torch.Tensor,
+    q: torch.Tensor,
+    A: torch.Tensor,
+    b: torch.Tensor,
+    G: torch.Tensor,
+    h: torch.Tensor,
+    lb: torch.Tensor,
+    ub: torch.Tensor,
+    iterations: int,
+    elastic: float,
+    prox: float,
+) -> tuple[torch.Tensor, ...] | None:
+    """``kinematics.qp._ipm`` on flat batch-first ``(nb, ...)`` tensors: ``(x, y, z, s, zu, su, zl, sl)``, or
+    ``None``. The batch is split over ``torch.get_num_threads()`` threads (ctypes releases the GIL)."""
+    if q.ndim != 2 or A.ndim != 3 or G.ndim != 3:
+        return None
+    nb, n = q.shape
+    me, mi = A.shape[1], G.shape[1]
+    if n > _QP_MAX_N or nb == 0:
+        return None
+    shapes = ((nb, n, n), (nb, n), (nb, me, n), (nb, me), (nb, mi, n), (nb, mi), (nb, n), (nb, n))
+    kernel = _kernel("qp_ipm", (P, q, A, b, G, h, lb, ub), shapes)
+    if kernel is None:
+        return None
+    dtype = q.dtype
+    inputs = [t.contiguous() for t in (P, q, A, b, G, h, lb, ub)]
+    params = torch.tensor([elastic, prox], dtype=dtype)
+    outs = [_empty(nb, k, dtype=dtype) for k in (n, me, mi, mi, n, n, n, n)]
+    workers = max(1, min(torch.get_num_threads(), nb // 16 or 1))
+    bounds = [nb * i // workers for i in range(workers + 1)]
+
+    def chunk(lo: int, hi: int) -> None:
+        pointers = [t[lo:hi].data_ptr() if t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
+        kernel(hi - lo, n, me, mi, iterations, params.data_ptr(), *pointers)
+
+    if workers == 1:
+        chunk(0, nb)
+    else:
+        futures = [_qp_pool(workers).submit(chunk, bounds[i], bounds[i + 1]) for i in range(workers)]
+        for future in futures:
+            future.result()
+    return tuple(outs)

@@ -593,3 +593,250 @@ DISPATCH void KERNEL(tree_com)(long m, long n, long nv, long base_nv, long sb, l
         KERNEL(tree_store)(3 * nv, T, J, jac + b0 * sb, sb, se);
     }
 }
+
+/* solve_qp's interior point (kinematics.qp._ipm, the same arithmetic): Mehrotra predictor-corrector steps on the
+   elastic QP, one row at a time. Unlike the kernels above these arrays are batch-FIRST and contiguous (one row's
+   P at P + r n n, ...), as kinematics.qp holds them. params = (elastic, prox). Outputs x (nb, n), y (nb, me),
+   z, s (nb, mi), zu, su, zl, sl (nb, n); zu / zl are 0 where the bound is infinite. */
+#define QP_TINY ((REAL)(sizeof(REAL) == 4 ? 1e-38 : 1e-300))
+static REAL KERNEL(qp_step_to_boundary)(const REAL *v, const REAL *dv, const REAL *mask, long m) {
+    REAL best = (REAL)INFINITY;
+    for (long i = 0; i < m; i++) {
+        if ((mask == 0 || mask[i] > 0) && dv[i] < 0) {
+            REAL t = -v[i] / (dv[i] < -QP_TINY ? dv[i] : -QP_TINY);
+            if (t < best) best = t;
+        }
+    }
+    return best;
+}
+
+static void KERNEL(qp_cholesky)(REAL *restrict L, long n, REAL floor) { /* in place, lower triangle, row-major */
+    for (long j = 0; j < n; j++) {
+        REAL d = L[j * n + j];
+        for (long k = 0; k < j; k++) d -= L[j * n + k] * L[j * n + k];
+        d = SQRT(d > floor ? d : floor); /* a pivot lost to rounding (semidefinite P) is floored, not NaN */
+        L[j * n + j] = d;
+        for (long i = j + 1; i < n; i++) {
+            REAL v = L[i * n + j];
+            for (long k = 0; k < j; k++) v -= L[i * n + k] * L[j * n + k];
+            L[i * n + j] = v / d;
+        }
+        for (long i = 0; i < j; i++) L[i * n + j] = 0;
+    }
+}
+
+static void KERNEL(qp_lower_solve)(const REAL *restrict L, REAL *restrict v, long n) { /* v <- L^-1 v */
+    for (long i = 0; i < n; i++) {
+        REAL t = v[i];
+        for (long k = 0; k < i; k++) t -= L[i * n + k] * v[k];
+        v[i] = t / L[i * n + i];
+    }
+}
+
+static void KERNEL(qp_upper_solve)(const REAL *restrict L, REAL *restrict v, long n) { /* v <- L^-T v */
+    for (long i = n - 1; i >= 0; i--) {
+        REAL t = v[i] / L[i * n + i];
+        v[i] = t;
+        for (long k = 0; k < i; k++) v[k] -= L[i * n + k] * t;
+    }
+}
+
+DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations, const REAL *restrict params,
+                             const REAL *restrict P_, const REAL *restrict q_, const REAL *restrict A_,
+                             const REAL *restrict b_, const REAL *restrict G_, const REAL *restrict h_,
+                             const REAL *restrict lb_, const REAL *restrict ub_, REAL *restrict x_, REAL *restrict y_,
+                             REAL *restrict z_, REAL *restrict s_, REAL *restrict zu_, REAL *restrict su_,
+                             REAL *restrict zl_, REAL *restrict sl_) {
+    const REAL d = params[0], prox = params[1];
+    long me1 = me > 0 ? me : 1, mi1 = mi > 0 ? mi : 1;
+    REAL L[n * n], V[me1 * n], LS[me1 * me1];
+    REAL fu[n], fl[n], ubf[n], lbf[n], rd[n], ru[n], rl[n], Wu[n], Wl[n], zus[n], zls[n], tu[n], tl[n], u[n];
+    REAL dx[n], dzu[n], dzl[n], dsu[n], dsl[n], rcu[n], rcl[n];
+    REAL re[me1], dy[me1], ri[mi1], W[mi1], ti[mi1], dz[mi1], ds[mi1], rc[mi1];
+    for (long r = 0; r < nb; r++) {
+        const REAL *P = P_ + r * n * n, *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
+        const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
+        REAL *x = x_ + r * n, *y = y_ + r * me, *z = z_ + r * mi, *s = s_ + r * mi;
+        REAL *zu = zu_ + r * n, *su = su_ + r * n, *zl = zl_ + r * n, *sl = sl_ + r * n;
+        REAL count = (REAL)mi;
+        for (long i = 0; i < n; i++) {
+            fu[i] = isfinite(ub[i]) ? 1 : 0;
+            fl[i] = isfinite(lb[i]) ? 1 : 0;
+            ubf[i] = fu[i] > 0 ? ub[i] : 0;
+            lbf[i] = fl[i] > 0 ? lb[i] : 0;
+            count += fu[i] + fl[i];
+            x[i] = 0;
+            zu[i] = fu[i];
+            zl[i] = fl[i];
+            su[i] = sl[i] = 1;
+        }
+        count = count > 1 ? count : 1;
+        for (long k = 0; k < me; k++) y[k] = 0;
+        for (long k = 0; k < mi; k++) z[k] = s[k] = 1;
+        for (long it = 0; it < iterations; it++) {
+            REAL mu = 0;
+            for (long i = 0; i < n; i++) {
+                REAL t = q[i] + zu[i] - zl[i];
+                for (long j = 0; j < n; j++) t += P[i * n + j] * x[j];
+                rd[i] = t;
+            }
+            for (long k = 0; k < me; k++) {
+                REAL t = -d * y[k] - b[k];
+                for (long j = 0; j < n; j++) {
+                    t += A[k * n + j] * x[j];
+                    rd[j] += A[k * n + j] * y[k];
+                }
+                re[k] = t;
+            }
+            for (long k = 0; k < mi; k++) {
+                REAL t = -d * z[k] + s[k] - h[k];
+                for (long j = 0; j < n; j++) {
+                    t += G[k * n + j] * x[j];
+                    rd[j] += G[k * n + j] * z[k];
+                }
+                ri[k] = t;
+                mu += s[k] * z[k];
+                W[k] = z[k] / (s[k] + d * z[k]);
+            }
+            for (long i = 0; i < n; i++) {
+                ru[i] = (x[i] - d * zu[i] + su[i] - ubf[i]) * fu[i];
+                rl[i] = (-x[i] - d * zl[i] + sl[i] + lbf[i]) * fl[i];
+                mu += su[i] * zu[i] * fu[i] + sl[i] * zl[i] * fl[i];
+                Wu[i] = fu[i] * zu[i] / (su[i] + d * zu[i]);
+                Wl[i] = fl[i] * zl[i] / (sl[i] + d * zl[i]);
+                zus[i] = fu[i] > 0 ? zu[i] : 1;
+                zls[i] = fl[i] > 0 ? zl[i] : 1;
+            }
+            mu /= count;
+            for (long i = 0; i < n; i++) {
+                for (long j = 0; j <= i; j++) L[i * n + j] = P[i * n + j];
+                L[i * n + i] += Wu[i] + Wl[i] + prox;
+            }
+            for (long k = 0; k < mi; k++) {
+                const REAL *g = G + k * n;
+                for (long i = 0; i < n; i++) {
+                    REAL wg = W[k] * g[i];
+                    for (long j = 0; j <= i; j++) L[i * n + j] += wg * g[j];
+                }
+            }
+            KERNEL(qp_cholesky)(L, n, prox);
+            for (long k = 0; k < me; k++) { /* V column k = L^-1 A_k^T, stored as a row */
+                for (long j = 0; j < n; j++) V[k * n + j] = A[k * n + j];
+                KERNEL(qp_lower_solve)(L, V + k * n, n);
+            }
+            for (long k = 0; k < me; k++) {
+                for (long l = 0; l <= k; l++) {
+                    REAL t = 0;
+                    for (long j = 0; j < n; j++) t += V[k * n + j] * V[l * n + j];
+                    LS[k * me + l] = t + (k == l ? d : 0);
+                }
+            }
+            if (me) KERNEL(qp_cholesky)(LS, me, d);
+            for (int pass = 0; pass < 2; pass++) {
+                REAL sigma_mu = 0;
+                if (pass == 0) {
+                    for (long k = 0; k < mi; k++) rc[k] = s[k] * z[k];
+                    for (long i = 0; i < n; i++) {
+                        rcu[i] = su[i] * zu[i] * fu[i];
+                        rcl[i] = sl[i] * zl[i] * fl[i];
+                    }
+                } else {
+                    REAL a = KERNEL(qp_step_to_boundary)(s, ds, 0, mi), t;
+                    t = KERNEL(qp_step_to_boundary)(z, dz, 0, mi);
+                    a = t < a ? t : a;
+                    t = KERNEL(qp_step_to_boundary)(su, dsu, fu, n);
+                    a = t < a ? t : a;
+                    t = KERNEL(qp_step_to_boundary)(zu, dzu, fu, n);
+                    a = t < a ? t : a;
+                    t = KERNEL(qp_step_to_boundary)(sl, dsl, fl, n);
+                    a = t < a ? t : a;
+                    t = KERNEL(qp_step_to_boundary)(zl, dzl, fl, n);
+                    a = t < a ? t : a;
+                    a = a < 1 ? a : 1;
+                    REAL mu_aff = 0;
+                    for (long k = 0; k < mi; k++) mu_aff += (s[k] + a * ds[k]) * (z[k] + a * dz[k]);
+                    for (long i = 0; i < n; i++) {
+                        mu_aff += (su[i] + a * dsu[i]) * (zu[i] + a * dzu[i]) * fu[i];
+                        mu_aff += (sl[i] + a * dsl[i]) * (zl[i] + a * dzl[i]) * fl[i];
+                    }
+                    mu_aff /= count;
+                    REAL ratio = mu_aff / (mu > QP_TINY ? mu : QP_TINY);
+                    ratio = ratio < 0 ? 0 : (ratio > 1 ? 1 : ratio);
+                    sigma_mu = ratio * ratio * ratio * mu;
+                    for (long k = 0; k < mi; k++) rc[k] = s[k] * z[k] + ds[k] * dz[k] - sigma_mu;
+                    for (long i = 0; i < n; i++) {
+                        rcu[i] = (su[i] * zu[i] + dsu[i] * dzu[i] - sigma_mu) * fu[i];
+                        rcl[i] = (sl[i] * zl[i] + dsl[i] * dzl[i] - sigma_mu) * fl[i];
+                    }
+                }
+                /* the direction for the complementarity right-hand sides rc, rcu, rcl */
+                for (long i = 0; i < n; i++) {
+                    tu[i] = ru[i] - rcu[i] / zus[i];
+                    tl[i] = rl[i] - rcl[i] / zls[i];
+                    u[i] = -rd[i] - Wu[i] * tu[i] + Wl[i] * tl[i];
+                }
+                for (long k = 0; k < mi; k++) {
+                    ti[k] = ri[k] - rc[k] / z[k];
+                    REAL wt = W[k] * ti[k];
+                    for (long j = 0; j < n; j++) u[j] -= G[k * n + j] * wt;
+                }
+                KERNEL(qp_lower_solve)(L, u, n);
+                if (me) {
+                    for (long k = 0; k < me; k++) {
+                        REAL t = re[k];
+                        for (long j = 0; j < n; j++) t += V[k * n + j] * u[j];
+                        dy[k] = t;
+                    }
+                    KERNEL(qp_lower_solve)(LS, dy, me);
+                    KERNEL(qp_upper_solve)(LS, dy, me);
+                    for (long k = 0; k < me; k++)
+                        for (long j = 0; j < n; j++) u[j] -= V[k * n + j] * dy[k];
+                }
+                for (long j = 0; j < n; j++) dx[j] = u[j];
+                KERNEL(qp_upper_solve)(L, dx, n);
+                for (long k = 0; k < mi; k++) {
+                    REAL t = ti[k];
+                    for (long j = 0; j < n; j++) t += G[k * n + j] * dx[j];
+                    dz[k] = W[k] * t;
+                    ds[k] = (-rc[k] - s[k] * dz[k]) / z[k];
+                }
+                for (long i = 0; i < n; i++) {
+                    dzu[i] = Wu[i] * (dx[i] + tu[i]);
+                    dzl[i] = Wl[i] * (-dx[i] + tl[i]);
+                    dsu[i] = fu[i] * (-rcu[i] - su[i] * dzu[i]) / zus[i];
+                    dsl[i] = fl[i] * (-rcl[i] - sl[i] * dzl[i]) / zls[i];
+                }
+            }
+            REAL a = KERNEL(qp_step_to_boundary)(s, ds, 0, mi), t;
+            t = KERNEL(qp_step_to_boundary)(z, dz, 0, mi);
+            a = t < a ? t : a;
+            t = KERNEL(qp_step_to_boundary)(su, dsu, fu, n);
+            a = t < a ? t : a;
+            t = KERNEL(qp_step_to_boundary)(zu, dzu, fu, n);
+            a = t < a ? t : a;
+            t = KERNEL(qp_step_to_boundary)(sl, dsl, fl, n);
+            a = t < a ? t : a;
+            t = KERNEL(qp_step_to_boundary)(zl, dzl, fl, n);
+            a = t < a ? t : a;
+            a = (REAL)0.99 * a;
+            a = a < 1 ? a : 1;
+            for (long i = 0; i < n; i++) {
+                x[i] += a * dx[i];
+                zu[i] += a * dzu[i];
+                su[i] += a * dsu[i];
+                zl[i] += a * dzl[i];
+                sl[i] += a * dsl[i];
+            }
+            for (long k = 0; k < me; k++) y[k] += a * dy[k];
+            for (long k = 0; k < mi; k++) {
+                z[k] += a * dz[k];
+                s[k] += a * ds[k];
+            }
+        }
+        for (long i = 0; i < n; i++) {
+            zu[i] *= fu[i];
+            zl[i] *= fl[i];
+        }
+    }
+}
+#undef QP_TINY

@@ -156,15 +156,25 @@ class _Problem(NamedTuple):
     ub: torch.Tensor
 
 
-def _ipm(pb: _Problem, iterations: int, elastic: float):
+def _ipm(pb: _Problem, iterations: int, elastic: float, native: bool = True):
     """Mehrotra predictor-corrector interior point steps on the elastic problem (dual regularisation ``elastic``
     on every constraint row): ``A x - elastic y = b``, ``G x - elastic z + s = h``, ``x - elastic zu + su = ub``,
-    ``-x - elastic zl + sl = -lb``, ``s, z >= 0``. Returns the inequality and bound slacks and multipliers."""
+    ``-x - elastic zl + sl = -lb``, ``s, z >= 0``. Returns the inequality and bound slacks and multipliers.
+
+    The compiled kernel ``kinematics.native.qp_ipm`` does the same arithmetic row by row where it is available
+    (``native=False``, or a build without a compiler, runs these torch ops)."""
     P, q, A, b, G, h, lb, ub = pb
     nb, n = q.shape
     me, mi = A.shape[1], G.shape[1]
     dt = q.dtype
     d = elastic
+    prox = 1e-10 if dt == torch.float64 else 1e-6
+    if native:
+        from kinematics import native as _native
+
+        done = _native.qp_ipm(P, q, A, b, G, h, lb, ub, iterations, elastic, prox)
+        if done is not None:
+            return done
     fin_u, fin_l = torch.isfinite(ub).to(dt), torch.isfinite(lb).to(dt)
     ubf, lbf = torch.nan_to_num(ub, posinf=0.0, neginf=0.0), torch.nan_to_num(lb, posinf=0.0, neginf=0.0)
     count = (mi + fin_u.sum(-1) + fin_l.sum(-1)).clamp_min(1.0)
@@ -172,7 +182,6 @@ def _ipm(pb: _Problem, iterations: int, elastic: float):
     y = q.new_zeros(nb, me)
     z, s = q.new_ones(nb, mi), q.new_ones(nb, mi)
     zu, su, zl, sl = fin_u.clone(), q.new_ones(nb, n), fin_l.clone(), q.new_ones(nb, n)
-    prox = 1e-10 if dt == torch.float64 else 1e-6
 
     def max_step(v, dv, mask=None):
         ratio = torch.where(dv < 0, -v / dv.clamp_max(-1e-300 if dt == torch.float64 else -1e-38), torch.inf)
