@@ -610,18 +610,18 @@ static REAL KERNEL(qp_step_to_boundary)(const REAL *v, const REAL *dv, const REA
     return best;
 }
 
-static void KERNEL(qp_cholesky)(REAL *restrict L, long n, REAL floor) { /* in place, lower triangle, row-major */
+static void KERNEL(qp_cholesky)(REAL *restrict L, REAL *restrict col, long n, REAL floor) {
+    /* in place, right-looking (the updates are contiguous axpys that vectorise), lower triangle, row-major;
+       col is n values of scratch */
     for (long j = 0; j < n; j++) {
         REAL d = L[j * n + j];
-        for (long k = 0; k < j; k++) d -= L[j * n + k] * L[j * n + k];
         d = SQRT(d > floor ? d : floor); /* a pivot lost to rounding (semidefinite P) is floored, not NaN */
         L[j * n + j] = d;
+        for (long i = j + 1; i < n; i++) col[i] = L[i * n + j] /= d;
         for (long i = j + 1; i < n; i++) {
-            REAL v = L[i * n + j];
-            for (long k = 0; k < j; k++) v -= L[i * n + k] * L[j * n + k];
-            L[i * n + j] = v / d;
+            REAL lij = col[i], *restrict row = L + i * n;
+            IVDEP for (long k = j + 1; k <= i; k++) row[k] -= lij * col[k];
         }
-        for (long i = 0; i < j; i++) L[i * n + j] = 0;
     }
 }
 
@@ -675,10 +675,11 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
         for (long k = 0; k < mi; k++) z[k] = s[k] = 1;
         for (long it = 0; it < iterations; it++) {
             REAL mu = 0;
-            for (long i = 0; i < n; i++) {
-                REAL t = q[i] + zu[i] - zl[i];
-                for (long j = 0; j < n; j++) t += P[i * n + j] * x[j];
-                rd[i] = t;
+            for (long i = 0; i < n; i++) rd[i] = q[i] + zu[i] - zl[i];
+            for (long i = 0; i < n; i++) { /* P x, P symmetric: rows as contiguous axpys */
+                REAL xi = x[i];
+                const REAL *restrict pi = P + i * n;
+                IVDEP for (long j = 0; j < n; j++) rd[j] += pi[j] * xi;
             }
             for (long k = 0; k < me; k++) {
                 REAL t = -d * y[k] - b[k];
@@ -719,19 +720,25 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
                     for (long j = 0; j <= i; j++) L[i * n + j] += wg * g[j];
                 }
             }
-            KERNEL(qp_cholesky)(L, n, prox);
-            for (long k = 0; k < me; k++) { /* V column k = L^-1 A_k^T, stored as a row */
-                for (long j = 0; j < n; j++) V[k * n + j] = A[k * n + j];
-                KERNEL(qp_lower_solve)(L, V + k * n, n);
-            }
-            for (long k = 0; k < me; k++) {
-                for (long l = 0; l <= k; l++) {
-                    REAL t = 0;
-                    for (long j = 0; j < n; j++) t += V[k * n + j] * V[l * n + j];
-                    LS[k * me + l] = t + (k == l ? d : 0);
+            KERNEL(qp_cholesky)(L, u, n, prox);
+            for (long k = 0; k < me * me; k++) LS[k] = 0;
+            for (long i = 0; i < n; i++) { /* V = L^-1 A^T (n x me, row-major), all columns at once */
+                REAL *restrict vi = V + i * me;
+                for (long k = 0; k < me; k++) vi[k] = A[k * n + i];
+                for (long j = 0; j < i; j++) {
+                    REAL lij = L[i * n + j];
+                    const REAL *restrict vj = V + j * me;
+                    IVDEP for (long k = 0; k < me; k++) vi[k] -= lij * vj[k];
+                }
+                REAL inv = 1 / L[i * n + i];
+                for (long k = 0; k < me; k++) vi[k] *= inv;
+                for (long k = 0; k < me; k++) { /* S = V^T V (lower triangle) */
+                    REAL vik = vi[k];
+                    IVDEP for (long l = 0; l <= k; l++) LS[k * me + l] += vik * vi[l];
                 }
             }
-            if (me) KERNEL(qp_cholesky)(LS, me, d);
+            for (long k = 0; k < me; k++) LS[k * me + k] += d;
+            if (me) KERNEL(qp_cholesky)(LS, dy, me, d);
             for (int pass = 0; pass < 2; pass++) {
                 REAL sigma_mu = 0;
                 if (pass == 0) {
@@ -782,15 +789,20 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
                 }
                 KERNEL(qp_lower_solve)(L, u, n);
                 if (me) {
-                    for (long k = 0; k < me; k++) {
-                        REAL t = re[k];
-                        for (long j = 0; j < n; j++) t += V[k * n + j] * u[j];
-                        dy[k] = t;
+                    for (long k = 0; k < me; k++) dy[k] = re[k];
+                    for (long j = 0; j < n; j++) {
+                        REAL uj = u[j];
+                        const REAL *restrict vj = V + j * me;
+                        IVDEP for (long k = 0; k < me; k++) dy[k] += vj[k] * uj;
                     }
                     KERNEL(qp_lower_solve)(LS, dy, me);
                     KERNEL(qp_upper_solve)(LS, dy, me);
-                    for (long k = 0; k < me; k++)
-                        for (long j = 0; j < n; j++) u[j] -= V[k * n + j] * dy[k];
+                    for (long j = 0; j < n; j++) {
+                        REAL t = 0;
+                        const REAL *restrict vj = V + j * me;
+                        for (long k = 0; k < me; k++) t += vj[k] * dy[k];
+                        u[j] -= t;
+                    }
                 }
                 for (long j = 0; j < n; j++) dx[j] = u[j];
                 KERNEL(qp_upper_solve)(L, dx, n);
