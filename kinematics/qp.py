@@ -34,7 +34,8 @@ multiplier ``w`` (``bound_multipliers``): ``w_i > 0`` where ``x_i`` is at its up
 bound, ``0`` where free. ``active_bounds`` is ``+1`` / ``-1`` / ``0`` for upper / lower / free.
 
 Gradients (``kinematics.qp_gradient``): implicit differentiation of the KKT conditions on the final active set
-(OptNet), one LU solve per backward, w.r.t. ``P, q, A, b, G, h, lb, ub``; only ``x`` carries a gradient.
+(OptNet), solved with the forward's last LU factors, w.r.t. ``P, q, A, b, G, h, lb, ub``; only ``x`` carries a
+gradient.
 """
 
 from __future__ import annotations
@@ -288,21 +289,26 @@ def _kkt(pb: _Problem, act: _ActiveSet, elastic: float):
     lbf, ubf = torch.nan_to_num(lb, posinf=0.0, neginf=0.0), torch.nan_to_num(ub, posinf=0.0, neginf=0.0)
     c = torch.where(both, 0.5 * (lbf + ubf), torch.where(act.upper, ubf, torch.where(act.lower, lbf, 0.0)))
     eps_fixed = torch.where(both, 0.5 * elastic, elastic) * fixed
-    stat = torch.cat((P, A.mT, G.mT), 2)  # (nb, n, N)
-    eye_n = torch.eye(n, dtype=q.dtype, device=q.device)
-    e_rows = torch.cat((eye_n.expand(nb, n, n), q.new_zeros(nb, n, me + mi)), 2)
-    top0 = torch.where(fixed[..., None], e_rows, stat)
     act_f = act.ineq.to(q.dtype)
-    g_rows = torch.cat((G * act_f[..., None], q.new_zeros(nb, mi, me)), 2)
-    eye_m = torch.eye(mi, dtype=q.dtype, device=q.device)
-    g_rows = torch.cat((g_rows, torch.diag_embed(1.0 - act_f) if mi else q.new_zeros(nb, 0, 0)), 2)
-    a_rows = torch.cat((A, q.new_zeros(nb, me, me + mi)), 2)
-    K0 = torch.cat((top0, a_rows, g_rows), 1)
+    # assembled in place: fewer full (nb, N, N) passes than cat / where / diag_embed
+    N = n + me + mi
+    K0 = q.new_zeros(nb, N, N)
+    K0[:, :n, :n] = P
+    K0[:, :n, n : n + me] = A.mT
+    K0[:, :n, n + me :] = G.mT
+    K0[:, :n] *= (~fixed).to(q.dtype)[..., None]  # a fixed variable's row is x_i = c_i
+    K0[:, :n, :n].diagonal(dim1=-2, dim2=-1).add_(fixed.to(q.dtype))
+    K0[:, n : n + me, :n] = A
+    K0[:, n + me :, :n] = G * act_f[..., None]
+    K0[:, n + me :, n + me :].diagonal(dim1=-2, dim2=-1).copy_(1.0 - act_f)
     # a proximal term on free variables (P may be only semidefinite), the elastic weight on constraint rows
     diag = torch.cat((elastic * (~fixed).to(q.dtype), torch.full_like(b, -elastic), -elastic * act_f), 1)
-    Kd = K0 + torch.diag_embed(diag)
-    Kd[:, :n] = Kd[:, :n] + eps_fixed[..., None] * stat
-    del eye_m
+    Kd = K0.clone()
+    Kd.diagonal(dim1=-2, dim2=-1).add_(diag)
+    e = eps_fixed[..., None]
+    Kd[:, :n, :n] += e * P
+    Kd[:, :n, n : n + me] += e * A.mT
+    Kd[:, :n, n + me :] += e * G.mT
     r0 = torch.cat((torch.where(fixed, c, -q), b, h * act_f), 1)
     rd = r0 - torch.cat((eps_fixed * q, q.new_zeros(nb, me + mi)), 1)
     return K0, Kd, r0, rd, fixed, c
@@ -404,11 +410,9 @@ def _solve(pb: _Problem, cfg: dict):
         torch.where(infeasible, INFEASIBLE, NOT_CONVERGED),
     ).to(torch.int8)
     active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
-    # the matrix the gradient differentiates: the original system where it was solved, the elastic one elsewhere
-    K_used = torch.where(use_exact[..., None], K0, Kd)
-    LU_used, piv_used, _ = (
-        torch.linalg.lu_factor_ex(K_used, check_errors=False) if cfg["need_backward"] else (None, None, None)
-    )
+    # the matrix the gradient differentiates: the original system where it was solved, the elastic one elsewhere;
+    # the backward solves it with the elastic system's factors and ``refinements`` refinement steps (no new LU)
+    K_used = torch.where(use_exact[..., None], K0, Kd) if cfg["need_backward"] else None
     # within-tolerance wrong signs (the SOLVED test allows them) are clipped: z >= 0, w >= 0 at ub, w <= 0 at lb
     zs = zs.clamp_min(0.0)
     w = torch.where(act.upper & ~act.lower, w.clamp_min(0.0), torch.where(act.lower & ~act.upper, w.clamp_max(0.0), w))
@@ -416,7 +420,7 @@ def _solve(pb: _Problem, cfg: dict):
     # each stationarity row's weight in K_used: 1 for a free variable, 0 (original) or the elastic weight for a fixed one
     row_elastic = torch.where(ok_exact, 0.0, elastic).to(q.dtype)[:, None]
     weight = torch.where(fixed, row_elastic * torch.where(act.upper & act.lower, 0.5, 1.0), 1.0)
-    saved = (LU_used, piv_used, weight, act)
+    saved = (LU, piv, K_used, weight, act)
     return out, saved
 
 

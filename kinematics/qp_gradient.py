@@ -10,7 +10,8 @@ system's weights), the equalities, the active inequalities, ``z_k = 0`` for inac
     grad_q = -lambda_s,  grad_P = -sym(lambda_s x^T),  grad_A = -(lambda_y x^T + y lambda_s^T),  grad_b = lambda_y,
     grad_G = -(lambda_z x^T + z lambda_s^T) (active rows),  grad_h = lambda_z,  grad_{lb|ub} = lambda_x (fixed)
 
-One LU solve (its factors computed in the forward pass) per backward; no host synchronisation. First-order reverse
+The backward solves with the last active-set step's LU factors (computed in the forward pass; they are the elastic
+system's, so the solve is refined to ``K`` in two steps); no host synchronisation. First-order reverse
 mode only.
 """
 
@@ -39,11 +40,12 @@ class QPFunction(torch.autograd.Function):
         from kinematics.qp import _run
 
         out, pb, saved = _run(cfg, batch, P, q, A, b, G, h, lb, ub)
-        LU, piv, weight, act = saved
+        LU, piv, K, weight, act = saved
         n, me, mi = pb.q.shape[1], pb.A.shape[1], pb.G.shape[1]
         ctx.save_for_backward(
             LU,
             piv,
+            K,
             weight,
             out.x.reshape(-1, n),
             out.eq_multipliers.reshape(-1, me),
@@ -52,7 +54,7 @@ class QPFunction(torch.autograd.Function):
             act.upper,
             act.lower,
         )
-        ctx.batch, ctx.n, ctx.me = batch, n, me
+        ctx.batch, ctx.n, ctx.me, ctx.refinements = batch, n, me, max(2, cfg["refinements"])
         ctx.shapes = tuple(t.shape for t in (P, q, A, b, G, h, lb, ub))
         ctx.dtype = q.dtype
         ctx.mark_non_differentiable(*out[1:])
@@ -61,12 +63,17 @@ class QPFunction(torch.autograd.Function):
     @staticmethod
     @first_order
     def backward(ctx, grad_x, *_):
-        LU, piv, weight, x, y, z, act_in, upper, lower = ctx.saved_tensors
+        LU, piv, K, weight, x, y, z, act_in, upper, lower = ctx.saved_tensors
         batch, n, me, dtype = ctx.batch, ctx.n, ctx.me, ctx.dtype
         nb = x.shape[0]
         g = grad_x.reshape(nb, n).to(LU.dtype)  # the factors are float64 for float32 inputs too
         rhs = torch.cat((g, g.new_zeros(nb, LU.shape[-1] - n)), 1)
-        lam = torch.linalg.lu_solve(LU, piv, rhs[..., None], adjoint=True)[..., 0]
+        # K^T lam = rhs with the factors of the elastic system (K differs from it by O(elastic) on SOLVED rows):
+        # one solve and ``refinements`` refinement steps
+        lam = torch.linalg.lu_solve(LU, piv, rhs[..., None], adjoint=True)
+        for _ in range(ctx.refinements):
+            lam = lam + torch.linalg.lu_solve(LU, piv, rhs[..., None] - K.mT @ lam, adjoint=True)
+        lam = lam[..., 0]
         lx, ly, lz = lam[:, :n], lam[:, n : n + me], lam[:, n + me :]
         ls = weight * lx
         lz = lz * act_in.to(x.dtype)
