@@ -42,7 +42,12 @@ def test_the_whole_body_example_runs_and_its_gradient_arrives(capsys) -> None:
 
 
 RESULTS = README.parent / "docs" / "results"
-MEASURED_SECTIONS = ("The experiment", "Measured speed", "Beyond the docs: constraints, implicit gradients and R^9")
+MEASURED_SECTIONS = (
+    "The experiment",
+    "Measured speed",
+    "Beyond the docs: constraints, implicit gradients and R^9",
+    "Measured: whole-body kinematics",
+)
 NUMBER = r"(?<![\w.])\d+\.\d+(?!\d)(?!\.\d)"
 
 
@@ -63,7 +68,7 @@ def results_text() -> str:
 
 
 def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None:
-    from kinematics.benchmark import constrained_suite, report
+    from kinematics.benchmark import constrained_suite, report, tree_suite
     from kinematics.benchmark.provenance import provenance_line
     from learning.distribution import distribution_markdown
     from learning.report import render_markdown
@@ -72,6 +77,7 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         "benchmark/fk": report.fk_markdown,
         "benchmark/ik": report.ik_markdown,
         "benchmark/constrained": constrained_suite.markdown,
+        "benchmark/tree": tree_suite.markdown,
         "benchmark-torch-ops/ik": report.ik_markdown,
         "experiment/report": render_markdown,
         "experiment/check-distribution": lambda doc: (
