@@ -668,11 +668,16 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
             x[i] = 0;
             zu[i] = fu[i];
             zl[i] = fl[i];
-            su[i] = sl[i] = 1;
+            su[i] = ubf[i] > 1 ? ubf[i] : 1; /* slacks start at the constraints' values at x = 0, at least 1 */
+            sl[i] = -lbf[i] > 1 ? -lbf[i] : 1;
         }
         count = count > 1 ? count : 1;
         for (long k = 0; k < me; k++) y[k] = 0;
-        for (long k = 0; k < mi; k++) z[k] = s[k] = 1;
+        for (long k = 0; k < mi; k++) {
+            REAL hk = h[k] != h[k] ? 0 : (h[k] < (REAL)1e8 ? h[k] : (REAL)1e8); /* as nan_to_num(posinf=1e8) */
+            z[k] = 1;
+            s[k] = hk > 1 ? hk : 1;
+        }
         for (long it = 0; it < iterations; it++) {
             REAL mu = 0;
             for (long i = 0; i < n; i++) rd[i] = q[i] + zu[i] - zl[i];

@@ -181,8 +181,10 @@ def _ipm(pb: _Problem, iterations: int, elastic: float, native: bool = True):
     count = (mi + fin_u.sum(-1) + fin_l.sum(-1)).clamp_min(1.0)
     x = q.new_zeros(nb, n)
     y = q.new_zeros(nb, me)
-    z, s = q.new_ones(nb, mi), q.new_ones(nb, mi)
-    zu, su, zl, sl = fin_u.clone(), q.new_ones(nb, n), fin_l.clone(), q.new_ones(nb, n)
+    # slacks start at the constraints' values at x = 0 (at least 1): a far, inactive row (``0 x <= 1000``) starts
+    # primal feasible instead of needing many damped steps to grow its slack
+    z, s = q.new_ones(nb, mi), torch.nan_to_num(h, posinf=1e8, neginf=-1e8).clamp_min(1.0)
+    zu, su, zl, sl = fin_u.clone(), ubf.clamp_min(1.0), fin_l.clone(), (-lbf).clamp_min(1.0)
 
     def max_step(v, dv, mask=None):
         ratio = torch.where(dv < 0, -v / dv.clamp_max(-1e-300 if dt == torch.float64 else -1e-38), torch.inf)

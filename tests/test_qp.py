@@ -300,3 +300,20 @@ def test_compiled_interior_point_equals_torch_ops(size):
     sol = solve_qp(**t)
     assert torch.equal(sol.status, ref.status)
     torch.testing.assert_close(sol.x, ref.x, atol=1e-9, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_far_inactive_rows_as_in_the_wholebody_layer(dtype):
+    # the whole-body layer pads its inequalities with rows 0 x <= 1000; they must not stop the interior point
+    # (its slacks once started at 1 and needed many damped steps to reach 1000: every row ended INFEASIBLE)
+    problem = random_qps(32, 35, 18, 8, seed=4)
+    problem["lb"] = np.where(np.isinf(problem["lb"]), -10.0, problem["lb"])
+    problem["ub"] = np.where(np.isinf(problem["ub"]), 10.0, problem["ub"])
+    padded = dict(problem)
+    padded["G"] = np.concatenate((problem["G"], np.zeros((32, 20, 35))), 1)
+    padded["h"] = np.concatenate((problem["h"], np.full((32, 20), 1000.0)), 1)
+    sol = solve_qp(**to_torch(padded, dtype))
+    ref = solve_qp(**to_torch(problem, dtype))
+    assert (sol.status == SOLVED).all() and (ref.status == SOLVED).all()
+    torch.testing.assert_close(sol.x, ref.x, atol=1e-6 if dtype == torch.float64 else 1e-3, rtol=0)
+    assert not sol.active_inequalities[:, 8:].any()
