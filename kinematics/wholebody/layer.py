@@ -60,7 +60,7 @@ class WholeBodyIKCfg:
 
     iterations: int = 16
     damping: float = 0.05
-    qp_iterations: int = 30
+    qp_iterations: int = 16
     position_tolerance: float = 1e-3
     rotation_tolerance: float = 1e-2
     gradient: str = "unrolled"
