@@ -47,6 +47,7 @@ MEASURED_SECTIONS = (
     "Measured speed",
     "Beyond the docs: constraints, implicit gradients and R^9",
     "Measured: whole-body kinematics",
+    "Measured: the whole-body layer and its QP",
 )
 NUMBER = r"(?<![\w.])\d+\.\d+(?!\d)(?!\.\d)"
 
@@ -68,7 +69,7 @@ def results_text() -> str:
 
 
 def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None:
-    from kinematics.benchmark import constrained_suite, report, tree_suite
+    from kinematics.benchmark import constrained_suite, qp_suite, report, tree_suite, wholebody_suite
     from kinematics.benchmark.provenance import provenance_line
     from learning.distribution import distribution_markdown
     from learning.report import render_markdown
@@ -78,6 +79,8 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         "benchmark/ik": report.ik_markdown,
         "benchmark/constrained": constrained_suite.markdown,
         "benchmark/tree": tree_suite.markdown,
+        "benchmark/qp": qp_suite.markdown,
+        "benchmark/wholebody": wholebody_suite.markdown,
         "benchmark-torch-ops/ik": report.ik_markdown,
         "experiment/report": render_markdown,
         "experiment/check-distribution": lambda doc: (

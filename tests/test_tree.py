@@ -319,7 +319,9 @@ def test_batch_last_accessors_are_the_public_results_transposed(g1):
     poses = g1.frame_poses(state).reshape(10, -1, 4, 4)
     torch.testing.assert_close(g1.frame_poses_batch_last(state), poses[:, :, :3].permute(1, 2, 3, 0), rtol=0, atol=0)
     name = "right_wrist_yaw_link"
-    torch.testing.assert_close(g1.frame_pose_batch_last(state, name), poses[:, g1.frame_index(name), :3].permute(1, 2, 0))
+    torch.testing.assert_close(
+        g1.frame_pose_batch_last(state, name), poses[:, g1.frame_index(name), :3].permute(1, 2, 0)
+    )
     jacobian = g1.frame_jacobian(state, name).reshape(10, 6, g1.nv)
     torch.testing.assert_close(g1.frame_jacobian_batch_last(state, name), jacobian.permute(1, 2, 0), rtol=0, atol=0)
     com, com_jacobian = g1.center_of_mass(state).reshape(10, 3), g1.com_jacobian(state).reshape(10, 3, g1.nv)
@@ -342,7 +344,9 @@ def test_compiled_angles_match_libm_far_out_and_pass_nan():
     pose = tree.frame_pose(x[:, None], "b")
     torch.testing.assert_close(pose[:, 0, 0], torch.cos(x), rtol=0, atol=4e-16)
     torch.testing.assert_close(pose[:, 1, 0], torch.sin(x), rtol=0, atol=4e-16)
-    assert torch.isnan(tree.frame_pose(torch.tensor([[float("nan")], [float("inf")]], dtype=torch.float64), "b")[:, :2, :2]).all()
+    assert torch.isnan(
+        tree.frame_pose(torch.tensor([[float("nan")], [float("inf")]], dtype=torch.float64), "b")[:, :2, :2]
+    ).all()
 
 
 def test_inputs_that_record_a_graph_take_the_torch_pass(g1):
