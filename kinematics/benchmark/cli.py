@@ -99,6 +99,15 @@ def _loadavg() -> float | None:
         return None
 
 
+def _publish(out: Path, doc: dict, record: dict, render) -> None:
+    """Stamp ``doc`` with ``record`` (``meta``), write its JSON and markdown under ``out`` and print them."""
+    doc["meta"] = record
+    markdown = render(doc)
+    json_path, md_path = report.write_suite(out, doc, markdown)
+    print(markdown, flush=True)
+    print(f"wrote {json_path} and {md_path}", flush=True)
+
+
 def meta(cfg: BenchConfig, argv: list[str], load_start: float | None) -> dict:
     device = torch.device(cfg.device)
     return {
@@ -158,11 +167,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 repeats=1 if args.quick else 5,
                 seed=args.seed,
             )
-            doc["meta"] = meta(cfg, argv, load)
-            markdown = constrained_suite.markdown(doc)
-            json_path, md_path = report.write_suite(args.out, doc, markdown)
-            print(markdown, flush=True)
-            print(f"wrote {json_path} and {md_path}", flush=True)
+            _publish(args.out, doc, meta(cfg, argv, load), constrained_suite.markdown)
             continue
         if suite == "qp":
             doc = qp_suite.run(
@@ -173,11 +178,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 count=64 if args.quick else 1000,
                 infeasible_count=8 if args.quick else 100,
             )
-            doc["meta"] = meta(cfg, argv, load)
-            markdown = qp_suite.markdown(doc)
-            json_path, md_path = report.write_suite(args.out, doc, markdown)
-            print(markdown, flush=True)
-            print(f"wrote {json_path} and {md_path}", flush=True)
+            _publish(args.out, doc, meta(cfg, argv, load), qp_suite.markdown)
             continue
         if suite == "wholebody":
             doc = wholebody_suite.run(
@@ -188,19 +189,11 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 dtype_name=cfg.fk_dtypes[0],
                 seed=args.seed,
             )
-            doc["meta"] = meta(cfg, argv, load)
-            markdown = wholebody_suite.markdown(doc)
-            json_path, md_path = report.write_suite(args.out, doc, markdown)
-            print(markdown, flush=True)
-            print(f"wrote {json_path} and {md_path}", flush=True)
+            _publish(args.out, doc, meta(cfg, argv, load), wholebody_suite.markdown)
             continue
         if suite == "tree":
             doc = tree_suite.run(cfg.fk_batches, cfg.fk_dtypes, cfg.fk_timing, cfg.pin_ik_max_batch, args.seed)
-            doc["meta"] = meta(cfg, argv, load)
-            markdown = tree_suite.markdown(doc)
-            json_path, md_path = report.write_suite(args.out, doc, markdown)
-            print(markdown, flush=True)
-            print(f"wrote {json_path} and {md_path}", flush=True)
+            _publish(args.out, doc, meta(cfg, argv, load), tree_suite.markdown)
             continue
         if suite == "fk":
             doc = fk_suite.run(cfg)
@@ -208,9 +201,5 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         else:
             doc = ik_suite.run(cfg)
             doc["goals"] = goals.ik_goals(doc)
-        doc["meta"] = meta(cfg, argv, load)
-        markdown = (report.fk_markdown if suite == "fk" else report.ik_markdown)(doc)
-        json_path, md_path = report.write_suite(args.out, doc, markdown)
-        print(markdown, flush=True)
-        print(f"wrote {json_path} and {md_path}", flush=True)
+        _publish(args.out, doc, meta(cfg, argv, load), report.fk_markdown if suite == "fk" else report.ik_markdown)
     return 0

@@ -210,7 +210,8 @@ class WholeBodyIKLayer(nn.Module):
         """Solve from ``seed`` ``(..., nq)`` for ``targets`` (name -> tensor, leading dims broadcast)."""
         tree, cfg = self.tree, self.cfg
         tree._check(seed, "seed", tree.nq)
-        tree.check_quaternion(seed) if seed.is_cpu else None
+        if seed.is_cpu:  # as forward_kinematics validates: never a device synchronisation
+            tree.check_quaternion(seed)
         batch = self._batch(targets, seed)
         flat = self._targets(targets, batch)
         q = seed.expand(*batch, tree.nq).reshape(-1, tree.nq)

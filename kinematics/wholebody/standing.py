@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from assets import RobotDescription
+from kinematics.errors import ConfigError
 from kinematics.tree import KinematicTree
 from kinematics.wholebody.constraint import Constraint
 from kinematics.wholebody.contact import Contact
@@ -37,7 +38,7 @@ class StandingProblem:
 def standing_configuration(tree: KinematicTree, robot: RobotDescription) -> torch.Tensor:
     """``(nq,)``: the base at the description's standing height, the joints at its reference posture."""
     if not tree.floating_base or robot.standing_base_height is None:
-        raise ValueError(f"{robot.name} is not a standing robot (no floating base or standing height)")
+        raise ConfigError(f"{robot.name} is not a standing robot (no floating base or standing height)")
     q = tree.neutral()
     q[2] = robot.standing_base_height
     posture = robot.posture
