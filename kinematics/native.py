@@ -44,7 +44,9 @@ _POINTERS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # after (d
 _WITH_THRESHOLDS = ("pose_error", "pose_error_vjp")  # (n, 5 pointers, small_sin_sq, near_pi_cos)
 # KinematicTree's kernels: (number of long arguments, number of pointers), longs first.
 _TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7, 8), "tree_com": (8, 11)}
-_QP = {"qp_ipm": (5, 17)}  # solve_qp's interior point (batch-first): (nb, n, m_eq, m_in, iterations), 17 pointers
+# solve_qp's kernels (batch-first): (nb, n, m_eq, m_in, iterations), 17 pointers; (nb, n, m_eq, m_in, steps,
+# refinements), 19 pointers
+_QP = {"qp_ipm": (5, 17), "qp_polish": (6, 19)}
 _TREE_TILE = 32  # TREE_TILE in native_kernels.h: the scratch the Jacobian kernels need per row
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
 _CPU = torch.device("cpu")
@@ -468,4 +470,51 @@ def qp_ipm(
         futures = [_qp_pool(workers).submit(chunk, bounds[i], bounds[i + 1]) for i in range(workers)]
         for future in futures:
             future.result()
+    return tuple(outs)
+
+
+def qp_polish(
+    problem: tuple[torch.Tensor, ...],
+    interior: tuple[torch.Tensor, ...],
+    steps: int,
+    refinements: int,
+    elastic: float,
+    tolerance: float,
+    infeasibility_tolerance: float,
+) -> tuple[torch.Tensor, ...] | None:
+    """``kinematics.qp._solve``'s active-set polish and status tests on flat batch-first tensors: ``problem`` =
+    ``(P, q, A, b, G, h, lb, ub)``, ``interior`` = the interior point's ``(z, s, zu, su, zl, sl)``. Returns
+    ``(sol, w, flags, rows)``: ``sol (nb, n + m_eq + m_in)`` = ``[x; y; z]``, the signed bound multipliers
+    ``w (nb, n)``, ``flags (nb, m_in + 2 n)`` = active inequalities, fixed at ``ub``, fixed at ``lb`` (0 / 1),
+    ``rows (nb, 4)`` = status, primal and dual residual, whether the original system's point was kept (1) or the
+    elastic one (0); or ``None``."""
+    P, q, A, b, G, h, lb, ub = problem
+    nb, n = q.shape
+    me, mi = A.shape[1], G.shape[1]
+    if nb == 0:
+        return None
+    shapes = ((nb, n, n), (nb, n), (nb, me, n), (nb, me), (nb, mi, n), (nb, mi), (nb, n), (nb, n))
+    shapes += ((nb, mi), (nb, mi), (nb, n), (nb, n), (nb, n), (nb, n))
+    kernel = _kernel("qp_polish", (*problem, *interior), shapes)
+    if kernel is None:
+        return None
+    dtype = q.dtype
+    inputs = [t.contiguous() for t in (*problem, *interior)]
+    params = torch.tensor([elastic, tolerance, infeasibility_tolerance], dtype=dtype)
+    outs = [_empty(nb, k, dtype=dtype) for k in (n + me + mi, n, mi + 2 * n, 4)]
+    workers = max(1, min(torch.get_num_threads(), nb // 16 or 1))
+    bounds = [nb * i // workers for i in range(workers + 1)]
+
+    def chunk(lo: int, hi: int) -> None:
+        pointers = [t[lo:hi].data_ptr() if t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
+        kernel(hi - lo, n, me, mi, steps, refinements, params.data_ptr(), *pointers)
+
+    if workers == 1:
+        chunk(0, nb)
+    else:
+        futures = [_qp_pool(workers).submit(chunk, bounds[i], bounds[i + 1]) for i in range(workers)]
+        for future in futures:
+            future.result()
+    if bool((outs[3][:, 0] < 0).any()):
+        raise MemoryError("qp_polish could not allocate its scratch")
     return tuple(outs)

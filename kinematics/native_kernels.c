@@ -4,6 +4,7 @@
    Users build it with the flags in kinematics/native.py; the test suite also compiles it with
    -Wall -Wextra -Werror. */
 #include <math.h>
+#include <stdlib.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
 #define DISPATCH __attribute__((target_clones("avx2", "default"))) /* an AVX2 clone, chosen at load time */

@@ -856,4 +856,342 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
         }
     }
 }
+/* solve_qp's active-set polish (kinematics.qp._solve after the interior point: the same guesses, rules and tests),
+   one row at a time, batch-first like qp_ipm. Each active-set system is solved in its symmetric form: with C the
+   equality rows, the active inequality rows and one unit row per variable fixed at a bound,
+
+       [P + elastic I   C^T] [x ]   [-q]        (elastic: D = elastic on every row, half on a contradictory
+       [C              -D  ] [nu] = [ r]         bound's midpoint row; the original system: D = 0, no prox)
+
+   by a Cholesky factor of P + elastic I and one of the Schur complement C (P + elastic I)^-1 C^T + D; where either
+   has a pivot too small to trust (a semidefinite P, dependent rows), by an LU factorisation with partial pivoting
+   of the whole matrix. The refinements to the original system reuse the factors. Outputs: sol (nb, n + me + mi)
+   = [x; y; z], w (nb, n) signed bound multipliers, flags (nb, mi + 2 n) = active inequalities, fixed at ub, fixed
+   at lb (1 / 0), rows (nb, 4) = status, primal residual, dual residual, whether the original system's solution
+   was kept (1) or the elastic one (0). params = (elastic, tolerance, infeasibility tolerance). */
+static int KERNEL(qp_cholesky_strict)(REAL *restrict L, REAL *restrict col, long n, REAL rel) {
+    /* qp_cholesky, but 0 (L half-written) when a pivot is <= rel (1 + the largest diagonal entry) */
+    REAL big = 0;
+    for (long i = 0; i < n; i++) big = FABS(L[i * n + i]) > big ? FABS(L[i * n + i]) : big;
+    REAL floor = rel * (1 + big);
+    for (long j = 0; j < n; j++) {
+        REAL d = L[j * n + j];
+        if (!(d > floor)) return 0;
+        d = SQRT(d);
+        L[j * n + j] = d;
+        for (long i = j + 1; i < n; i++) col[i] = L[i * n + j] /= d;
+        for (long i = j + 1; i < n; i++) {
+            REAL lij = col[i], *restrict row = L + i * n;
+            IVDEP for (long k = j + 1; k <= i; k++) row[k] -= lij * col[k];
+        }
+    }
+    return 1;
+}
+
+static void KERNEL(qp_lu)(REAL *restrict K, long *restrict piv, long N) { /* in place, partial pivoting */
+    for (long j = 0; j < N; j++) {
+        long p = j;
+        REAL best = FABS(K[j * N + j]);
+        for (long i = j + 1; i < N; i++)
+            if (FABS(K[i * N + j]) > best) {
+                best = FABS(K[i * N + j]);
+                p = i;
+            }
+        piv[j] = p;
+        if (p != j)
+            for (long k = 0; k < N; k++) {
+                REAL t = K[j * N + k];
+                K[j * N + k] = K[p * N + k];
+                K[p * N + k] = t;
+            }
+        REAL inv = 1 / K[j * N + j]; /* a singular system gives inf / nan: the KKT test then fails the row */
+        const REAL *restrict rj = K + j * N;
+        for (long i = j + 1; i < N; i++) {
+            REAL l = K[i * N + j] *= inv, *restrict ri = K + i * N;
+            if (l != 0) IVDEP for (long k = j + 1; k < N; k++) ri[k] -= l * rj[k];
+        }
+    }
+}
+
+static void KERNEL(qp_lu_solve)(const REAL *restrict K, const long *restrict piv, REAL *restrict v, long N) {
+    for (long j = 0; j < N; j++) {
+        REAL t = v[j];
+        v[j] = v[piv[j]];
+        v[piv[j]] = t;
+    }
+    for (long i = 0; i < N; i++) {
+        REAL t = v[i];
+        for (long k = 0; k < i; k++) t -= K[i * N + k] * v[k];
+        v[i] = t;
+    }
+    for (long i = N - 1; i >= 0; i--) {
+        REAL t = v[i];
+        for (long k = i + 1; k < N; k++) t -= K[i * N + k] * v[k];
+        v[i] = t / K[i * N + i];
+    }
+}
+
+typedef struct {
+    long n, m, dense;
+    REAL *L, *C, *V, *M, *K, *col;
+    long *piv;
+} KERNEL(qp_factors);
+
+/* [x; nu] <- the factored system's solution for the right-hand side [f; g] (x: n values, nu: m) */
+static void KERNEL(qp_factored_solve)(const KERNEL(qp_factors) *F, const REAL *f, const REAL *g, REAL *x, REAL *nu) {
+    long n = F->n, m = F->m;
+    if (F->dense) {
+        for (long i = 0; i < n; i++) F->col[i] = f[i];
+        for (long k = 0; k < m; k++) F->col[n + k] = g[k];
+        KERNEL(qp_lu_solve)(F->K, F->piv, F->col, n + m);
+        for (long i = 0; i < n; i++) x[i] = F->col[i];
+        for (long k = 0; k < m; k++) nu[k] = F->col[n + k];
+        return;
+    }
+    for (long i = 0; i < n; i++) x[i] = f[i];
+    KERNEL(qp_lower_solve)(F->L, x, n); /* u = L^-1 f */
+    for (long k = 0; k < m; k++) {
+        REAL t = -g[k];
+        const REAL *restrict vk = F->V + k * n;
+        for (long i = 0; i < n; i++) t += vk[i] * x[i];
+        nu[k] = t;
+    }
+    if (m) {
+        KERNEL(qp_lower_solve)(F->M, nu, m);
+        KERNEL(qp_upper_solve)(F->M, nu, m);
+    }
+    for (long k = 0; k < m; k++) {
+        REAL t = nu[k];
+        const REAL *restrict vk = F->V + k * n;
+        IVDEP for (long i = 0; i < n; i++) x[i] -= vk[i] * t;
+    }
+    KERNEL(qp_upper_solve)(F->L, x, n);
+}
+
+static REAL KERNEL(qp_max)(REAL a, REAL b) { return b > a || b != b ? b : a; } /* nan wins */
+
+DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, long refinements,
+                                const REAL *restrict params, const REAL *restrict P_, const REAL *restrict q_,
+                                const REAL *restrict A_, const REAL *restrict b_, const REAL *restrict G_,
+                                const REAL *restrict h_, const REAL *restrict lb_, const REAL *restrict ub_,
+                                const REAL *restrict z_, const REAL *restrict s_, const REAL *restrict zu_,
+                                const REAL *restrict su_, const REAL *restrict zl_, const REAL *restrict sl_,
+                                REAL *restrict sol_, REAL *restrict w_, REAL *restrict flags_, REAL *restrict rows_) {
+    const REAL d = params[0], tol = params[1], inf_tol = params[2];
+    const REAL rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
+    long mmax = me + mi + n, N = n + me + mi, Kmax = n + mmax;
+    long reals = n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 2 * N + 6 * n + mi + 1;
+    REAL *scratch = malloc(sizeof(REAL) * reals);
+    long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * mmax);
+    if (scratch == 0 || piv == 0 || kind == 0) { /* out of memory: every row's status is -1, for the caller */
+        free(scratch), free(piv), free(kind);
+        for (long r = 0; r < nb; r++) rows_[r * 4] = -1;
+        return;
+    }
+    KERNEL(qp_factors) F = {n, 0, 0, scratch, 0, 0, 0, 0, 0, piv};
+    F.C = F.L + n * n;
+    F.V = F.C + mmax * n;
+    F.M = F.V + mmax * n;
+    F.K = F.M + mmax * mmax;
+    F.col = F.K + Kmax * Kmax;
+    REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
+    REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *stat = dx + n;
+    REAL *c = stat + n, *w_pass = c + n, *gx = w_pass + 2 * n;
+    for (long r = 0; r < nb; r++) {
+        const REAL *P = P_ + r * n * n, *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
+        const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
+        REAL *act = flags_ + r * (mi + 2 * n), *upper = act + mi, *lower = upper + n;
+        /* the interior point's guess: a side is active where its multiplier exceeds its slack */
+        for (long k = 0; k < mi; k++) act[k] = z_[r * mi + k] > s_[r * mi + k];
+        for (long i = 0; i < n; i++) {
+            REAL zu = zu_[r * n + i], su = su_[r * n + i], zl = zl_[r * n + i], sl = sl_[r * n + i];
+            int contra = lb[i] > ub[i];
+            upper[i] = (zu > su && zu >= zl) || contra;
+            lower[i] = (zl > sl && zl > zu) || contra;
+        }
+        REAL scale_p = 0, scale_d = 0; /* the KKT test's scales; its tolerances also hold the active set still */
+        for (long k = 0; k < me; k++) scale_p = KERNEL(qp_max)(scale_p, FABS(b[k]));
+        for (long k = 0; k < mi; k++)
+            if (isfinite(h[k])) scale_p = KERNEL(qp_max)(scale_p, FABS(h[k]));
+        for (long i = 0; i < n; i++) scale_d = KERNEL(qp_max)(scale_d, FABS(q[i]));
+        scale_p += 1, scale_d += 1;
+        const REAL slack_p = tol * scale_p, slack_d = tol * scale_d;
+        for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
+            /* the active set's rows C, their right-hand sides r and elastic weights D */
+            long m = 0;
+            for (long k = 0; k < me; k++, m++) {
+                for (long j = 0; j < n; j++) F.C[m * n + j] = A[k * n + j];
+                rhs[m] = b[k], D[m] = d, kind[m] = k;
+            }
+            for (long k = 0; k < mi; k++)
+                if (act[k] > 0) {
+                    for (long j = 0; j < n; j++) F.C[m * n + j] = G[k * n + j];
+                    rhs[m] = h[k], D[m] = d, kind[m++] = me + k;
+                }
+            for (long i = 0; i < n; i++) {
+                int up = upper[i] > 0, lo = lower[i] > 0;
+                REAL ubv = isfinite(ub[i]) ? ub[i] : 0, lbv = isfinite(lb[i]) ? lb[i] : 0;
+                c[i] = up && lo ? (REAL)0.5 * (lbv + ubv) : (up ? ubv : (lo ? lbv : 0));
+                if (up || lo) { /* contradictory bounds: their midpoint, at half the weight */
+                    for (long j = 0; j < n; j++) F.C[m * n + j] = j == i;
+                    rhs[m] = c[i], D[m] = up && lo ? (REAL)0.5 * d : d, kind[m++] = -1 - i;
+                }
+            }
+            F.m = m;
+            /* the elastic system's factors: Cholesky and Schur complement, else one dense LU */
+            for (long i = 0; i < n; i++) {
+                for (long j = 0; j <= i; j++) F.L[i * n + j] = P[i * n + j];
+                F.L[i * n + i] += d;
+            }
+            F.dense = !KERNEL(qp_cholesky_strict)(F.L, F.col, n, rel);
+            if (!F.dense) {
+                for (long k = 0; k < m; k++) {
+                    REAL *vk = F.V + k * n;
+                    for (long j = 0; j < n; j++) vk[j] = F.C[k * n + j];
+                    KERNEL(qp_lower_solve)(F.L, vk, n);
+                }
+                for (long k = 0; k < m; k++) {
+                    const REAL *restrict vk = F.V + k * n;
+                    for (long l = 0; l <= k; l++) {
+                        const REAL *restrict vl = F.V + l * n;
+                        REAL t = 0;
+                        for (long j = 0; j < n; j++) t += vk[j] * vl[j];
+                        F.M[k * m + l] = t;
+                    }
+                    F.M[k * m + k] += D[k];
+                }
+                F.dense = m > 0 && !KERNEL(qp_cholesky_strict)(F.M, F.col, m, rel);
+            }
+            if (F.dense) {
+                long K = n + m;
+                for (long i = 0; i < n; i++) {
+                    for (long j = 0; j < n; j++) F.K[i * K + j] = P[i * n + j] + (i == j ? d : 0);
+                    for (long k = 0; k < m; k++) F.K[i * K + n + k] = F.C[k * n + i];
+                }
+                for (long k = 0; k < m; k++) {
+                    for (long j = 0; j < n; j++) F.K[(n + k) * K + j] = F.C[k * n + j];
+                    for (long l = 0; l < m; l++) F.K[(n + k) * K + n + l] = k == l ? -D[k] : 0;
+                }
+                KERNEL(qp_lu)(F.K, F.piv, K);
+            }
+            /* the elastic solution, then `refinements` steps toward the original system (D = 0, no prox) */
+            for (long i = 0; i < n; i++) res_f[i] = -q[i];
+            KERNEL(qp_factored_solve)(&F, res_f, rhs, dx, nu);
+            for (long i = 0; i < N; i++) sol_d[i] = i < n ? dx[i] : 0;
+            for (long k = 0; k < m; k++)
+                if (kind[k] >= 0) sol_d[n + kind[k]] = nu[k];
+                else fixed_nu[k] = nu[k];
+            for (long i = 0; i < N; i++) sol[i] = sol_d[i];
+            for (long t = 0; t < refinements; t++) {
+                for (long i = 0; i < n; i++) res_f[i] = -q[i]; /* [-q - P x - C^T nu; r - C x] */
+                for (long i = 0; i < n; i++) {
+                    REAL xi = sol[i];
+                    const REAL *restrict pi = P + i * n;
+                    IVDEP for (long j = 0; j < n; j++) res_f[j] -= pi[j] * xi;
+                }
+                for (long k = 0; k < m; k++) {
+                    REAL nk = kind[k] >= 0 ? sol[n + kind[k]] : fixed_nu[k], g = rhs[k];
+                    const REAL *restrict ck = F.C + k * n;
+                    for (long j = 0; j < n; j++) {
+                        res_f[j] -= ck[j] * nk;
+                        g -= ck[j] * sol[j];
+                    }
+                    res_g[k] = g;
+                }
+                KERNEL(qp_factored_solve)(&F, res_f, res_g, dx, nu);
+                for (long i = 0; i < n; i++) sol[i] += dx[i];
+                for (long k = 0; k < m; k++)
+                    if (kind[k] >= 0) sol[n + kind[k]] += nu[k];
+                    else fixed_nu[k] += nu[k];
+            }
+            if (step + 1 < steps) { /* the next guess, from the refined point where finite, else the elastic one */
+                int good = 1;
+                for (long i = 0; i < N; i++) good &= isfinite(sol[i]) != 0;
+                const REAL *s = good ? sol : sol_d;
+                for (long i = 0; i < n; i++) stat[i] = q[i];
+                for (long i = 0; i < n; i++) {
+                    REAL xi = s[i];
+                    const REAL *restrict pi = P + i * n;
+                    IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
+                }
+                for (long k = 0; k < me; k++)
+                    for (long j = 0; j < n; j++) stat[j] += A[k * n + j] * s[n + k];
+                for (long k = 0; k < mi; k++) {
+                    REAL t = 0;
+                    for (long j = 0; j < n; j++) {
+                        stat[j] += G[k * n + j] * s[n + me + k];
+                        t += G[k * n + j] * s[j];
+                    }
+                    gx[k] = t;
+                }
+                /* an active row stays while its multiplier has the right sign, an inactive one enters when
+                   violated; a fixed variable is released, never moved straight to the other bound; nothing
+                   changes within the KKT test's tolerances */
+                for (long k = 0; k < mi; k++) act[k] = act[k] > 0 ? s[n + me + k] > -slack_d : gx[k] > h[k] + slack_p;
+                for (long i = 0; i < n; i++) {
+                    int up = upper[i] > 0, lo = lower[i] > 0, contra = lb[i] > ub[i];
+                    REAL w = up || lo ? -stat[i] : 0;
+                    upper[i] = (up ? w > -slack_d : (!lo && s[i] > ub[i] + slack_p)) || contra;
+                    lower[i] = (lo ? w < slack_d : (!up && s[i] < lb[i] - slack_p)) || contra;
+                }
+            }
+        }
+        /* SOLVED when the refined (else the elastic) point passes the KKT test, as in kinematics.qp._solve */
+        int ok[2];
+        REAL viol[2], dual[2];
+        for (int pass = 0; pass < 2; pass++) { /* pass 0: the refined point, pass 1: the elastic one */
+            const REAL *s = pass == 0 ? sol : sol_d;
+            REAL *w = w_pass + pass * n, v = 0, sign = 0, st = 0;
+            int finite = 1;
+            for (long i = 0; i < N; i++) finite &= isfinite(s[i]) != 0;
+            for (long i = 0; i < n; i++) stat[i] = q[i];
+            for (long i = 0; i < n; i++) {
+                REAL xi = s[i];
+                const REAL *restrict pi = P + i * n;
+                IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
+            }
+            for (long k = 0; k < me; k++) {
+                REAL t = -b[k];
+                for (long j = 0; j < n; j++) {
+                    stat[j] += A[k * n + j] * s[n + k];
+                    t += A[k * n + j] * s[j];
+                }
+                v = KERNEL(qp_max)(v, FABS(t));
+            }
+            for (long k = 0; k < mi; k++) {
+                REAL t = -h[k], zk = s[n + me + k];
+                for (long j = 0; j < n; j++) {
+                    stat[j] += G[k * n + j] * zk;
+                    t += G[k * n + j] * s[j];
+                }
+                v = KERNEL(qp_max)(v, t > 0 ? t : 0);
+                sign = KERNEL(qp_max)(sign, zk < 0 ? -zk : 0);
+            }
+            for (long i = 0; i < n; i++) {
+                int up = upper[i] > 0, lo = lower[i] > 0;
+                w[i] = up || lo ? -stat[i] : 0;
+                v = KERNEL(qp_max)(v, lb[i] - s[i] > 0 ? lb[i] - s[i] : 0);
+                v = KERNEL(qp_max)(v, s[i] - ub[i] > 0 ? s[i] - ub[i] : 0);
+                if (up && !lo) sign = KERNEL(qp_max)(sign, w[i] < 0 ? -w[i] : 0);
+                if (lo && !up) sign = KERNEL(qp_max)(sign, w[i] > 0 ? w[i] : 0);
+                st = KERNEL(qp_max)(st, FABS(stat[i] + w[i]));
+            }
+            ok[pass] = v <= tol * scale_p && sign <= tol * scale_d && st <= tol * scale_d && finite;
+            viol[pass] = v, dual[pass] = st;
+        }
+        int exact = ok[0], kept = exact ? 0 : 1;
+        const REAL *fin = exact ? sol : sol_d, *wk = w_pass + kept * n;
+        REAL *out = sol_ + r * N, *w = w_ + r * n, *row = rows_ + r * 4;
+        for (long i = 0; i < N; i++) out[i] = fin[i];
+        for (long k = 0; k < mi; k++) out[n + me + k] = out[n + me + k] > 0 ? out[n + me + k] : 0;
+        for (long i = 0; i < n; i++) { /* within-tolerance wrong signs clipped, as z >= 0 */
+            int up = upper[i] > 0, lo = lower[i] > 0;
+            w[i] = up && !lo ? (wk[i] > 0 ? wk[i] : 0) : (lo && !up ? (wk[i] < 0 ? wk[i] : 0) : wk[i]);
+        }
+        row[0] = ok[0] || ok[1] ? 0 : (viol[1] > inf_tol * scale_p ? 1 : 2);
+        row[1] = viol[kept], row[2] = dual[kept], row[3] = exact;
+    }
+    free(scratch), free(piv), free(kind);
+}
+
 #undef QP_TINY

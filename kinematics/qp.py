@@ -337,52 +337,83 @@ def _violation(pb: _Problem, x) -> torch.Tensor:
 
 def _polish(pb: _Problem, act: _ActiveSet, elastic: float, refinements: int):
     """One active-set solve: the elastic solution and its refinement to the original KKT system."""
-    K0, Kd, r0, rd, fixed, c = _kkt(pb, act, elastic)
+    K0, Kd, r0, rd, fixed, _ = _kkt(pb, act, elastic)
     LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
     sol_d = torch.linalg.lu_solve(LU, piv, rd[..., None])[..., 0]
     sol = sol_d
     for _ in range(refinements):
         sol = sol + torch.linalg.lu_solve(LU, piv, (r0 - _mv(K0, sol))[..., None])[..., 0]
-    return sol_d, sol, K0, Kd, LU, piv, fixed
+    return sol_d, sol, fixed
 
 
-def _next_active(pb: _Problem, x, z, w, act: _ActiveSet) -> _ActiveSet:
+def _next_active(pb: _Problem, x, z, w, act: _ActiveSet, slack_p, slack_d) -> _ActiveSet:
     """Primal-dual active-set rule: an active row stays while its multiplier has the right sign; an inactive one
-    enters when violated; a fixed variable is released (never moved straight to the other bound)."""
+    enters when violated; a fixed variable is released (never moved straight to the other bound). Within the
+    SOLVED test's tolerances (``slack_p`` primal, ``slack_d`` dual, per row) nothing changes, so a point that
+    passes the test keeps its active set (rounding would otherwise make a touching row enter and the set
+    degenerate)."""
     gx = _mv(pb.G, x)
-    ineq = torch.where(act.ineq, z > 0, gx > pb.h)
-    upper = torch.where(act.upper, w > 0, ~act.lower & (x > pb.ub))
-    lower = torch.where(act.lower, w < 0, ~act.upper & (x < pb.lb))
+    ineq = torch.where(act.ineq, z > -slack_d, gx > pb.h + slack_p)
+    upper = torch.where(act.upper, w > -slack_d, ~act.lower & (x > pb.ub + slack_p))
+    lower = torch.where(act.lower, w < slack_d, ~act.upper & (x < pb.lb - slack_p))
     # contradictory bounds (lb > ub): both sides, the elastic midpoint
     contra = pb.lb > pb.ub
     return _ActiveSet(ineq, upper | contra, lower | contra)
 
 
+def _scales(pb: _Problem) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each row's primal and dual scale of the SOLVED test, ``(nb,)``."""
+    h = torch.where(torch.isfinite(pb.h), pb.h, 0.0)
+    return 1.0 + torch.stack((_inf_norm(pb.b), _inf_norm(h))).amax(0), 1.0 + _inf_norm(pb.q)
+
+
 def _solve(pb: _Problem, cfg: dict):
-    """The whole forward solve on flat ``(nb, ...)`` tensors, without autograd."""
+    """The whole forward solve on flat ``(nb, ...)`` tensors, without autograd: the solution, and the final active
+    set with, per row, whether the original system's point was kept (``_backward_system`` needs both)."""
+    from kinematics import native
+
+    n, me, mi = pb.q.shape[1], pb.A.shape[1], pb.G.shape[1]
+    elastic = cfg["elastic"]
+    interior = _ipm(pb, cfg["iterations"], elastic)[2:]
+    steps = max(1, cfg["polish_steps"])
+    done = native.qp_polish(
+        pb, interior, steps, cfg["refinements"], elastic, cfg["tolerance"], cfg["infeasibility_tolerance"]
+    )
+    if done is None:
+        return _polish_torch(pb, interior, cfg, steps)
+    sol, w, flags, rows = done
+    xs, ys, zs = _split(sol, n, me)
+    act = _ActiveSet(flags[:, :mi] > 0, flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0)
+    active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
+    out = QPSolution(xs, ys, zs, w, act.ineq, active_bounds, rows[:, 0].to(torch.int8), rows[:, 1], rows[:, 2])
+    return out, (act, rows[:, 3] > 0)
+
+
+def _polish_torch(pb: _Problem, interior, cfg: dict, steps: int):
+    """``_solve``'s active-set polish and status tests as torch ops (the compiled ``native.qp_polish`` does the
+    same arithmetic, the systems in symmetric form, where it is available)."""
     P, q, A, b, G, h, lb, ub = pb
     n, me = q.shape[1], A.shape[1]
     elastic = cfg["elastic"]
-    _, _, z, sz, zu, su, zl, sl = _ipm(pb, cfg["iterations"], elastic)
+    z, sz, zu, su, zl, sl = interior
     # the interior point's guess: a side is active where its multiplier exceeds its slack
     contra = lb > ub
     act = _ActiveSet(z > sz, (zu > su) & (zu >= zl) | contra, (zl > sl) & (zl > zu) | contra)
-    steps = max(1, cfg["polish_steps"])
+    scale_p, scale_d = _scales(pb)
+    tol = cfg["tolerance"]
     for step in range(steps):
-        sol_d, sol, K0, Kd, LU, piv, fixed = _polish(pb, act, elastic, cfg["refinements"])
+        sol_d, sol, fixed = _polish(pb, act, elastic, cfg["refinements"])
         if step + 1 < steps:
             # the next guess from the refined point where it is finite, else from the elastic one
             good = torch.isfinite(sol).all(-1, keepdim=True)
             s = torch.where(good, sol, sol_d)
             xs, ys, zs = _split(s, n, me)
             w = _bound_multiplier(pb, xs, ys, zs, fixed)
-            act = _next_active(pb, xs, zs, w, act)
+            act = _next_active(pb, xs, zs, w, act, (tol * scale_p)[:, None], (tol * scale_d)[:, None])
 
     def kkt_ok(s, tol):
         xs, ys, zs = _split(s, n, me)
         w = _bound_multiplier(pb, xs, ys, zs, fixed)
-        scale_p = 1.0 + torch.stack((_inf_norm(b), _inf_norm(torch.where(torch.isfinite(h), h, 0.0)))).amax(0)
-        scale_d = 1.0 + _inf_norm(q)
         viol = _violation(pb, xs)
         sign = torch.stack(
             (
@@ -395,16 +426,13 @@ def _solve(pb: _Problem, cfg: dict):
         ok = (viol <= tol * scale_p) & (sign <= tol * scale_d) & (stat <= tol * scale_d) & torch.isfinite(s).all(-1)
         return ok, viol, w
 
-    tol = cfg["tolerance"]
     ok_exact, _, _ = kkt_ok(sol, tol)
     ok_elastic, viol_d, _ = kkt_ok(sol_d, tol)
-    use_exact = ok_exact[:, None]
-    final = torch.where(use_exact, sol, sol_d)
+    final = torch.where(ok_exact[:, None], sol, sol_d)
     xs, ys, zs = _split(final, n, me)
     w = _bound_multiplier(pb, xs, ys, zs, fixed)
     viol = _violation(pb, xs)
     dual_res = _inf_norm(_mv(P, xs) + q + _mtv(A, ys) + _mtv(G, zs) + w)
-    scale_p = 1.0 + torch.stack((_inf_norm(b), _inf_norm(torch.where(torch.isfinite(h), h, 0.0)))).amax(0)
     infeasible = viol_d > cfg["infeasibility_tolerance"] * scale_p
     status = torch.where(
         ok_exact | ok_elastic,
@@ -412,18 +440,23 @@ def _solve(pb: _Problem, cfg: dict):
         torch.where(infeasible, INFEASIBLE, NOT_CONVERGED),
     ).to(torch.int8)
     active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
-    # the matrix the gradient differentiates: the original system where it was solved, the elastic one elsewhere;
-    # the backward solves it with the elastic system's factors and ``refinements`` refinement steps (no new LU)
-    K_used = torch.where(use_exact[..., None], K0, Kd) if cfg["need_backward"] else None
     # within-tolerance wrong signs (the SOLVED test allows them) are clipped: z >= 0, w >= 0 at ub, w <= 0 at lb
     zs = zs.clamp_min(0.0)
     w = torch.where(act.upper & ~act.lower, w.clamp_min(0.0), torch.where(act.lower & ~act.upper, w.clamp_max(0.0), w))
-    out = QPSolution(xs, ys, zs, w, act.ineq, active_bounds, status, viol, dual_res)
-    # each stationarity row's weight in K_used: 1 for a free variable, 0 (original) or the elastic weight for a fixed one
-    row_elastic = torch.where(ok_exact, 0.0, elastic).to(q.dtype)[:, None]
+    return QPSolution(xs, ys, zs, w, act.ineq, active_bounds, status, viol, dual_res), (act, ok_exact)
+
+
+def _backward_system(pb: _Problem, act: _ActiveSet, use_exact: torch.Tensor, elastic: float):
+    """What the backward solves: LU factors of the final active set's elastic KKT matrix, the matrix the gradient
+    differentiates (the original one where its point was kept, the elastic one elsewhere; the solve is refined to
+    it with those factors), and each stationarity row's weight in it (1 for a free variable, 0 or the elastic
+    weight for a fixed one)."""
+    K0, Kd, _, _, fixed, _ = _kkt(pb, act, elastic)
+    LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
+    K_used = torch.where(use_exact[:, None, None], K0, Kd)
+    row_elastic = torch.where(use_exact, 0.0, elastic).to(pb.q.dtype)[:, None]
     weight = torch.where(fixed, row_elastic * torch.where(act.upper & act.lower, 0.5, 1.0), 1.0)
-    saved = (LU, piv, K_used, weight, act)
-    return out, saved
+    return LU, piv, K_used, weight
 
 
 def _config(dtype, **kw) -> dict:
@@ -473,7 +506,6 @@ def solve_qp(
     inputs = (P, q, A, b, G, h, lb, ub)
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
     refuse_transforms(needs_grad)
-    cfg["need_backward"] = needs_grad
     if needs_grad:
         sol = QPSolution(*QPFunction.apply(cfg, batch, *inputs))
     else:

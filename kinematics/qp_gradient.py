@@ -10,8 +10,8 @@ system's weights), the equalities, the active inequalities, ``z_k = 0`` for inac
     grad_q = -lambda_s,  grad_P = -sym(lambda_s x^T),  grad_A = -(lambda_y x^T + y lambda_s^T),  grad_b = lambda_y,
     grad_G = -(lambda_z x^T + z lambda_s^T) (active rows),  grad_h = lambda_z,  grad_{lb|ub} = lambda_x (fixed)
 
-The backward solves with the last active-set step's LU factors (computed in the forward pass; they are the elastic
-system's, so the solve is refined to ``K`` in two steps); no host synchronisation. First-order reverse
+The backward factors the final active set's elastic KKT system (LU; ``K`` differs from it by ``O(elastic)`` on
+SOLVED rows, so the solve is refined to ``K`` in two steps); no host synchronisation. First-order reverse
 mode only.
 """
 
@@ -39,14 +39,11 @@ class QPFunction(torch.autograd.Function):
     def forward(ctx, cfg, batch, P, q, A, b, G, h, lb, ub):
         from kinematics.qp import _run
 
-        out, pb, saved = _run(cfg, batch, P, q, A, b, G, h, lb, ub)
-        LU, piv, K, weight, act = saved
+        out, pb, (act, use_exact) = _run(cfg, batch, P, q, A, b, G, h, lb, ub)
         n, me, mi = pb.q.shape[1], pb.A.shape[1], pb.G.shape[1]
         ctx.save_for_backward(
-            LU,
-            piv,
-            K,
-            weight,
+            *pb,
+            use_exact,
             out.x.reshape(-1, n),
             out.eq_multipliers.reshape(-1, me),
             out.ineq_multipliers.reshape(-1, mi),
@@ -55,6 +52,7 @@ class QPFunction(torch.autograd.Function):
             act.lower,
         )
         ctx.batch, ctx.n, ctx.me, ctx.refinements = batch, n, me, max(2, cfg["refinements"])
+        ctx.elastic = cfg["elastic"]
         ctx.shapes = tuple(t.shape for t in (P, q, A, b, G, h, lb, ub))
         ctx.dtype = q.dtype
         ctx.mark_non_differentiable(*out[1:])
@@ -63,7 +61,12 @@ class QPFunction(torch.autograd.Function):
     @staticmethod
     @first_order
     def backward(ctx, grad_x, *_):
-        LU, piv, K, weight, x, y, z, act_in, upper, lower = ctx.saved_tensors
+        from kinematics.qp import _ActiveSet, _backward_system, _Problem
+
+        *problem, use_exact, x, y, z, act_in, upper, lower = ctx.saved_tensors
+        LU, piv, K, weight = _backward_system(
+            _Problem(*problem), _ActiveSet(act_in, upper, lower), use_exact, ctx.elastic
+        )
         batch, n, me, dtype = ctx.batch, ctx.n, ctx.me, ctx.dtype
         nb = x.shape[0]
         g = grad_x.reshape(nb, n).to(LU.dtype)  # the factors are float64 for float32 inputs too

@@ -23,9 +23,10 @@ class ComInSupportPolygon(Constraint):
     on the ground (x, y) and every pair of them is a candidate edge: a pair is an edge of the convex hull when
     every other corner lies on one side of its line (corners on the line must lie between the two, so a side
     with several collinear corners gives one edge). Edge ``n . c <= n . p - margin`` is linearised as
-    ``n . J_xy dq <= n . p - margin - n . c``; non-edges are inactive rows, so the row count is fixed
-    (``k_total (k_total - 1) / 2``) and nothing depends on data in Python. The violation is how far the CoM
-    lies outside the shrunk polygon (m).
+    ``n . J_xy dq <= n . p - margin - n . c``. A hull of ``k_total`` corners has at most ``k_total`` edges, so
+    the edges are gathered into ``k_total`` rows, the rest inactive: the row count is fixed and nothing depends
+    on data in Python. (Two corners at one ground point could make one line count twice and push out an edge;
+    soles do not overlap.) The violation is how far the CoM lies outside the shrunk polygon (m).
     """
 
     def __init__(
@@ -41,7 +42,7 @@ class ComInSupportPolygon(Constraint):
         self.margin = margin
         pairs = torch.tensor(list(combinations(range(total), 2)))
         self._first, self._second = pairs[:, 0], pairs[:, 1]
-        self.size = len(pairs)
+        self.size = total
 
     def corners_xy(self, tree: KinematicTree, state: TreeState) -> torch.Tensor:
         """Every sole corner on the ground, ``(..., k_total, 2)`` (world x, y)."""
@@ -53,8 +54,8 @@ class ComInSupportPolygon(Constraint):
         return torch.cat(points, -2)[..., :2]
 
     def edges(self, tree: KinematicTree, state: TreeState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Outward unit normals ``(..., P, 2)``, offsets ``(..., P)`` (``n . x <= offset`` inside the hull) and
-        which candidate pairs are hull edges ``(..., P)`` bool."""
+        """Outward unit normals ``(..., k, 2)``, offsets ``(..., k)`` (``n . x <= offset`` inside the hull) and
+        which of the ``k`` rows (``k`` = the corner count) are hull edges ``(..., k)`` bool, edges first."""
         xy = self.corners_xy(tree, state)
         a, b = xy[..., self._first, :], xy[..., self._second, :]
         along = b - a
@@ -72,7 +73,9 @@ class ComInSupportPolygon(Constraint):
         edge = (outward | inward) & (length[..., 0] > tol)
         normal = torch.where(inward[..., None] & ~outward[..., None], -normal, normal)
         offset = (normal * a).sum(-1)
-        return normal, offset, edge
+        rows = torch.argsort((~edge).to(torch.int8), dim=-1, stable=True)[..., : self.size]  # the edges first
+        normal = normal.gather(-2, rows[..., None].expand(*rows.shape, 2))
+        return normal, offset.gather(-1, rows), edge.gather(-1, rows)
 
     def inequality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear:
         normal, offset, edge = self.edges(tree, state)
