@@ -81,6 +81,23 @@ def _reference_qp(P, c, A, b, G, h, lb, ub):
     return x
 
 
+def test_a_starved_qp_never_steps_outside_the_step_limits(g1) -> None:
+    # with 4 interior-point steps per level many levels end unsolved; their least-violation steps are clamped to
+    # the bounds, so every step stays within the step limit and the joint limits hold
+    starved = standing_problem(g1, G1, cfg=WholeBodyIKCfg(iterations=1, qp_iterations=4))
+    targets = hand_targets(g1, starved, [[0.3, -0.2, 0.2], [0.25, 0.1, -0.3], [0.35, 0.0, 0.0], [0.2, 0.3, 0.1]])
+    q = starved.q_stand.expand(4, -1).clone()
+    unsolved = 0
+    for _ in range(12):
+        result = starved.layer.solve(targets, q)
+        unsolved += int((result.level_status != SOLVED).sum())
+        step = result.q[:, 7:] - q[:, 7:]
+        assert step.abs().max() <= 0.1 + 1e-9
+        assert result.violations["joint_limits"].max() < 1e-9
+        q = result.q
+    assert unsolved > 0  # the situation this test is about happened
+
+
 def test_the_cascade_equals_a_reference_solver_level_by_level_and_is_strict(g1, problem) -> None:
     layer = problem.layer
     targets = hand_targets(g1, problem, [[0.3, -0.1, 0.0]])

@@ -4,7 +4,8 @@ Level ``k`` solves ``min sum_t |W_t (J_t dq - gain_t e_t)|^2 + damping^2 |dq|^2`
 every constraint (contacts, the support polygon, limits) and, for every level ``j < k``, ``W_j J_j dq = W_j J_j
 dq_j`` (the task values level ``j`` achieved, as equalities, not as a penalty weight). The last level's step is
 the step. Every level's status is reported in ``level_status``. When the first level's constraints cannot all
-hold, its least-violation solution (``solve_qp``'s) is the step, and the levels below keep what it achieved. A
+hold, its least-violation solution (``solve_qp``'s), clamped to the step's bounds, is the step, and the levels
+below keep what it achieved. A
 lower level that ``solve_qp`` does not report solved (its constraints are those of the level above plus that
 level's achieved values, so this means a numerically inconsistent stack) keeps the step of the level above it:
 feasible, and exactly optimal for every level above.
@@ -125,8 +126,14 @@ def cascade_step(
             rows.ub,
             iterations=qp_iterations,
         )
-        if dq is None:  # the first level: its least-violation step where it is infeasible
+        if dq is None:  # the first level: its least-violation step where it is not solved, inside the bounds
             dq, active_in, active_bounds = solution.x, solution.active_inequalities, solution.active_bounds
+            if rows.lb is not None:
+                # the elastic point of an active set the solver did not finish can lie far outside the step
+                # limits (a starved interior point once stepped 9 rad and the configuration diverged); solved
+                # rows are left alone (their bounds hold to tolerance, and clamping would split their gradient)
+                inside = torch.minimum(torch.maximum(dq, rows.lb.expand_as(dq)), rows.ub.expand_as(dq))
+                dq = torch.where((solution.status == SOLVED)[..., None], dq, inside)
         else:  # a lower level that cannot be solved keeps the step above it (feasible, and optimal for it)
             solved = solution.status == SOLVED
             dq = torch.where(solved[..., None], solution.x, dq)
