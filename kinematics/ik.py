@@ -21,6 +21,7 @@ from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, 
 from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
 from kinematics.pose_error import pose_error, pose_error_batch_last
+from kinematics.qp import SOLVED, solve_qp
 from kinematics.rotations import validate_transform
 
 
@@ -39,11 +40,10 @@ class DifferentiableIKCfg:
     # as a box-constrained QP (limits as inequalities on q + step_size * dq), ``qp_iterations`` active-set passes.
     step: str = "clamp"
     qp_iterations: int = 8
-    # With step="qp" and posture_gain > 0, a second QP of the cascade pulls bounded joints toward the middle of
-    # their range (dq_posture = posture_gain * (middle - q)) while keeping the first level's task motion J dq,
-    # enforced by the penalty weight ``cascade_weight``.
+    # With step="qp" and posture_gain > 0, the second level of a strict cascade pulls bounded joints toward the
+    # middle of their range (dq_posture = posture_gain * (middle - q)) while keeping the first level's task motion
+    # exactly: J dq = J dq_1 as equality constraints of ``solve_qp`` (a row it cannot solve keeps dq_1).
     posture_gain: float = 0.0
-    cascade_weight: float = 1e4
     # "unrolled": backpropagate through every iteration. "implicit": differentiate the converged solution with
     # the implicit function theorem (one linear solve on the free joints); memory independent of iterations.
     gradient: str = "unrolled"
@@ -65,7 +65,7 @@ class DifferentiableIKCfg:
             raise ConfigError(f"qp_iterations must be an int >= 1, got {self.qp_iterations!r}")
         if self.posture_gain > 0 and self.step != "qp":
             raise ConfigError("posture_gain > 0 (the second cascade level) needs step='qp'")
-        for name in ("posture_gain", "cascade_weight", "implicit_regularization"):
+        for name in ("posture_gain", "implicit_regularization"):
             if not getattr(self, name) >= 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
 
@@ -169,9 +169,9 @@ class DifferentiableIKLayer(nn.Module):
             bounded = torch.isfinite(kin.lower) & torch.isfinite(kin.upper)
             toward_middle = torch.where(bounded, cfg.posture_gain * (kin.default_seed() - q), 0.0)
             eye = torch.eye(kin.dof, dtype=q.dtype, device=q.device)
-            w = cfg.cascade_weight
-            gradient = -toward_middle - w * (jtj @ dq[..., None])[..., 0]
-            dq, _ = solve_box_qp(eye + w * jtj, gradient, low, high, cfg.qp_iterations)
+            kept = (jac @ dq[..., None])[..., 0]
+            posture = solve_qp(eye, -toward_middle, jac, kept, lb=low, ub=high)
+            dq = torch.where((posture.status == SOLVED)[..., None], posture.x, dq)
         q = q + cfg.step_size * dq
         # The QP keeps q inside; the projection only removes round-off at an active bound.
         return kin.clamp(q) if cfg.enforce_joint_limits else q
@@ -219,6 +219,8 @@ class DifferentiableIKLayer(nn.Module):
     def set_extra_state(self, state: dict) -> None:
         known = {f.name for f in fields(DifferentiableIKCfg)}
         cfg = state.get("cfg") if isinstance(state, dict) else None
+        if isinstance(cfg, dict):  # written before the posture level became strict: its penalty weight is gone
+            cfg = {k: v for k, v in cfg.items() if k != "cascade_weight"}
         if not isinstance(cfg, dict) or not set(cfg) <= known:
             raise CheckpointMismatchError(f"the state dict's IK settings {cfg!r} do not match DifferentiableIKCfg")
         self.cfg = DifferentiableIKCfg(**cfg)

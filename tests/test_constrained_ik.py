@@ -122,6 +122,18 @@ def test_posture_cascade_centres_joints_while_solving(kin):
     assert centred.success.double().mean() >= plain.success.double().mean() - 0.02
 
 
+def test_the_posture_level_keeps_the_first_levels_task_motion_exactly(kin):
+    # a strict cascade, not a penalty: one step with and without the posture level moves the TCP alike (J dq)
+    target, q0, _ = targets_near_seeds_near_joint_centre(kin, 64, seed=5)
+    cfg = dict(step="qp", max_iterations=1)
+    plain = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg)).solve(target, q0).qpos
+    centred = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg, posture_gain=0.05)).solve(target, q0).qpos
+    jac = torch.autograd.functional.jacobian(lambda q: kin(q)[:, :3, 3].sum(0), q0).permute(1, 0, 2)  # (B, 3, dof)
+    motion = lambda q: (jac @ (q - q0)[..., None])[..., 0]  # noqa: E731
+    torch.testing.assert_close(motion(centred), motion(plain), atol=1e-9, rtol=0)
+    assert (centred - plain).abs().amax() > 1e-4  # the posture level did move the joints
+
+
 def test_new_config_values_are_checked():
     for bad in (dict(step="lbfgs"), dict(gradient="adjoint"), dict(qp_iterations=0), dict(posture_gain=0.1)):
         with pytest.raises(ConfigError):
