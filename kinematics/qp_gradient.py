@@ -40,13 +40,13 @@ class QPFunction(torch.autograd.Function):
         from kinematics.qp import _run
 
         out, pb, (act, use_exact) = _run(cfg, batch, P, q, A, b, G, h, lb, ub)
-        n, me, mi = pb.q.shape[1], pb.A.shape[1], pb.G.shape[1]
+        nb, n, me, mi = *pb.q.shape, pb.A.shape[1], pb.G.shape[1]
         ctx.save_for_backward(
             *pb,
             use_exact,
-            out.x.reshape(-1, n),
-            out.eq_multipliers.reshape(-1, me),
-            out.ineq_multipliers.reshape(-1, mi),
+            out.x.reshape(nb, n),
+            out.eq_multipliers.reshape(nb, me),  # (nb, 0) without equalities: -1 would be ambiguous
+            out.ineq_multipliers.reshape(nb, mi),
             act.ineq,
             act.upper,
             act.lower,

@@ -191,6 +191,21 @@ def test_gradcheck(name):
     assert torch.autograd.gradcheck(f, (t[name].clone().requires_grad_(True),), eps=1e-6, atol=1e-5)
 
 
+@pytest.mark.parametrize("drop", ["inequalities", "equalities", "both"])
+def test_gradcheck_without_some_constraint_kinds(drop):
+    # the arm layer's posture level has equalities and bounds only: the backward must take empty row sets
+    t = _strict_problem()
+    if drop in ("inequalities", "both"):
+        t.pop("G"), t.pop("h")
+    if drop in ("equalities", "both"):
+        t.pop("A"), t.pop("b")
+
+    def f(q):
+        return solve_qp(**(t | {"q": q})).x
+
+    assert torch.autograd.gradcheck(f, (t["q"].clone().requires_grad_(True),), eps=1e-6, atol=1e-5)
+
+
 @pytest.mark.parametrize("name", ["lb", "ub"])
 def test_bound_gradient_matches_central_differences(name):
     # the first QP of the strict set: its bound active set is strictly complementary too (rows 1-2 have a weakly
