@@ -44,6 +44,7 @@ G1 = RobotDescription(
         "torso": "torso_link",
         "left_hand": "left_rubber_hand",
         "right_hand": "right_rubber_hand",
+        "right_shoulder": "right_shoulder_pitch_link",
         "left_foot": "left_ankle_roll_link",
         "right_foot": "right_ankle_roll_link",
     },

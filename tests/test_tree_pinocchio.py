@@ -210,3 +210,25 @@ def test_manifold_jacobians_match_pinocchio(g1_free_flyer):
         np.testing.assert_allclose(dv[i].numpy(), pin.dIntegrate(model, qi, vi, pin.ARG1), atol=1e-9)
         np.testing.assert_allclose(d0[i].numpy(), pin.dDifference(model, qi, fi, pin.ARG0), atol=1e-9)
         np.testing.assert_allclose(d1[i].numpy(), pin.dDifference(model, qi, fi, pin.ARG1), atol=1e-9)
+
+
+def test_a_payload_moves_the_com_as_pinocchio_says():
+    # 4 kg held 3 cm in front of the G1's right hand: added to the link's inertial here, to Pinocchio's joint
+    # inertia (through the frame's placement) there
+    from kinematics.payload import with_payload
+    from kinematics.urdf_tree import describe_tree
+
+    text = robot_file(G1).read_text()
+    point = np.array([0.03, 0.0, -0.01])
+    tree = KinematicTree(with_payload(describe_tree(text), "right_rubber_hand", 4.0, point), True, dtype=torch.float64)
+    plain = KinematicTree.from_urdf(text, floating_base=True, dtype=torch.float64)
+    assert tree.total_mass == pytest.approx(plain.total_mass + 4.0)
+    ref = Reference(robot_file(G1), True, tree)
+    frame = ref.model.frames[ref.model.getFrameId("right_rubber_hand", pin.FrameType.BODY)]
+    ref.model.inertias[frame.parentJoint] += frame.placement.act(pin.Inertia(4.0, point, np.zeros((3, 3))))
+    ref.data = ref.model.createData()
+    for q in _configs(tree, N_CONFIGS, seed=11):
+        _, _, com, jcom = ref.quantities(q.numpy())
+        np.testing.assert_allclose(tree.center_of_mass(q).numpy(), com, atol=TOL)
+        np.testing.assert_allclose(tree.com_jacobian(q).numpy(), jcom, atol=TOL)
+        assert np.abs(plain.center_of_mass(q).numpy() - com).max() > 1e-3  # the payload does move it
