@@ -4,6 +4,10 @@ python -m learning train --preset smoke|full [--run DIR]   # splits, teacher lab
 python -m learning evaluate --run DIR                       # re-evaluate a trained run
 python -m learning report --run DIR                         # print the split table of a run's report
 python -m learning check-distribution [--out FILE]          # heading, current yaw, a 72-yaw grid on 256 goals
+
+--task counterweight (train, check-distribution) runs the whole-body counterweight experiment instead of the
+grasp-yaw one (its reach-only / no-balance fractions before any training); evaluate and report read the task
+from the run folder.
 """
 
 from __future__ import annotations
@@ -23,7 +27,10 @@ from learning.config import PRESETS, preset
 from learning.distribution import distribution_check, distribution_markdown
 from learning.experiment import evaluate_run, train_run
 from learning.io import atomic_write_json, atomic_write_text
+from learning.counterweight import cli as counterweight
 from learning.report import render_markdown
+
+TASKS = ("grasp-yaw", "counterweight")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,17 +40,23 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument("--preset", choices=sorted(PRESETS), default="smoke")
     train.add_argument("--run", type=Path, default=None, help="run folder (default runs/<preset>-<time>)")
     train.add_argument("--device", default=None, help="torch device (default: the preset's, cpu)")
+    train.add_argument("--task", choices=TASKS, default="grasp-yaw")
     for name, text in (("evaluate", "evaluate a trained run"), ("report", "print a run's split table")):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--run", type=Path, required=True)
     check = commands.add_parser("check-distribution", help="heading, current-yaw and a 72-yaw grid on 256 goals")
     check.add_argument("--preset", choices=sorted(PRESETS), default="full")
+    check.add_argument("--task", choices=TASKS, default="grasp-yaw")
     check.add_argument(
         "--out", type=Path, default=None, help="also write FILE.json (with provenance) and FILE.md (the table)"
     )
     args = parser.parse_args(argv)
     command = shlex.join(["python", "-m", "learning", *(sys.argv[1:] if argv is None else argv)])
     try:
+        if getattr(args, "task", None) == "counterweight" or (
+            args.command in ("evaluate", "report") and counterweight.is_run(args.run)
+        ):
+            return counterweight.main(args, command)
         if args.command == "train":
             cfg = preset(args.preset)
             if args.device:

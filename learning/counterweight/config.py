@@ -11,8 +11,9 @@ from kinematics.errors import ConfigError
 
 @dataclass(frozen=True)
 class CounterweightCfg:
-    """The whole-body problem (``learning.counterweight.problem``)."""
+    """The whole-body problem (``learning.counterweight.problem``) on ``assets.ROBOTS[robot]``."""
 
+    robot: str = "g1"
     payload_kg: float = 8.0  # held in the reaching hand
     payload_point: tuple[float, float, float] = (0.0, 0.0, 0.0)  # in the hand's frame, m
     margin: float = 0.01  # the centre of mass stays this far inside the support polygon, m
@@ -29,33 +30,34 @@ class CounterweightCfg:
 @dataclass(frozen=True)
 class GoalRegionCfg:
     """Goals around the reaching shoulder (world-aligned, spherical): ``distance`` (m), ``azimuth`` (rad, about
-    the vertical, 0 straight ahead, negative outward to the reaching side) and ``elevation`` (rad). The far split
-    is farther (``far_distance``) or higher (``high_elevation``) than any goal trained on."""
+    the vertical, 0 straight ahead, negative outward to the reaching side) and ``elevation`` (rad). Two held-out
+    splits lie outside every trained goal: farther (``far_distance``) and higher (``high_elevation``)."""
 
-    distance: tuple[float, float] = (0.30, 0.40)
+    distance: tuple[float, float] = (0.34, 0.41)
     azimuth: tuple[float, float] = (-0.5, 0.2)
     elevation: tuple[float, float] = (-0.5, 0.1)
-    far_distance: tuple[float, float] = (0.40, 0.43)
+    far_distance: tuple[float, float] = (0.41, 0.43)
     high_elevation: tuple[float, float] = (0.1, 0.3)
 
 
 @dataclass(frozen=True)
 class SplitSizes:
-    train: int = 512
-    validation: int = 64
-    test_iid: int = 128
-    test_far: int = 128
+    train: int = 256
+    validation: int = 32
+    test_iid: int = 64
+    test_far: int = 64
+    test_high: int = 64
 
 
 @dataclass(frozen=True)
 class TrainCfg:
     seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 60
+    steps: int = 30
     batch_size: int = 32
     learning_rate: float = 3e-3
     hidden: int = 64
     action_penalty: float = 1e-4  # times |action|^2, per goal
-    validate_every: int = 10
+    validate_every: int = 5
     grad_clip: float = 1.0
     # evolution strategies at the gradient trainer's layer-evaluation budget
     es_pairs: int = 8
@@ -66,8 +68,9 @@ class TrainCfg:
 
 @dataclass(frozen=True)
 class BaselineCfg:
-    online_steps: int = 20
+    online_steps: int = 10
     online_learning_rate: float = 0.1
+    online_goals: int = 32  # per split: the first ones
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ PRESETS = {
     "full": ExperimentCfg(),
     "smoke": ExperimentCfg(
         preset="smoke",
-        splits=SplitSizes(train=32, validation=8, test_iid=8, test_far=8),
+        splits=SplitSizes(train=16, validation=4, test_iid=4, test_far=4, test_high=4),
         train=TrainCfg(seeds=(0,), steps=3, batch_size=8, validate_every=2, es_pairs=2, es_batch_size=2),
         baselines=BaselineCfg(online_steps=2),
         problem=CounterweightCfg(iterations=8),

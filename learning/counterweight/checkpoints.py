@@ -1,0 +1,51 @@
+"""Counterweight policy checkpoints: written atomically with the experiment config and the whole-body layer's
+geometry fingerprint (robot, payload, tasks, constraints); read back with a typed error for anything else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kinematics.errors import CheckpointMismatchError
+from learning.counterweight.config import ExperimentCfg
+from learning.counterweight.policy import CounterweightPolicy
+from learning.counterweight.problem import CounterweightProblem
+from learning.io import atomic_torch_save
+
+FORMAT = "grasp-yaw-ik/counterweight-policy/1"
+
+
+def save_policy(path: Path, method: str, seed: int, cfg: ExperimentCfg, problem: CounterweightProblem, state: dict):
+    atomic_torch_save(
+        {
+            "format": FORMAT,
+            "method": method,
+            "seed": seed,
+            "config": cfg.to_dict(),
+            "geometry_fingerprint": problem.layers["body"].geometry_fingerprint(),
+            "state_dict": state,
+        },
+        path,
+    )
+
+
+def load_policy(path: Path | str, problem: CounterweightProblem) -> tuple[CounterweightPolicy, dict]:
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointMismatchError(f"checkpoint {path} does not exist")
+    try:
+        data = torch.load(path, weights_only=True)
+    except Exception as exc:
+        raise CheckpointMismatchError(f"{path} is not a readable torch checkpoint: {exc}") from exc
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise CheckpointMismatchError(f"{path} is not a counterweight policy checkpoint (format {FORMAT!r})")
+    if data["geometry_fingerprint"] != problem.layers["body"].geometry_fingerprint():
+        raise CheckpointMismatchError(f"{path} was trained on another robot, payload or task set")
+    cfg = ExperimentCfg.from_dict(data["config"])
+    policy = CounterweightPolicy(problem.shoulder, cfg.train.hidden)
+    try:
+        policy.load_state_dict(data["state_dict"])
+    except RuntimeError as exc:
+        raise CheckpointMismatchError(f"{path}: weights do not fit the policy: {exc}") from exc
+    return policy.eval().requires_grad_(False), data

@@ -1,0 +1,116 @@
+"""The counterweight report: per split and method, mean and spread over seeds; rendered as markdown."""
+
+from __future__ import annotations
+
+import statistics
+
+from kinematics.benchmark.provenance import provenance_line
+from learning.counterweight.goals import TEST_SPLITS
+
+LABELS = {
+    "reach_only": "reach only (body at rest targets)",
+    "rule": "hand-written rule (free hand back with distance)",
+    "gradient": "policy trained through the layer",
+    "es_evaluations": "policy by ES, equal layer evaluations",
+    "es_time": "policy by ES, equal wall time",
+    "online": "per-goal optimisation through the layer",
+    "free_body": "whole body free (body tasks removed)",
+    "no_balance": "reach only without balance (upper bound)",
+}
+METRICS = (
+    "success",
+    "reached",
+    "balanced",
+    "hand_error_median_mm",
+    "hand_error_mean_mm",
+    "balance_margin_median_mm",
+    "balance_margin_min_mm",
+    "latency_ms",
+)
+
+
+def summarize(rows: dict) -> dict:
+    """``rows[split][method]`` = one metrics dict per seed -> mean, std (0 for one run) and the per-run values."""
+    out: dict = {}
+    for split, methods in rows.items():
+        out[split] = {}
+        for method, runs in methods.items():
+            out[split][method] = {"goals": runs[0]["goals"]}
+            for metric in METRICS:
+                values = [r[metric] for r in runs]
+                out[split][method][metric] = {
+                    "mean": statistics.fmean(values),
+                    "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+                    "per_seed": values,
+                }
+    return out
+
+
+def _cell(stat: dict, scale: float = 1.0, digits: int = 1) -> str:
+    text = f"{stat['mean'] * scale:.{digits}f}"
+    if len(stat["per_seed"]) > 1:
+        text += f" ± {stat['std'] * scale:.{digits}f}"
+    return text
+
+
+def split_table(report: dict, split: str) -> str:
+    lines = [
+        f"**{split}**",
+        "",
+        "| method | goals | success % | hand error mm (median) | balance margin mm (median) | latency ms/goal |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method, stats in report["results"][split].items():
+        lines.append(
+            f"| {LABELS.get(method, method)} | {stats['goals']} | {_cell(stats['success'], 100)} | "
+            f"{_cell(stats['hand_error_median_mm'])} | {_cell(stats['balance_margin_median_mm'])} | "
+            f"{_cell(stats['latency_ms'])} |"
+        )
+    return "\n".join(lines)
+
+
+def distribution_table(check: dict) -> str:
+    lines = [
+        "| split | goals | reach only succeeds % | succeeds without balance % | fails because of balance % |",
+        "|---|---|---|---|---|",
+    ]
+    for split, row in check.items():
+        lines.append(
+            f"| {split} | {row['goals']} | {100 * row['reach_only']:.1f} | {100 * row['no_balance']:.1f} | "
+            f"{100 * row['fails_because_of_balance']:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def budget_table(report: dict) -> str:
+    lines = ["| trainer | seed | layer evaluations | training s |", "|---|---|---|---|"]
+    for method, runs in report["training"].items():
+        for seed, run in enumerate(runs):
+            lines.append(f"| {LABELS.get(method, method)} | {seed} | {run['evaluations']} | {run['seconds']:.1f} |")
+    return "\n".join(lines)
+
+
+def render_markdown(report: dict) -> str:
+    parts = [
+        "# Counterweight experiment: a G1 holding a payload reaches past its balance limit",
+        "",
+        provenance_line(report["provenance"]),
+        "",
+        f"Payload {report['config']['problem']['payload_kg']} kg in the reaching hand; the centre of mass kept "
+        f"{1e3 * report['config']['problem']['margin']:.0f} mm inside the support polygon; success = hand within "
+        f"{1e3 * report['config']['problem']['tolerance']:.0f} mm, feet held, CoM in the shrunk polygon, joint "
+        "limits (the no-balance bound's success leaves out the CoM). Mean ± std over training seeds.",
+        "",
+        "Before training (`check-distribution`):",
+        "",
+        distribution_table(report["distribution"]),
+        "",
+    ]
+    for split in report["results"]:
+        parts += [split_table(report, split), ""]
+    parts += ["Training budgets:", "", budget_table(report), ""]
+    parts += [f"Figures: {', '.join(report['figures'])}", ""]
+    return "\n".join(parts)
+
+
+__all__ = ["LABELS", "METRICS", "TEST_SPLITS", "render_markdown", "summarize"]
