@@ -1,4 +1,4 @@
-"""``python -m app [--host HOST] [--port PORT] [--checkpoint PATH] [--device DEV] [--preset NAME] [--threads N]``:
+"""``python -m app [--robot panda|g1] [--host HOST] [--port PORT] [--checkpoint PATH] [--device DEV] [--preset NAME] [--threads N]``:
 serve the viewer.
 
 Bad command-line values and a port that cannot be bound end with one line on stderr and exit status 2. The
@@ -16,6 +16,7 @@ import torch
 
 import learning.threads  # noqa: F401  (first: passive OpenMP waiting, before torch is imported)
 from app.config import ViewerConfig
+from app.g1_scene import launch_g1
 from app.viewer import exposure_notice, launch
 from kinematics.errors import ProjectError
 
@@ -45,7 +46,7 @@ def main() -> int:
         return 2
     torch.set_num_threads(config.threads)
     try:
-        viewer = launch(config)
+        viewer = launch_g1(config) if config.robot == "g1" else launch(config)
     except (ProjectError, RuntimeError) as exc:
         print(f"python -m app: error: {exc}", file=sys.stderr)
         return 2

@@ -13,7 +13,11 @@ from typing import NoReturn
 import torch
 
 from learning.config import PRESETS
+from learning.counterweight.experiment import checkpoint_path as counterweight_checkpoint_path
 from learning.experiment import checkpoint_path
+
+ROBOTS = ("panda", "g1")  # the Franka's grasp-yaw scene (the default) and the G1's counterweight scene
+DEFAULT_PRESETS = {"panda": "smoke", "g1": "full"}  # the G1's smoke preset solves with 8 steps: too few to reach
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,8 @@ class ViewerConfig:
         train: start the background trainer at launch (without a checkpoint).
         threads: torch threads of the viewer's process (``python -m app`` sets it; the trainer and the inference
             worker get one core each by default).
+        robot: ``"panda"`` (the grasp-yaw scene) or ``"g1"`` (the counterweight scene, ``app.g1_scene``; its
+            ``checkpoint`` is a counterweight run's ``checkpoints/seed<N>/gradient.pt``).
     """
 
     host: str = "127.0.0.1"
@@ -39,6 +45,7 @@ class ViewerConfig:
     preset: str = "smoke"
     train: bool = True
     threads: int = 1
+    robot: str = "panda"
 
     @classmethod
     def from_argv(cls, argv: Sequence[str] | None = None) -> ViewerConfig:
@@ -46,7 +53,11 @@ class ViewerConfig:
         and exits with status 2."""
         defaults = cls()
         parser = _OneLineErrors(
-            prog="python -m app", description="Grasp-yaw viewer: the Panda, the methods' choices, live training."
+            prog="python -m app",
+            description="Grasp-yaw viewer (the Panda) or the counterweight viewer (the G1): the methods' answers, live training.",
+        )
+        parser.add_argument(
+            "--robot", choices=ROBOTS, default=defaults.robot, help="which scene (default: %(default)s)"
         )
         parser.add_argument(
             "--host", type=_host, default=defaults.host, help="interface to bind (default: %(default)s)"
@@ -64,8 +75,8 @@ class ViewerConfig:
         parser.add_argument(
             "--preset",
             choices=sorted(PRESETS),
-            default=defaults.preset,
-            help="experiment preset (default: %(default)s)",
+            default=None,
+            help="experiment preset (default: smoke for the panda, full for the g1)",
         )
         parser.add_argument("--paused", action="store_true", help="do not start the trainer at launch")
         parser.add_argument(
@@ -76,16 +87,19 @@ class ViewerConfig:
             "core each)",
         )
         args = parser.parse_args(argv)
-        if args.run is not None:
+        if args.run is not None and args.robot == "g1":
+            args.checkpoint = counterweight_checkpoint_path(args.run, args.seed, "gradient")
+        elif args.run is not None:
             args.checkpoint = checkpoint_path(args.run, args.seed, "ik_trained")
         return cls(
             host=args.host,
             port=args.port,
             checkpoint=args.checkpoint,
             device=args.device,
-            preset=args.preset,
+            preset=args.preset or DEFAULT_PRESETS[args.robot],
             train=not args.paused,
             threads=args.threads,
+            robot=args.robot,
         )
 
 

@@ -1,0 +1,163 @@
+"""What each counterweight method does for one reach goal: the G1's whole-body pose and how well it reached and
+balanced.
+
+``BodySolver`` is the math. Reach only (the body tasks at their rest targets) and the learned policy solve as one
+batch (a batch of 2 costs what a batch of 1 does: the solve is op overhead). A solve runs in chunks of
+``chunk_iterations`` cascade steps, the same steps ``CounterweightProblem.solve`` takes, so a full solve can be
+abandoned between chunks when its goal has moved on, and while the goal moves one chunk warm-started from the
+previous answer gives a quick *moving* answer; the *rested* one is the full solve from the standing configuration,
+what the experiment measures.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from kinematics.errors import ConfigError
+from kinematics.wholebody import WholeBodyIKLayer
+from learning.counterweight.config import ExperimentCfg
+from learning.counterweight.experiment import build_problem
+from learning.counterweight.online import optimise_actions
+from learning.counterweight.policy import CounterweightPolicy
+from learning.counterweight.problem import BODY_TASKS
+
+REACH_ONLY, POLICY, ONLINE = "reach_only", "policy", "online"
+MOVING, RESTED = "moving", "rested"  # a warm-started chunk while the goal moves; the full solve once it rests
+
+
+@dataclass(frozen=True)
+class BodyAnswer:
+    """One method's whole-body answer to a goal."""
+
+    q: np.ndarray  # (nq,) base xyz, quaternion xyzw, then the joints in ``tree.joint_names`` order
+    success: bool  # reached and balanced
+    hand_error: float  # m
+    balance_margin: float  # m inside the support polygon (negative: outside)
+    balanced: bool  # the margin kept (``CounterweightCfg.margin``)
+    com_xy: np.ndarray  # (2,) the centre of mass's ground projection, m
+    phase: str  # MOVING or RESTED
+    iterations: int  # cascade steps behind this pose (warm-started ones count from the previous answer)
+    latency_ms: float  # goal in -> this answer (the policy's network included)
+    targets: dict[str, np.ndarray] | None = None  # the body tasks' target positions (3,) the action chose
+
+
+class BodySolver:
+    """The counterweight problem of ``cfg`` (its own instance: a ``KinematicTree`` keeps buffers, so each thread
+    needs one) and the chunked solve of its ``body`` layer."""
+
+    def __init__(self, cfg: ExperimentCfg, chunk_iterations: int = 2) -> None:
+        self.cfg = cfg
+        self.problem = build_problem(cfg)
+        body = self.problem.layers["body"]
+        self.full_iterations = body.cfg.iterations
+        if self.full_iterations % chunk_iterations:
+            raise ConfigError(
+                f"the solve's {self.full_iterations} iterations are not a whole number of {chunk_iterations}-step "
+                "chunks; choose a chunk size that divides them"
+            )
+        self.chunk_iterations = chunk_iterations
+        chunk_cfg = dataclasses.replace(body.cfg, iterations=chunk_iterations)
+        self._chunk = WholeBodyIKLayer(self.problem.tree, body.levels, body.constraints, chunk_cfg)
+        self.dtype = self.problem.tree.joint_lower.dtype
+
+    def goal_tensor(self, p: tuple[float, ...], rows: int) -> torch.Tensor:
+        return torch.tensor([p], dtype=self.dtype).expand(rows, 3)
+
+    def policy_actions(self, p: tuple[float, ...], policy: CounterweightPolicy | None) -> dict[str, torch.Tensor]:
+        """Each fast method's action ``(7,)``: reach only at rest, the policy's for ``p`` if there is a snapshot."""
+        goal = self.goal_tensor(p, 1)
+        actions = {REACH_ONLY: torch.zeros(7, dtype=self.dtype)}
+        if policy is not None:
+            with torch.no_grad():
+                actions[POLICY] = policy(goal)[0]
+        return actions
+
+    def solve(
+        self,
+        p: tuple[float, ...],
+        actions: torch.Tensor,
+        seed: torch.Tensor | None,
+        iterations: int,
+        current: Callable[[], bool] = lambda: True,
+    ):
+        """``iterations`` cascade steps for goal ``p`` and actions ``(B, 7)`` from ``seed`` ``(B, nq)`` (None: the
+        standing configuration); the ``WholeBodyIKResult``, or None if ``current()`` turned false between chunks."""
+        goals = self.goal_tensor(p, len(actions))
+        targets = self.problem.targets(goals, actions, "body")
+        q = self.problem.q_stand.expand(len(actions), -1) if seed is None else seed
+        result = None
+        with torch.no_grad():
+            for _ in range(iterations // self.chunk_iterations):
+                if not current():
+                    return None
+                result = self._chunk.solve(targets, q)
+                q = result.q
+        return result
+
+    def optimise(self, p: tuple[float, ...]) -> torch.Tensor:
+        """The per-goal optimisation's action ``(1, 7)`` for ``p`` (the experiment's baseline: slow, seconds)."""
+        cfg = self.cfg
+        with torch.enable_grad():
+            return optimise_actions(self.problem, self.goal_tensor(p, 1), cfg.baselines, cfg.train.action_penalty)
+
+    def answers(
+        self, keys: list[str], actions: torch.Tensor, result, phase: str, iterations: int, started: float
+    ) -> dict[str, BodyAnswer]:
+        """The solved rows as answers, by key (row ``i`` of ``result`` is ``keys[i]``'s)."""
+        problem = self.problem
+        with torch.no_grad():
+            outcome = problem.outcome(result)
+            com = problem.tree.center_of_mass(result.q)[..., :2]
+            targets = problem.body_targets(actions)
+        latency_ms = 1e3 * (time.perf_counter() - started)
+        out = {}
+        for i, key in enumerate(keys):
+            chosen = None
+            if key != REACH_ONLY:
+                chosen = {name: targets[name][i, :3, 3].double().numpy() for name in BODY_TASKS}
+            out[key] = BodyAnswer(
+                q=result.q[i].double().numpy(),
+                success=bool(outcome.success[i]),
+                hand_error=float(outcome.hand_error[i]),
+                balance_margin=float(outcome.balance_margin[i]),
+                balanced=bool(outcome.balanced[i]),
+                com_xy=com[i].double().numpy(),
+                phase=phase,
+                iterations=iterations,
+                latency_ms=latency_ms,
+                targets=chosen,
+            )
+        return out
+
+    def support_polygon_xy(self) -> np.ndarray:
+        """``(k, 2)`` the hull of the sole corners at the standing configuration (the feet are held), in order."""
+        problem = self.problem
+        with torch.no_grad():
+            corners = problem.polygon.corners_xy(problem.tree, problem.tree.forward_kinematics(problem.q_stand))
+        return convex_hull(corners.double().numpy())
+
+
+def convex_hull(points: np.ndarray) -> np.ndarray:
+    """``(h, 2)`` the convex hull of ``points`` ``(n, 2)``, counter-clockwise (Andrew's monotone chain)."""
+    ordered = sorted(map(tuple, np.asarray(points, dtype=float)))
+
+    def half(sequence):
+        chain: list[tuple[float, float]] = []
+        for point in sequence:
+            while len(chain) >= 2 and _turn(chain[-2], chain[-1], point) <= 0:
+                chain.pop()
+            chain.append(point)
+        return chain[:-1]
+
+    return np.array(half(ordered) + half(reversed(ordered)))
+
+
+def _turn(a, b, c) -> float:
+    """The z of ``(b - a) x (c - a)``: positive for a counter-clockwise turn."""
+    return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])

@@ -1,0 +1,47 @@
+"""The metrics panel of the G1 scene: a counterweight run's report (the distribution check, one table per test
+split) and its figures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import viser
+
+from app.metrics_panel import load_report, read_figure
+from app.supervision import Supervisor
+from kinematics.errors import ProjectError
+from learning.counterweight.report import distribution_table, split_table
+
+
+class CounterweightMetricsPanel:
+    """The report of ``run`` (None: a hint how to load one); an unreadable figure is shown as a failure under
+    ``PART``."""
+
+    PART = "metrics"
+
+    def __init__(self, server: viser.ViserServer, run: Path | None, supervisor: Supervisor) -> None:
+        self.figures: list[viser.GuiImageHandle] = []
+        with server.gui.add_folder("Metrics", expand_by_default=False):
+            self.report = server.gui.add_markdown("")
+            if run is None:
+                self.report.content = (
+                    "No run loaded: start with `--robot g1 --run RUN` to see a counterweight run's report."
+                )
+                return
+            try:
+                report = load_report(run)
+                tables = [split_table(report, split) for split in report["results"]]
+                check = distribution_table(report["distribution"])
+            except (ProjectError, KeyError) as exc:
+                self.report.content = f"⚠ report of `{run}` unavailable: {exc}"
+                return
+            self.report.content = (
+                f"**Report of `{run}`** (preset `{report.get('preset')}`)\n\nBefore training:\n\n{check}\n\n"
+                + "\n\n".join(tables)
+            )
+            for name in report.get("figures", []):  # relative to the run: "figures/<name>.png"
+                path = run / name
+                try:
+                    self.figures.append(server.gui.add_image(read_figure(path), label=Path(name).name, format="png"))
+                except (OSError, ValueError) as exc:
+                    supervisor.failed(self.PART, f"reading figure {path}", exc)

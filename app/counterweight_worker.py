@@ -1,0 +1,121 @@
+"""The thread that answers the newest reach question with reach only and the learned policy, in two phases.
+
+While the goal moves, each question gets one chunk of cascade steps warm-started from the previous answer's
+poses: a *moving* answer, drawn as soon as it is computed. Once the goal has rested ``settle_s``, the full solve
+from the standing configuration (the experiment's own answer) replaces it: the *rested* answer. The full solve
+checks between chunks whether its question is still current and is abandoned if not; the worker counts as idle
+during it, so a drag that starts adopts its first target at once. Both answers go through the board's gate: one
+for a question that has changed is discarded, never drawn. Failures are caught, counted and shown by the
+``Supervisor`` under ``PART``; the worker goes on.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from app.counterweight_answers import MOVING, POLICY, RESTED, BodyAnswer, BodySolver
+from app.generations import GenerationGate, Request
+from app.inference import BusySignal
+from app.question import Question
+from app.supervision import Supervisor
+
+
+@dataclass(frozen=True)
+class BodyAnswers:
+    question: Question
+    methods: dict[str, BodyAnswer]
+
+
+class BodyWorker:
+    """One thread answering the newest ``Question`` of ``gate`` (goal ``p``, the policy snapshot ``policy``).
+
+    Args:
+        gate: requests in, answers drawn through it.
+        solver: the worker's own ``BodySolver``.
+        draw: draws ``BodyAnswers``; called by ``gate.publish``, only while its question is current.
+        supervisor: shows a failure of an answer, its drawing or ``after``.
+        after: called whenever the worker becomes idle (the board adopts what was offered meanwhile).
+        settle_s: how long the goal must rest before the full solve.
+    """
+
+    PART = "body answers"
+
+    def __init__(
+        self,
+        gate: GenerationGate[Question],
+        solver: BodySolver,
+        draw: Callable[[BodyAnswers], None],
+        supervisor: Supervisor,
+        after: Callable[[], None] = lambda: None,
+        settle_s: float = 0.3,
+    ) -> None:
+        self.gate, self.solver, self._draw, self._supervisor = gate, solver, draw, supervisor
+        self._after, self.settle_s = after, settle_s
+        self.signal = BusySignal()
+        self.abandoned = 0  # full solves given up because their question changed
+        self._previous: dict[str, torch.Tensor] = {}  # method key -> the pose of its last answer (warm start)
+        self._thread = threading.Thread(target=self._run, name="body answers", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (request := self.gate.take()) is not None:
+            goal = request.inputs.p
+            rest_now = False
+            with self.signal.busy(), self._supervisor.guard(self.PART, f"answering goal {goal} (moving)"):
+                rest_now = not self.answer_moving(request)
+            with self._supervisor.guard(self.PART, "the work after an answer"):
+                self._after()
+            if rest_now or not self.gate.wait_newer(request.generation, self.settle_s):
+                with self._supervisor.guard(self.PART, f"answering goal {goal} (rested)"):
+                    self.answer_rested(request)
+                with self._supervisor.guard(self.PART, "the work after an answer"):
+                    self._after()
+
+    def answer_moving(self, request: Request[Question]) -> bool:
+        """One warm-started chunk from each method's previous pose, drawn if still current; False (nothing done)
+        when a method has no previous pose yet."""
+        started = time.perf_counter()
+        actions = self.solver.policy_actions(request.inputs.p, request.inputs.policies.get(POLICY))
+        if any(key not in self._previous for key in actions):
+            return False
+        seed = torch.stack([self._previous[key] for key in actions])
+        iterations = self.solver.chunk_iterations
+        result = self.solver.solve(request.inputs.p, torch.stack(list(actions.values())), seed, iterations)
+        self._publish(request, actions, result, MOVING, iterations, started)
+        return True
+
+    def answer_rested(self, request: Request[Question]) -> bool:
+        """The full solve from the standing configuration, abandoned between chunks if its question changes;
+        True if drawn."""
+        started = time.perf_counter()
+        actions = self.solver.policy_actions(request.inputs.p, request.inputs.policies.get(POLICY))
+        iterations = self.solver.full_iterations
+        result = self.solver.solve(
+            request.inputs.p,
+            torch.stack(list(actions.values())),
+            None,
+            iterations,
+            current=lambda: self.gate.is_current(request.generation),
+        )
+        if result is None:
+            self.abandoned += 1
+            return False
+        return self._publish(request, actions, result, RESTED, iterations, started)
+
+    def _publish(self, request, actions: dict[str, torch.Tensor], result, phase: str, iterations: int, started):
+        keys = list(actions)
+        for i, key in enumerate(keys):
+            self._previous[key] = result.q[i]
+        answers = self.solver.answers(keys, torch.stack(list(actions.values())), result, phase, iterations, started)
+        drawn = BodyAnswers(request.inputs, answers)
+        return self.gate.publish(request.generation, lambda: self._draw(drawn))
+
+    def join(self, timeout: float) -> None:
+        self._thread.join(timeout)

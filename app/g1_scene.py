@@ -1,0 +1,296 @@
+"""Assembles the G1 scene (``python -m app --robot g1``): the counterweight experiment live. The G1 stands with both
+feet held and an 8 kg payload in its right hand; a draggable reach goal; reach only, the learned policy and the
+per-goal optimisation as ghosts, their centre of mass over the support polygon; the policy trained live.
+
+The Franka scene's machinery carries it: one ``QuestionBoard`` owns the question (goal ``p``, no start joints:
+the G1 always starts standing, and the policy snapshot), its gates feed the workers and draw their answers under
+its lock, so an answer is drawn only while its question is current; every background part runs under the
+``Supervisor``; the trainer is a ``TrainerWorker`` with its ``TrainingPanel``. Locks, outermost first:
+``QuestionBoard.lock`` -> ``G1Viewer._results_lock``. The trainer does not take turns with the answers on one
+core (as the Franka scene's does): one of its steps takes 0.4-1.6 s, longer than an answer may wait, so it runs
+beside them (each gets a core on a 2-core machine; the answers slow about 2.5-fold meanwhile, measured).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+import viser
+
+import assets
+from app.config import ViewerConfig
+from app.counterweight_answers import ONLINE, POLICY, BodyAnswer, BodySolver
+from app.counterweight_methods import BODY_KEYS, BODY_METHODS, FAST_BODY_KEYS
+from app.counterweight_metrics import CounterweightMetricsPanel
+from app.counterweight_online import OnlineWorker
+from app.counterweight_panel import ReachPanel
+from app.counterweight_trainer import LiveCounterweightTrainer
+from app.counterweight_worker import BodyAnswers, BodyWorker
+from app.g1_view import BodyGhost, BodyView, draw_support_polygon
+from app.ghosts import stack_labels
+from app.grasp_panel import PENDING
+from app.question import Place, Question, QuestionBoard, Source
+from app.robot_view import load_urdf
+from app.scene import TargetGizmo, set_stage
+from app.status import StatusLine
+from app.supervision import Supervisor
+from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
+from app.training_panel import TrainingPanel
+from app.viewer import exposure_notice
+from kinematics.errors import ProjectError
+from learning.counterweight.checkpoints import load_policy
+from learning.counterweight.config import ExperimentCfg, preset
+from learning.counterweight.experiment import build_problem, load_config
+from learning.counterweight.goals import goal_points, make_splits, sample_goals
+from learning.counterweight.policy import CounterweightPolicy
+
+CAMERA_POSITION = (1.7, -1.7, 1.35)  # metres, world frame: frames the G1, its reach and the polygon
+CAMERA_LOOK_AT = (0.15, -0.1, 0.7)
+CAMERA_FOV_DEG = 60.0
+INITIAL_GOAL = (0.40, -0.15, -0.2)  # distance (m), azimuth, elevation (rad) from the shoulder: far enough to tip
+GOAL_BOX_M = 0.45  # the gizmo moves within this of the shoulder, per axis
+SNAPSHOT_EVERY = 2  # trainer steps (each costs 0.4-1.6 s)
+PAGE = "page"
+
+
+class G1Viewer:
+    """The running G1 scene. ``launch_g1`` builds it; ``close`` stops its threads and the server.
+
+    Attributes useful to tests: ``board``, ``drawn`` (answers on screen by method key), ``pending``,
+    ``drawn_question``, ``latencies_ms`` (goal change -> reach only and policy ghosts drawn, first answer, moving or
+    rested), ``rested_latencies_ms`` (goal change -> the rested answer drawn), ``stale_draws`` (0 by
+    construction), ``supervisor``.
+    """
+
+    def __init__(self, config: ViewerConfig) -> None:
+        self.config = config
+        self.server = viser.ViserServer(host=config.host, port=config.port)
+        self.server.gui.configure_theme(control_width="large", show_share_button=False)
+        set_stage(self.server)
+        self.server.initial_camera.position = CAMERA_POSITION
+        self.server.initial_camera.look_at = CAMERA_LOOK_AT
+        self.server.initial_camera.fov = math.radians(CAMERA_FOV_DEG)
+        self.status = StatusLine(self.server)
+        self.supervisor = Supervisor(self.status.set)
+        exposure = exposure_notice(config.host)
+        if exposure is not None:
+            self.status.set("exposure", f"⚠ {exposure}")
+        self.cfg, run = self._config(config)
+        self.solver = BodySolver(self.cfg)
+        problem = self.solver.problem
+        initial_policy = self._load_policy(run, problem)
+        self.splits = make_splits(self.cfg, problem.shoulder)
+        self._random = torch.Generator().manual_seed(0)
+
+        self._results_lock = threading.Lock()
+        self.drawn: dict[str, BodyAnswer | str | None] = {key: None for key in BODY_KEYS}
+        self.drawn[POLICY] = None if initial_policy else "no snapshot yet"
+        self.pending: set[str] = set()
+        self.drawn_question: Question | None = None
+        self.latencies_ms: list[float] = []
+        self.rested_latencies_ms: list[float] = []
+        self.stale_draws = 0
+        self._changed_at: dict[str, tuple[tuple[float, ...], float]] = {}
+
+        robot = assets.G1
+        urdf = load_urdf(robot)
+        draw_support_polygon(self.server, self.solver.support_polygon_xy())
+        self.robot = BodyView(self.server, urdf, robot, "/robot")
+        self.robot.show(problem.q_stand.double().numpy())
+        self.ghosts = {m.key: BodyGhost(self.server, urdf, robot, m.key, m.label, m.rgb) for m in BODY_METHODS}
+        shoulder = problem.shoulder.double()
+        goal = goal_points(shoulder, *(torch.tensor([v], dtype=torch.float64) for v in INITIAL_GOAL))[0]
+        box = tuple((float(c) - GOAL_BOX_M, float(c) + GOAL_BOX_M) for c in shoulder)
+        self.gizmo = TargetGizmo(self.server, goal.numpy(), box, self._gizmo_moved)
+        self.reach = ReachPanel(self.server, lambda: self._guarded("Random goal", self.set_target, self._random_goal()))
+
+        first = Question(tuple(float(v) for v in goal), ())
+        if initial_policy is not None:
+            first = first.with_snapshot(POLICY, 0, initial_policy)
+        self.board = QuestionBoard(first, self._question_changed)
+        self.answers = BodyWorker(
+            self.board.fast, BodySolver(self.cfg), self._draw, self.supervisor, after=self.board.catch_up
+        )
+        self.online = OnlineWorker(self.board.search, BodySolver(self.cfg), self._draw_online, self.supervisor)
+        initial_state = [initial_policy.state_dict()] if initial_policy is not None else []
+
+        def build(seed: int) -> LiveCounterweightTrainer:
+            trainer = LiveCounterweightTrainer(
+                build_problem(self.cfg), self.splits["train"], self.splits["validation"], self.cfg.train, seed
+            )
+            if initial_state:  # the first trainer continues from the run's policy; Reset starts from scratch
+                trainer.policy.load_state_dict(initial_state.pop())
+            return trainer
+
+        self.trainer = TrainerWorker(
+            build,
+            self._snapshot,
+            self._trainer_status,
+            self.supervisor,
+            snapshot_every=SNAPSHOT_EVERY,
+            validate_every=self.cfg.train.validate_every,
+            running=config.train and initial_policy is None,
+            wait_turn=self._answers_idle,
+        )
+        self.training = TrainingPanel(self.server, self.trainer, "Counterweight policy (live)")
+        self.metrics = CounterweightMetricsPanel(self.server, run, self.supervisor)
+
+        self.answers.start()
+        self.online.start()
+        self.trainer.start_thread()
+        self.board.begin()
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.server.get_host()}:{self.server.get_port()}"
+
+    # Loading.
+    def _config(self, config: ViewerConfig) -> tuple[ExperimentCfg, Path | None]:
+        if config.checkpoint is None:
+            self.status.set(
+                "checkpoint",
+                f"No run: training the counterweight policy from scratch (preset `{config.preset}`); "
+                "`--run RUN` loads a counterweight run's policy and report.",
+            )
+            return preset(config.preset), None
+        run = Path(config.checkpoint).resolve().parents[2]
+        try:
+            return load_config(run), run
+        except ProjectError as exc:
+            self.status.set("checkpoint", f"⚠ run `{run}` could not be loaded: {exc} — training from scratch.")
+            return preset(config.preset), None
+
+    def _load_policy(self, run: Path | None, problem) -> CounterweightPolicy | None:
+        if run is None:
+            return None
+        try:
+            policy, meta = load_policy(self.config.checkpoint, problem)
+        except ProjectError as exc:
+            self.status.set(
+                "checkpoint",
+                f"⚠ checkpoint `{self.config.checkpoint}` could not be loaded: {exc} — training from scratch.",
+            )
+            return None
+        self.status.set(
+            "checkpoint",
+            f"Loaded `{self.config.checkpoint}` ({meta['method']}, seed {meta['seed']}); trainer paused: Start "
+            "fine-tunes it.",
+        )
+        return policy
+
+    # Inputs -> questions.
+    def set_target(self, p: np.ndarray) -> Question:
+        """Move the reach goal (m, world frame), as the Random goal button does; returns the question."""
+        with self.board.lock:
+            return self.board.ask(p=np.asarray(p, dtype=float), source=Source.PROGRAM)
+
+    def _guarded(self, doing: str, action, *args) -> None:
+        with self.supervisor.guard(PAGE, doing):
+            action(*args)
+
+    def _gizmo_moved(self, p: np.ndarray) -> None:
+        with self.supervisor.guard(PAGE, "moving the reach goal"):
+            self.board.offer_target(p, busy=lambda: self.answers.signal.is_busy)
+
+    def _random_goal(self) -> np.ndarray:
+        goal = sample_goals(self._random, 1, self.cfg.goals, self.solver.problem.shoulder, "validation")
+        return goal[0].numpy()
+
+    def _question_changed(self, old: Question | None, new: Question, source: Source) -> None:
+        """Under the board's lock: move the gizmo if it did not make the change, mark answers pending."""
+        if source is not Source.GIZMO and not self.gizmo.dragging:
+            if not np.array_equal(np.array(new.p), np.asarray(self.gizmo.handle.position, dtype=float)):
+                self.gizmo.place(np.array(new.p))
+        moved = old is None or new.p != old.p
+        pending = set(FAST_BODY_KEYS) if moved else set()
+        if old is None or dict(old.versions).get(POLICY) != dict(new.versions).get(POLICY):
+            pending.add(POLICY)
+        with self._results_lock:
+            if moved:
+                now = time.perf_counter()
+                self._changed_at = {"first": (new.p, now), "rested": (new.p, now)}
+                self.ghosts[ONLINE].hide()  # slow: hidden until its answer for the new goal lands
+                self.drawn[ONLINE] = PENDING
+                self.pending.add(ONLINE)
+            for key in pending:
+                if key in new.policies or key != POLICY:
+                    self.ghosts[key].set_pending(True)
+                    self.pending.add(key)
+            self._restack(new)
+            self.reach.show(self.drawn, self.pending)
+
+    def _snapshot(self, version: int, policy: CounterweightPolicy) -> None:
+        self.board.offer_policy(version, policy, busy=lambda: self.answers.signal.is_busy, key=POLICY)
+
+    def _answers_idle(self, timeout_s: float = 1.0) -> None:
+        """Block (up to ``timeout_s``) while a question waits for its first answer: no new step starts then."""
+        deadline = time.monotonic() + timeout_s
+        while (self.board.fast.untaken or self.answers.signal.is_busy) and time.monotonic() < deadline:
+            self.answers.signal.wait_idle(timeout=0.01)
+            time.sleep(0.001)
+
+    # Drawing (under the board's lock, only for the current question).
+    def _draw(self, result: BodyAnswers) -> None:
+        with self.server.atomic(), self._results_lock:
+            if result.question != self.board.current:
+                self.stale_draws += 1  # cannot happen through publish; counted to prove it
+            for key, answer in result.methods.items():
+                self.ghosts[key].show(answer)
+                self.drawn[key] = answer
+                self.pending.discard(key)
+            if POLICY not in result.methods:
+                self.ghosts[POLICY].hide()
+                self.drawn[POLICY] = "no snapshot yet"
+                self.pending.discard(POLICY)
+            phase = next(iter(result.methods.values())).phase
+            for series, wanted in (("first", None), ("rested", "rested")):
+                changed = self._changed_at.get(series)
+                if changed is not None and changed[0] == result.question.p and wanted in (None, phase):
+                    latency = 1e3 * (time.perf_counter() - changed[1])
+                    (self.latencies_ms if series == "first" else self.rested_latencies_ms).append(latency)
+                    del self._changed_at[series]  # counted once per change
+            self._restack(result.question)
+            self.reach.show(self.drawn, self.pending)
+            self.drawn_question = result.question  # last: a reader that sees it sees the whole draw
+
+    def _draw_online(self, place: Place, answer: BodyAnswer) -> None:
+        with self.server.atomic(), self._results_lock:
+            if place != self.board.current.place:
+                self.stale_draws += 1
+            self.ghosts[ONLINE].show(answer)
+            self.drawn[ONLINE] = answer
+            self.pending.discard(ONLINE)
+            self._restack(self.board.current)
+            self.reach.show(self.drawn, self.pending)
+
+    def _restack(self, question: Question) -> None:
+        stack_labels([self.ghosts[key] for key in BODY_KEYS], np.array(question.p))
+
+    def _trainer_status(self, status: TrainerStatus) -> None:
+        self.training.show(status)
+        self.status.set("trainer", f"⚠ trainer failed: {status.error}" if status.state == FAILED else None)
+
+    # Measurements and shutdown.
+    def median_latency_ms(self) -> float:
+        with self._results_lock:
+            return statistics.median(self.latencies_ms) if self.latencies_ms else float("nan")
+
+    def close(self) -> None:
+        self.board.close()
+        self.trainer.close()
+        self.answers.join(5.0)
+        self.online.join(30.0)
+        self.server.stop()
+
+
+def launch_g1(config: ViewerConfig) -> G1Viewer:
+    """Serve the G1 scene and start its workers; returns at once."""
+    if config.robot != "g1":
+        raise ProjectError(f"launch_g1 serves the G1 scene, not {config.robot!r}")
+    return G1Viewer(config)
