@@ -19,8 +19,8 @@ class CounterweightCfg:
     margin: float = 0.01  # the centre of mass stays this far inside the support polygon, m
     tolerance: float = 0.01  # the hand reaches the goal within this, m
     feet_tolerance: float = 1e-4  # feet held (m / rad) and the CoM's margin kept to within this
-    iterations: int = 24
-    gain: float = 0.5
+    iterations: int = 16
+    gain: float = 0.7
     max_step: float = 0.1
     gradient: str = "unrolled"
     # what an action of 1 means: free hand dx, dy, dz (m), pelvis dx, dz (m), pelvis pitch, torso pitch (rad)
@@ -52,12 +52,12 @@ class SplitSizes:
 @dataclass(frozen=True)
 class TrainCfg:
     seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 30
+    steps: int = 20
     batch_size: int = 32
     learning_rate: float = 3e-3
     hidden: int = 64
     action_penalty: float = 1e-4  # times |action|^2, per goal
-    validate_every: int = 5
+    validate_every: int = 4
     grad_clip: float = 1.0
     # evolution strategies at the gradient trainer's layer-evaluation budget
     es_pairs: int = 8

@@ -1,6 +1,7 @@
 """Every method, checked by the same final whole-body solve, on every test split.
 
-Methods: ``reach_only`` (the body at its rest targets), ``rule`` (the hand-written counterweight rule),
+Methods: ``reach_only`` (the body at its rest targets), ``constant`` (one action for every goal: the free hand
+all the way back), ``rule`` (the hand-written counterweight rule),
 ``gradient`` and ``es_evaluations`` / ``es_time`` (the trained policies, one per seed), ``online`` (per-goal
 optimisation through the layer), ``free_body`` (the body tasks removed: the whole body free under the same
 constraints) and ``no_balance`` (the rest targets without the polygon constraint: an upper bound, whose success
@@ -17,11 +18,11 @@ import torch
 
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.online import optimise_actions
-from learning.counterweight.policy import CounterweightPolicy, counterweight_rule
+from learning.counterweight.policy import CounterweightPolicy, constant_counterweight, counterweight_rule
 from learning.counterweight.problem import ACTIONS, CounterweightProblem
 
 POLICY_METHODS = ("gradient", "es_evaluations", "es_time")
-METHODS = ("reach_only", "rule", *POLICY_METHODS, "online", "free_body", "no_balance")
+METHODS = ("reach_only", "constant", "rule", *POLICY_METHODS, "online", "free_body", "no_balance")
 
 
 def _metrics(problem: CounterweightProblem, result, actions, seconds: float, balance_required: bool) -> dict:
@@ -60,6 +61,7 @@ def choosers(problem: CounterweightProblem, cfg: ExperimentCfg, policies: dict[s
     """Every method's chooser; the trained ones once per seed."""
     out = {
         "reach_only": [(None, lambda g: None, "body", True)],
+        "constant": [(None, constant_counterweight, "body", True)],
         "rule": [(None, lambda g: counterweight_rule(g, problem.shoulder, cfg.goals), "body", True)],
     }
     for name in POLICY_METHODS:

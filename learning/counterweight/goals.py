@@ -21,9 +21,7 @@ def _uniform(gen: torch.Generator, n: int, bounds: tuple[float, float]) -> torch
 
 def goal_points(shoulder: torch.Tensor, distance: torch.Tensor, azimuth: torch.Tensor, elevation: torch.Tensor):
     """World goals ``(n, 3)`` at ``distance`` from the shoulder in the direction (azimuth, elevation)."""
-    direction = torch.stack(
-        (elevation.cos() * azimuth.cos(), elevation.cos() * azimuth.sin(), elevation.sin()), -1
-    )
+    direction = torch.stack((elevation.cos() * azimuth.cos(), elevation.cos() * azimuth.sin(), elevation.sin()), -1)
     return shoulder.to(torch.float64) + distance[:, None] * direction
 
 

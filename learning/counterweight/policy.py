@@ -36,3 +36,10 @@ def counterweight_rule(goals: torch.Tensor, shoulder: torch.Tensor, region: Goal
     action = goals.new_zeros(len(goals), len(ACTIONS))
     action[:, 0] = -((distance - near) / (far - near)).clamp(0.0, 1.0)
     return action
+
+
+def constant_counterweight(goals: torch.Tensor) -> torch.Tensor:
+    """One action for every goal: the free hand all the way back (0.35 m at the default scale)."""
+    action = goals.new_zeros(len(goals), len(ACTIONS))
+    action[:, 0] = -1.0
+    return action

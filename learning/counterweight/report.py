@@ -9,6 +9,7 @@ from learning.counterweight.goals import TEST_SPLITS
 
 LABELS = {
     "reach_only": "reach only (body at rest targets)",
+    "constant": "one constant action (free hand fully back)",
     "rule": "hand-written rule (free hand back with distance)",
     "gradient": "policy trained through the layer",
     "es_evaluations": "policy by ES, equal layer evaluations",
