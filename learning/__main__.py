@@ -24,10 +24,10 @@ import learning.threads  # noqa: F401  (before torch)
 from kinematics.benchmark.provenance import provenance, provenance_line
 from kinematics.errors import ProjectError
 from learning.config import PRESETS, preset
+from learning.counterweight import cli as counterweight
 from learning.distribution import distribution_check, distribution_markdown
 from learning.experiment import evaluate_run, train_run
 from learning.io import atomic_write_json, atomic_write_text
-from learning.counterweight import cli as counterweight
 from learning.report import render_markdown
 
 TASKS = ("grasp-yaw", "counterweight")
