@@ -48,6 +48,7 @@ MEASURED_SECTIONS = (
     "Beyond the docs: constraints, implicit gradients and R^9",
     "Measured: whole-body kinematics",
     "Measured: the whole-body layer and its QP",
+    "The counterweight experiment: a humanoid learns to reach past its balance limit",
 )
 NUMBER = r"(?<![\w.])\d+\.\d+(?!\d)(?!\.\d)"
 
@@ -71,6 +72,7 @@ def results_text() -> str:
 def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None:
     from kinematics.benchmark import constrained_suite, qp_suite, report, tree_suite, wholebody_suite
     from kinematics.benchmark.provenance import provenance_line
+    from learning.counterweight.report import render_markdown as counterweight_markdown
     from learning.distribution import distribution_markdown
     from learning.report import render_markdown
 
@@ -83,6 +85,7 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         "benchmark/wholebody": wholebody_suite.markdown,
         "benchmark-torch-ops/ik": report.ik_markdown,
         "experiment/report": render_markdown,
+        "counterweight/report": counterweight_markdown,
         "experiment/check-distribution": lambda doc: (
             f"{provenance_line(doc['provenance'])}\n\n{distribution_markdown(doc['methods'])}"
         ),

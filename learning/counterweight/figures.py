@@ -62,7 +62,8 @@ def strategy_figure(report: dict):
     return fig
 
 
-def _bones(problem: CounterweightProblem) -> list[tuple[int, int]]:
+def skeleton_bones(problem: CounterweightProblem) -> list[tuple[int, int]]:
+    """The robot as a stick figure: ``(parent, child)`` indices into ``tree.frame_names`` for every URDF joint."""
     root = ElementTree.fromstring(problem.robot.urdf_text())
     index = {name: i for i, name in enumerate(problem.tree.frame_names)}
     bones = []
@@ -75,7 +76,7 @@ def _bones(problem: CounterweightProblem) -> list[tuple[int, int]]:
 
 def strip_figure(problem: CounterweightProblem, goals: torch.Tensor, poses: dict[str, torch.Tensor]):
     """Side views (x forward, z up): one column per goal, one row per method (``poses[method]`` = ``q (k, nq)``)."""
-    bones, tree = _bones(problem), problem.tree
+    bones, tree = skeleton_bones(problem), problem.tree
     hand = tree.frame_index(problem.robot.frames["right_hand"])
     fig, axes = plt.subplots(len(poses), len(goals), figsize=(3.0 * len(goals), 3.4 * len(poses)), squeeze=False)
     toe, heel = problem.polygon.corners_xy(tree, tree.forward_kinematics(problem.q_stand))[:, 0].aminmax()[::-1]
