@@ -21,14 +21,15 @@ LABELS = {
 }
 
 
-def summarize(rows: dict[str, dict[str, list[dict]]]) -> dict:
-    """``rows[split][method]`` = one metrics dict per seed -> mean, std (0 for one seed) and per-seed values."""
+def summarize(rows: dict[str, dict[str, list[dict]]], metrics=METRICS) -> dict:
+    """``rows[split][method]`` = one metrics dict per seed -> for each of ``metrics``, the mean, the std (0 for
+    one seed) and the per-seed values."""
     out: dict = {}
     for split, methods in rows.items():
         out[split] = {}
         for method, per_seed in methods.items():
             out[split][method] = {}
-            for metric in METRICS:
+            for metric in metrics:
                 values = [r[metric] for r in per_seed]
                 out[split][method][metric] = {
                     "mean": statistics.fmean(values),

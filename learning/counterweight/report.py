@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import statistics
-
 from kinematics.benchmark.provenance import provenance_line
 from learning.counterweight.goals import TEST_SPLITS
+from learning.report import summarize as summarize_seeds
 
 LABELS = {
     "reach_only": "reach only (body at rest targets)",
@@ -31,19 +30,11 @@ METRICS = (
 
 
 def summarize(rows: dict) -> dict:
-    """``rows[split][method]`` = one metrics dict per seed -> mean, std (0 for one run) and the per-run values."""
-    out: dict = {}
+    """``learning.report.summarize`` of every metric, with each method's goal count."""
+    out = summarize_seeds(rows, METRICS)
     for split, methods in rows.items():
-        out[split] = {}
         for method, runs in methods.items():
-            out[split][method] = {"goals": runs[0]["goals"]}
-            for metric in METRICS:
-                values = [r[metric] for r in runs]
-                out[split][method][metric] = {
-                    "mean": statistics.fmean(values),
-                    "std": statistics.stdev(values) if len(values) > 1 else 0.0,
-                    "per_seed": values,
-                }
+            out[split][method] = {"goals": runs[0]["goals"], **out[split][method]}
     return out
 
 
