@@ -36,6 +36,8 @@ class ViewerConfig:
             worker get one core each by default).
         robot: ``"panda"`` (the grasp-yaw scene) or ``"g1"`` (the counterweight scene, ``app.g1_scene``; its
             ``checkpoint`` is a counterweight run's ``checkpoints/seed<N>/gradient.pt``).
+        light: the G1 scene draws its solid robot as a stick figure too, not with its meshes (about 290k faces:
+            seconds a frame in software WebGL, e.g. headless Chromium; its browser test uses this).
     """
 
     host: str = "127.0.0.1"
@@ -46,6 +48,7 @@ class ViewerConfig:
     train: bool = True
     threads: int = 1
     robot: str = "panda"
+    light: bool = False
 
     @classmethod
     def from_argv(cls, argv: Sequence[str] | None = None) -> ViewerConfig:
@@ -80,6 +83,11 @@ class ViewerConfig:
         )
         parser.add_argument("--paused", action="store_true", help="do not start the trainer at launch")
         parser.add_argument(
+            "--light",
+            action="store_true",
+            help="g1: draw the robot as a stick figure, not its meshes (for software WebGL, e.g. headless Chromium)",
+        )
+        parser.add_argument(
             "--threads",
             type=_positive,
             default=defaults.threads,
@@ -100,6 +108,7 @@ class ViewerConfig:
             train=not args.paused,
             threads=args.threads,
             robot=args.robot,
+            light=args.light,
         )
 
 

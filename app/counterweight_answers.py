@@ -44,6 +44,7 @@ class BodyAnswer:
     phase: str  # MOVING or RESTED
     iterations: int  # cascade steps behind this pose (warm-started ones count from the previous answer)
     latency_ms: float  # goal in -> this answer (the policy's network included)
+    frames: np.ndarray  # (n_frames, 3) every link's origin in ``tree.frame_names`` order, m (the ghost's stick figure)
     targets: dict[str, np.ndarray] | None = None  # the body tasks' target positions (3,) the action chose
 
 
@@ -100,11 +101,13 @@ class BodySolver:
                 q = result.q
         return result
 
-    def optimise(self, p: tuple[float, ...]) -> torch.Tensor:
-        """The per-goal optimisation's action ``(1, 7)`` for ``p`` (the experiment's baseline: slow, seconds)."""
+    def optimise(self, p: tuple[float, ...], should_stop: Callable[[], bool] = lambda: False) -> torch.Tensor | None:
+        """The per-goal optimisation's action ``(1, 7)`` for ``p`` (the experiment's baseline: slow, seconds); None
+        if ``should_stop()`` turned true between its steps."""
         cfg = self.cfg
+        goal = self.goal_tensor(p, 1)
         with torch.enable_grad():
-            return optimise_actions(self.problem, self.goal_tensor(p, 1), cfg.baselines, cfg.train.action_penalty)
+            return optimise_actions(self.problem, goal, cfg.baselines, cfg.train.action_penalty, should_stop)
 
     def answers(
         self, keys: list[str], actions: torch.Tensor, result, phase: str, iterations: int, started: float
@@ -114,6 +117,7 @@ class BodySolver:
         with torch.no_grad():
             outcome = problem.outcome(result)
             com = problem.tree.center_of_mass(result.q)[..., :2]
+            frames = problem.tree.frame_poses(result.q)[..., :3, 3]
             targets = problem.body_targets(actions)
         latency_ms = 1e3 * (time.perf_counter() - started)
         out = {}
@@ -131,6 +135,7 @@ class BodySolver:
                 phase=phase,
                 iterations=iterations,
                 latency_ms=latency_ms,
+                frames=frames[i].double().numpy(),
                 targets=chosen,
             )
         return out

@@ -2,9 +2,9 @@
 a thread of its own, once the goal has rested.
 
 It costs seconds, so it starts only after the goal has rested ``settle_s``, and its answer is drawn through the
-board's search gate: one computed for a goal that has since moved is discarded. The optimisation itself cannot be
-interrupted (``learning.counterweight.online.optimise_actions`` is one call); the full solve after it is
-abandoned between chunks. Failures are caught, counted and shown by the ``Supervisor`` under ``PART``.
+board's search gate: one computed for a goal that has since moved is discarded. The optimisation is abandoned
+between its steps once its goal has moved on (``optimise_actions``'s ``should_stop``), the full solve after it
+between chunks. Failures are caught, counted and shown by the ``Supervisor`` under ``PART``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from app.counterweight_answers import ONLINE, RESTED, BodyAnswer, BodySolver
 from app.generations import GenerationGate, Request
+from app.inference import BusySignal
 from app.question import Place
 from app.supervision import Supervisor
 
@@ -43,6 +44,7 @@ class OnlineWorker:
         self.gate, self.solver, self._draw, self._supervisor = gate, solver, draw, supervisor
         self.settle_s = settle_s
         self.abandoned = 0  # optimisations skipped or discarded because their goal moved on
+        self.signal = BusySignal()  # busy while optimising (the live trainer waits: it goes after)
         self._thread = threading.Thread(target=self._run, name="per-goal optimisation", daemon=True)
 
     def start(self) -> None:
@@ -53,7 +55,8 @@ class OnlineWorker:
             if self.gate.wait_newer(request.generation, self.settle_s):
                 self.abandoned += 1
                 continue
-            with self._supervisor.guard(self.PART, f"optimising the body for goal {request.inputs[0]}"):
+            doing = f"optimising the body for goal {request.inputs[0]}"
+            with self.signal.busy(), self._supervisor.guard(self.PART, doing):
                 if not self.handle(request):
                     self.abandoned += 1
 
@@ -62,11 +65,12 @@ class OnlineWorker:
         raises (``_run`` reports it)."""
         started = time.perf_counter()
         p = request.inputs[0]
-        actions = self.solver.optimise(p)
+        current = lambda: self.gate.is_current(request.generation)  # noqa: E731
+        actions = self.solver.optimise(p, should_stop=lambda: not current())
+        if actions is None:
+            return False
         iterations = self.solver.full_iterations
-        result = self.solver.solve(
-            p, actions, None, iterations, current=lambda: self.gate.is_current(request.generation)
-        )
+        result = self.solver.solve(p, actions, None, iterations, current=current)
         if result is None:
             return False
         answer = self.solver.answers([ONLINE], actions, result, RESTED, iterations, started)[ONLINE]

@@ -5,8 +5,10 @@ poses: a *moving* answer, drawn as soon as it is computed. Once the goal has res
 from the standing configuration (the experiment's own answer) replaces it: the *rested* answer. The full solve
 checks between chunks whether its question is still current and is abandoned if not; the worker counts as idle
 during it, so a drag that starts adopts its first target at once. Both answers go through the board's gate: one
-for a question that has changed is discarded, never drawn. Failures are caught, counted and shown by the
-``Supervisor`` under ``PART``; the worker goes on.
+for a question that has changed is discarded, never drawn. Each answer is computed and drawn holding ``exclusive``,
+the lock the live trainer steps under (as ``app.inference.InferenceWorker`` shares one with the Franka scene's
+trainers): two threads of small torch ops on 2 cores slow each other about 2.5-fold, so they take turns. Failures
+are caught, counted and shown by the ``Supervisor`` under ``PART``; the worker goes on.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ class BodyWorker:
         supervisor: shows a failure of an answer, its drawing or ``after``.
         after: called whenever the worker becomes idle (the board adopts what was offered meanwhile).
         settle_s: how long the goal must rest before the full solve.
+        exclusive: held while computing and drawing an answer; the trainer holds it while stepping.
     """
 
     PART = "body answers"
@@ -53,9 +56,11 @@ class BodyWorker:
         supervisor: Supervisor,
         after: Callable[[], None] = lambda: None,
         settle_s: float = 0.3,
+        exclusive: threading.Lock | None = None,
     ) -> None:
         self.gate, self.solver, self._draw, self._supervisor = gate, solver, draw, supervisor
         self._after, self.settle_s = after, settle_s
+        self._exclusive = exclusive if exclusive is not None else threading.Lock()
         self.signal = BusySignal()
         self.abandoned = 0  # full solves given up because their question changed
         self._previous: dict[str, torch.Tensor] = {}  # method key -> the pose of its last answer (warm start)
@@ -69,11 +74,12 @@ class BodyWorker:
             goal = request.inputs.p
             rest_now = False
             with self.signal.busy(), self._supervisor.guard(self.PART, f"answering goal {goal} (moving)"):
-                rest_now = not self.answer_moving(request)
+                with self._exclusive:
+                    rest_now = not self.answer_moving(request)
             with self._supervisor.guard(self.PART, "the work after an answer"):
                 self._after()
             if rest_now or not self.gate.wait_newer(request.generation, self.settle_s):
-                with self._supervisor.guard(self.PART, f"answering goal {goal} (rested)"):
+                with self._supervisor.guard(self.PART, f"answering goal {goal} (rested)"), self._exclusive:
                     self.answer_rested(request)
                 with self._supervisor.guard(self.PART, "the work after an answer"):
                     self._after()

@@ -6,13 +6,19 @@ The Franka scene's machinery carries it: one ``QuestionBoard`` owns the question
 the G1 always starts standing, and the policy snapshot), its gates feed the workers and draw their answers under
 its lock, so an answer is drawn only while its question is current; every background part runs under the
 ``Supervisor``; the trainer is a ``TrainerWorker`` with its ``TrainingPanel``. Locks, outermost first:
-``QuestionBoard.lock`` -> ``G1Viewer._results_lock``. The trainer does not take turns with the answers on one
-core (as the Franka scene's does): one of its steps takes 0.4-1.6 s, longer than an answer may wait, so it runs
-beside them (each gets a core on a 2-core machine; the answers slow about 2.5-fold meanwhile, measured).
+``QuestionBoard.lock`` -> ``G1Viewer._results_lock``.
+
+The trainer takes turns with the answers under one lock, answers first (as the Franka scene's trainers do): beside
+them, two threads of small torch ops on 2 cores slow each about 2.5-fold (the answers' median latency was 229 ms).
+A step is long even at the live trainer's ``LIVE_BATCH`` goals (about 0.5 s: the solve is op overhead, not
+arithmetic), too long for an answer to wait for, so the trainer starts no step until the goal has rested
+``TRAINER_QUIET_S`` and the per-goal optimisation (beside, off the lock; abandoned between its steps when the goal
+moves) is done: it trains while the page is idle, and a drag that starts during a step waits for that one step.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import threading
@@ -32,7 +38,7 @@ from app.counterweight_online import OnlineWorker
 from app.counterweight_panel import ReachPanel
 from app.counterweight_trainer import LiveCounterweightTrainer
 from app.counterweight_worker import BodyAnswers, BodyWorker
-from app.g1_view import BodyGhost, BodyView, draw_support_polygon
+from app.g1_view import SOLID_RGB, BodyGhost, BodyView, StickFigure, draw_support_polygon
 from app.ghosts import stack_labels
 from app.grasp_panel import PENDING
 from app.question import Place, Question, QuestionBoard, Source
@@ -47,6 +53,7 @@ from kinematics.errors import ProjectError
 from learning.counterweight.checkpoints import load_policy
 from learning.counterweight.config import ExperimentCfg, preset
 from learning.counterweight.experiment import build_problem, load_config
+from learning.counterweight.figures import skeleton_bones
 from learning.counterweight.goals import goal_points, make_splits, sample_goals
 from learning.counterweight.policy import CounterweightPolicy
 
@@ -55,7 +62,10 @@ CAMERA_LOOK_AT = (0.15, -0.1, 0.7)
 CAMERA_FOV_DEG = 60.0
 INITIAL_GOAL = (0.40, -0.15, -0.2)  # distance (m), azimuth, elevation (rad) from the shoulder: far enough to tip
 GOAL_BOX_M = 0.45  # the gizmo moves within this of the shoulder, per axis
-SNAPSHOT_EVERY = 2  # trainer steps (each costs 0.4-1.6 s)
+SNAPSHOT_EVERY = 2  # trainer steps
+LIVE_BATCH = 8  # goals per live trainer step (the experiment's 32 take about 1.1 s a step, 8 about 0.5 s)
+TRAINER_QUIET_S = 0.5  # the trainer starts a step only once the goal has rested this long
+TRAINER_WAIT_S = 30.0  # ... or once it has waited this long (a drag that never pauses still trains, slowly)
 PAGE = "page"
 
 
@@ -97,13 +107,18 @@ class G1Viewer:
         self.rested_latencies_ms: list[float] = []
         self.stale_draws = 0
         self._changed_at: dict[str, tuple[tuple[float, ...], float]] = {}
+        self._goal_moved_at = -math.inf  # time.monotonic() of the last goal change
 
-        robot = assets.G1
-        urdf = load_urdf(robot)
         draw_support_polygon(self.server, self.solver.support_polygon_xy())
-        self.robot = BodyView(self.server, urdf, robot, "/robot")
-        self.robot.show(problem.q_stand.double().numpy())
-        self.ghosts = {m.key: BodyGhost(self.server, urdf, robot, m.key, m.label, m.rgb) for m in BODY_METHODS}
+        bones = skeleton_bones(problem)
+        if config.light:
+            self.robot = StickFigure(self.server, "/robot", bones, SOLID_RGB)
+            with torch.no_grad():
+                self.robot.show(problem.tree.frame_poses(problem.q_stand)[..., :3, 3].double().numpy())
+        else:
+            self.robot = BodyView(self.server, load_urdf(assets.G1), assets.G1, "/robot")
+            self.robot.show(problem.q_stand.double().numpy())
+        self.ghosts = {m.key: BodyGhost(self.server, bones, m.key, m.label, m.rgb) for m in BODY_METHODS}
         shoulder = problem.shoulder.double()
         goal = goal_points(shoulder, *(torch.tensor([v], dtype=torch.float64) for v in INITIAL_GOAL))[0]
         box = tuple((float(c) - GOAL_BOX_M, float(c) + GOAL_BOX_M) for c in shoulder)
@@ -114,15 +129,23 @@ class G1Viewer:
         if initial_policy is not None:
             first = first.with_snapshot(POLICY, 0, initial_policy)
         self.board = QuestionBoard(first, self._question_changed)
+        answers_core = threading.Lock()  # the answers and the trainer take turns (answers first)
         self.answers = BodyWorker(
-            self.board.fast, BodySolver(self.cfg), self._draw, self.supervisor, after=self.board.catch_up
+            self.board.fast,
+            BodySolver(self.cfg),
+            self._draw,
+            self.supervisor,
+            after=self.board.catch_up,
+            exclusive=answers_core,
         )
         self.online = OnlineWorker(self.board.search, BodySolver(self.cfg), self._draw_online, self.supervisor)
         initial_state = [initial_policy.state_dict()] if initial_policy is not None else []
 
+        live = dataclasses.replace(self.cfg.train, batch_size=LIVE_BATCH)
+
         def build(seed: int) -> LiveCounterweightTrainer:
             trainer = LiveCounterweightTrainer(
-                build_problem(self.cfg), self.splits["train"], self.splits["validation"], self.cfg.train, seed
+                build_problem(self.cfg), self.splits["train"], self.splits["validation"], live, seed
             )
             if initial_state:  # the first trainer continues from the run's policy; Reset starts from scratch
                 trainer.policy.load_state_dict(initial_state.pop())
@@ -136,7 +159,8 @@ class G1Viewer:
             snapshot_every=SNAPSHOT_EVERY,
             validate_every=self.cfg.train.validate_every,
             running=config.train and initial_policy is None,
-            wait_turn=self._answers_idle,
+            wait_turn=self._answers_first,
+            exclusive=answers_core,
         )
         self.training = TrainingPanel(self.server, self.trainer, "Counterweight policy (live)")
         self.metrics = CounterweightMetricsPanel(self.server, run, self.supervisor)
@@ -208,6 +232,8 @@ class G1Viewer:
             if not np.array_equal(np.array(new.p), np.asarray(self.gizmo.handle.position, dtype=float)):
                 self.gizmo.place(np.array(new.p))
         moved = old is None or new.p != old.p
+        if moved:
+            self._goal_moved_at = time.monotonic()
         pending = set(FAST_BODY_KEYS) if moved else set()
         if old is None or dict(old.versions).get(POLICY) != dict(new.versions).get(POLICY):
             pending.add(POLICY)
@@ -228,12 +254,19 @@ class G1Viewer:
     def _snapshot(self, version: int, policy: CounterweightPolicy) -> None:
         self.board.offer_policy(version, policy, busy=lambda: self.answers.signal.is_busy, key=POLICY)
 
-    def _answers_idle(self, timeout_s: float = 1.0) -> None:
-        """Block (up to ``timeout_s``) while a question waits for its first answer: no new step starts then."""
-        deadline = time.monotonic() + timeout_s
-        while (self.board.fast.untaken or self.answers.signal.is_busy) and time.monotonic() < deadline:
+    def _answers_first(self) -> None:
+        """Block (up to ``TRAINER_WAIT_S``) while a question waits for its answer, the goal has moved within
+        ``TRAINER_QUIET_S`` or the per-goal optimisation runs: no trainer step starts then."""
+        deadline = time.monotonic() + TRAINER_WAIT_S
+
+        def waiting() -> bool:
+            moving = time.monotonic() - self._goal_moved_at < TRAINER_QUIET_S
+            busy = self.answers.signal.is_busy or self.online.signal.is_busy
+            return self.board.fast.untaken or busy or moving
+
+        while waiting() and time.monotonic() < deadline:
             self.answers.signal.wait_idle(timeout=0.01)
-            time.sleep(0.001)
+            time.sleep(0.005)
 
     # Drawing (under the board's lock, only for the current question).
     def _draw(self, result: BodyAnswers) -> None:

@@ -1,8 +1,13 @@
-"""The G1 drawn from its URDF with real meshes on its floating base, and one translucent ghost per counterweight
-method: its pose, the centre of mass's ground projection (red, larger, when the balance margin is violated), the
-policy's body-task targets as markers, and a label stacked above the goal (``app.ghosts.stack_labels``)."""
+"""The G1 drawn from its URDF with real meshes on its floating base (``--light``: as a stick figure, for software
+WebGL), and one ghost per counterweight method: its
+pose as a stick figure in the method's colour (a segment per URDF joint, between link origins: light enough for
+headless Chromium's software WebGL, where four full-mesh G1s take over 30 s a frame), the centre of mass's ground
+projection (red, larger, when the balance margin is violated), the policy's body-task targets as markers, and a
+label stacked above the goal (``app.ghosts.stack_labels``)."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import numpy as np
 import viser
@@ -12,7 +17,8 @@ from app.counterweight_answers import BodyAnswer
 from app.robot_view import ArmView
 from assets import RobotDescription
 
-GHOST_ALPHA = 0.35
+BONE_PX = 4.0
+SOLID_RGB = (90, 90, 100)  # the light mode's solid robot
 UNBALANCED_RGB = (230, 30, 30)
 COM_RADIUS_M = 0.012
 POLYGON_RGB = (60, 60, 60)
@@ -27,10 +33,9 @@ class BodyView:
         urdf: yourdfpy.URDF,
         robot: RobotDescription,
         root: str,
-        color: tuple[float, float, float, float] | None = None,
     ) -> None:
         self.base = server.scene.add_frame(root, show_axes=False)
-        self._body = ArmView(server, urdf, robot, f"{root}/links", color=color)
+        self._body = ArmView(server, urdf, robot, f"{root}/links")
 
     def show(self, q: np.ndarray) -> None:
         """Pose at ``q`` ``(nq,)``: base xyz (m), quaternion xyzw, then the joints in the robot's order (rad)."""
@@ -41,20 +46,36 @@ class BodyView:
         self._body.show(q[7:])
 
 
+class StickFigure:
+    """A G1 pose as line segments under ``name``: ``bones`` ``(parent, child)`` index pairs into a pose's link
+    origins (``learning.counterweight.figures.skeleton_bones``), in one colour."""
+
+    def __init__(
+        self, server: viser.ViserServer, name: str, bones: Sequence[tuple[int, int]], rgb: tuple[int, int, int]
+    ) -> None:
+        self._bones = np.asarray(bones, dtype=int)
+        self.handle = server.scene.add_line_segments(
+            name, np.zeros((len(self._bones), 2, 3)), rgb, thickness=BONE_PX, thickness_units="screen"
+        )
+
+    def show(self, frames: np.ndarray) -> None:
+        """Pose at ``frames`` ``(n_frames, 3)``: every link's origin, world frame, m."""
+        self.handle.points = np.asarray(frames, dtype=np.float32)[self._bones]
+
+
 class BodyGhost:
-    """A method's translucent G1 under ``/ghosts/<key>``, its CoM marker, its target markers and its label."""
+    """A method's ``StickFigure`` under ``/ghosts/<key>``, its CoM marker, its target markers and its label."""
 
     def __init__(
         self,
         server: viser.ViserServer,
-        urdf: yourdfpy.URDF,
-        robot: RobotDescription,
+        bones: Sequence[tuple[int, int]],
         key: str,
         label: str,
         rgb: tuple[int, int, int],
     ) -> None:
         self.key, self._text, self._rgb = key, label, rgb
-        self._view = BodyView(server, urdf, robot, f"/ghosts/{key}", color=(*(c / 255 for c in rgb), GHOST_ALPHA))
+        self._figure = StickFigure(server, f"/ghosts/{key}", bones, rgb)
         self._com = server.scene.add_icosphere(f"/com/{key}", radius=COM_RADIUS_M, color=rgb, cast_shadow=False)
         self._targets = {
             name: server.scene.add_icosphere(f"/body_targets/{key}/{name}", radius=0.02, color=rgb, cast_shadow=False)
@@ -68,7 +89,7 @@ class BodyGhost:
         self._apply()
 
     def show(self, answer: BodyAnswer) -> None:
-        self._view.show(answer.q)
+        self._figure.show(answer.frames)
         balanced = answer.balanced
         self._com.position = (float(answer.com_xy[0]), float(answer.com_xy[1]), 0.002)
         self._com.color = self._rgb if balanced else UNBALANCED_RGB
@@ -99,7 +120,7 @@ class BodyGhost:
 
     def _apply(self) -> None:
         visible = self.drawn
-        self._view.base.visible = visible
+        self._figure.handle.visible = visible
         self._com.visible = visible
         self._label.visible = visible
         for marker in self._targets.values():
