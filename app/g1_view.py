@@ -75,7 +75,7 @@ class BodyGhost:
         rgb: tuple[int, int, int],
     ) -> None:
         self.key, self._text, self._rgb = key, label, rgb
-        self._figure = StickFigure(server, f"/ghosts/{key}", bones, rgb)
+        self.figure = StickFigure(server, f"/ghosts/{key}", bones, rgb)
         self._com = server.scene.add_icosphere(f"/com/{key}", radius=COM_RADIUS_M, color=rgb, cast_shadow=False)
         self._targets = {
             name: server.scene.add_icosphere(f"/body_targets/{key}/{name}", radius=0.02, color=rgb, cast_shadow=False)
@@ -89,7 +89,7 @@ class BodyGhost:
         self._apply()
 
     def show(self, answer: BodyAnswer) -> None:
-        self._figure.show(answer.frames)
+        self.figure.show(answer.frames)
         balanced = answer.balanced
         self._com.position = (float(answer.com_xy[0]), float(answer.com_xy[1]), 0.002)
         self._com.color = self._rgb if balanced else UNBALANCED_RGB
@@ -120,7 +120,7 @@ class BodyGhost:
 
     def _apply(self) -> None:
         visible = self.drawn
-        self._figure.handle.visible = visible
+        self.figure.handle.visible = visible
         self._com.visible = visible
         self._label.visible = visible
         for marker in self._targets.values():

@@ -28,6 +28,7 @@ from app.counterweight_trainer import LiveCounterweightTrainer
 from app.g1_scene import CAMERA_FOV_DEG, CAMERA_LOOK_AT, CAMERA_POSITION, launch_g1
 from app.scene import GIZMO_SCALE
 from learning.counterweight.config import PRESETS
+from learning.counterweight.figures import skeleton_bones
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -132,6 +133,10 @@ def test_moving_goal_draws_no_stale_answer_and_latency_while_training(start_g1) 
     final = tuple(float(v) for v in start + [0.008 * 15, 0.004 * 15, -0.004 * 15])
     assert viewer.drawn_question.p == pytest.approx(final)
     assert viewer.stale_draws == 0
+    bones = np.array(skeleton_bones(viewer.solver.problem))
+    for key in ("reach_only", "policy"):  # each ghost's stick figure is its drawn answer's pose
+        figure = viewer.ghosts[key].figure.handle.points
+        np.testing.assert_allclose(figure, viewer.drawn[key].frames[bones], atol=1e-6)
     latencies = list(viewer.latencies_ms)
     assert latencies and viewer.rested_latencies_ms
     print(
