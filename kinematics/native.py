@@ -415,7 +415,8 @@ def tree_com(
     return com, jac
 
 
-_QP_MAX_N = 256  # the kernel keeps one row's factors on the stack: n^2 + (m_eq + 1) n values
+_QP_MAX_N = 256  # qp_ipm allocates one tile's factors, QP_LANES rows of about 2 n^2 + 2 (m_eq + m_in) n values
+_QP_TILE = 8  # a multiple of QP_LANES (native_kernels.c): every thread's share of rows but the last is whole tiles
 
 
 def _qp_pool(workers: int):
@@ -442,7 +443,8 @@ def qp_ipm(
     prox: float,
 ) -> tuple[torch.Tensor, ...] | None:
     """``kinematics.qp._ipm`` on flat batch-first ``(nb, ...)`` tensors: ``(x, y, z, s, zu, su, zl, sl)``, or
-    ``None``. The batch is split over ``torch.get_num_threads()`` threads (ctypes releases the GIL)."""
+    ``None``. The batch is split over ``torch.get_num_threads()`` threads (ctypes releases the GIL), each solving
+    its rows a tile of ``QP_LANES`` at a time."""
     if q.ndim != 2 or A.ndim != 3 or G.ndim != 3:
         return None
     nb, n = q.shape
@@ -458,7 +460,7 @@ def qp_ipm(
     params = torch.tensor([elastic, prox], dtype=dtype)
     outs = [_empty(nb, k, dtype=dtype) for k in (n, me, mi, mi, n, n, n, n)]
     workers = max(1, min(torch.get_num_threads(), nb // 16 or 1))
-    bounds = [nb * i // workers for i in range(workers + 1)]
+    bounds = [min(nb, -(-nb * i // (workers * _QP_TILE)) * _QP_TILE) for i in range(workers + 1)]
 
     def chunk(lo: int, hi: int) -> None:
         pointers = [t[lo:hi].data_ptr() if t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]

@@ -20,21 +20,38 @@
 #define IVDEP
 #endif
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* qp_ipm's lane loops: kept whole for the loop vectoriser (one vector op each) instead of unrolled first and
+   then vectorised along the loop outside them with shuffles (three times slower) */
+#define NOUNROLL _Pragma("GCC unroll 1")
+#else
+#define NOUNROLL
+#endif
+
+#if defined(__GNUC__)
+#define QP_INLINE inline __attribute__((always_inline)) /* into qp_ipm's AVX2 clone, compiled with its target */
+#else
+#define QP_INLINE inline
+#endif
+
 #define REAL float
 #define KERNEL(name) name##_float
 #define SQRT sqrtf
 #define ATAN2 atan2f
 #define FABS fabsf
+#define QP_LANES 8 /* rows per tile of qp_ipm: one AVX2 vector */
 #include "native_kernels.h"
 #undef REAL
 #undef KERNEL
 #undef SQRT
 #undef ATAN2
 #undef FABS
+#undef QP_LANES
 
 #define REAL double
 #define KERNEL(name) name##_double
 #define SQRT sqrt
 #define ATAN2 atan2
 #define FABS fabs
+#define QP_LANES 4
 #include "native_kernels.h"

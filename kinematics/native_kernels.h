@@ -595,36 +595,390 @@ DISPATCH void KERNEL(tree_com)(long m, long n, long nv, long base_nv, long sb, l
 }
 
 /* solve_qp's interior point (kinematics.qp._ipm, the same arithmetic): Mehrotra predictor-corrector steps on the
-   elastic QP, one row at a time. Unlike the kernels above these arrays are batch-FIRST and contiguous (one row's
-   P at P + r n n, ...), as kinematics.qp holds them. params = (elastic, prox). Outputs x (nb, n), y (nb, me),
-   z, s (nb, mi), zu, su, zl, sl (nb, n); zu / zl are 0 where the bound is infinite. */
+   elastic QP. Unlike the kernels above these arrays are batch-FIRST and contiguous (one row's P at P + r n n, ...),
+   as kinematics.qp holds them. params = (elastic, prox). Outputs x (nb, n), y (nb, me), z, s (nb, mi), zu, su, zl,
+   sl (nb, n); zu / zl are 0 where the bound is infinite (NaN everywhere if the scratch cannot be allocated).
+
+   The rows are solved QP_LANES at a time: each tile's inputs are gathered into a lane layout (row l's value of
+   element i at [i * QP_LANES + l]) so that the innermost loop of every operation runs over the lanes and
+   vectorises; the data-dependent branches (the ratio tests, the pivot floor) are selects per lane. The last,
+   partial tile repeats the last row in its spare lanes and discards them. */
 #define QP_TINY ((REAL)(sizeof(REAL) == 4 ? 1e-38 : 1e-300))
-static REAL KERNEL(qp_step_to_boundary)(const REAL *v, const REAL *dv, const REAL *mask, long m) {
-    REAL best = (REAL)INFINITY;
+#define LANES NOUNROLL IVDEP for (long l = 0; l < QP_LANES; l++)
+
+/* best = min(best, the step to the boundary v + t dv = 0 over the entries with dv < 0 (and mask > 0)), per lane */
+static QP_INLINE void KERNEL(qp_step_to_boundary_lanes)(REAL *restrict best, const REAL *restrict v,
+                                                  const REAL *restrict dv, const REAL *restrict mask, long m) {
     for (long i = 0; i < m; i++) {
-        if ((mask == 0 || mask[i] > 0) && dv[i] < 0) {
-            REAL t = -v[i] / (dv[i] < -QP_TINY ? dv[i] : -QP_TINY);
-            if (t < best) best = t;
-        }
-    }
-    return best;
-}
-
-static void KERNEL(qp_cholesky)(REAL *restrict L, REAL *restrict col, long n, REAL floor) {
-    /* in place, right-looking (the updates are contiguous axpys that vectorise), lower triangle, row-major;
-       col is n values of scratch */
-    for (long j = 0; j < n; j++) {
-        REAL d = L[j * n + j];
-        d = SQRT(d > floor ? d : floor); /* a pivot lost to rounding (semidefinite P) is floored, not NaN */
-        L[j * n + j] = d;
-        for (long i = j + 1; i < n; i++) col[i] = L[i * n + j] /= d;
-        for (long i = j + 1; i < n; i++) {
-            REAL lij = col[i], *restrict row = L + i * n;
-            IVDEP for (long k = j + 1; k <= i; k++) row[k] -= lij * col[k];
+        const REAL *vi = v + i * QP_LANES, *di = dv + i * QP_LANES, *mk = mask ? mask + i * QP_LANES : 0;
+        LANES {
+            REAL t = -vi[l] / (di[l] < -QP_TINY ? di[l] : -QP_TINY);
+            int take = di[l] < 0 && t < best[l] && (mk == 0 || mk[l] > 0);
+            best[l] = take ? t : best[l];
         }
     }
 }
 
+static QP_INLINE void KERNEL(qp_pivot_lanes)(REAL *restrict L, long n, long j, REAL floor) {
+    REAL *restrict djj = L + (j * n + j) * QP_LANES;
+    LANES { /* a pivot lost to rounding (semidefinite P) is floored, not NaN */
+        REAL d = djj[l];
+        djj[l] = SQRT(d > floor ? d : floor);
+    }
+    for (long i = j + 1; i < n; i++) LANES L[(i * n + j) * QP_LANES + l] /= djj[l];
+}
+
+static QP_INLINE void KERNEL(qp_cholesky_lanes)(REAL *restrict L, long n, REAL floor) {
+    /* in place, right-looking, lower triangle, row-major, per lane. Two columns at a time: the trailing update
+       subtracts column j's then column j + 1's term from each entry, as two single steps would */
+    for (long j = 0; j < n; j += 2) {
+        KERNEL(qp_pivot_lanes)(L, n, j, floor);
+        if (j + 1 == n) break;
+        const REAL *restrict c = L + ((j + 1) * n + j) * QP_LANES;
+        for (long i = j + 1; i < n; i++) LANES L[(i * n + j + 1) * QP_LANES + l] -= L[(i * n + j) * QP_LANES + l] * c[l];
+        KERNEL(qp_pivot_lanes)(L, n, j + 1, floor);
+        for (long i = j + 2; i < n; i++) {
+            REAL *restrict row = L + i * n * QP_LANES;
+            const REAL *restrict c0 = row + j * QP_LANES, *restrict c1 = row + (j + 1) * QP_LANES;
+            for (long k = j + 2; k <= i; k++) {
+                const REAL *restrict rk = L + (k * n + j) * QP_LANES;
+                LANES row[k * QP_LANES + l] = row[k * QP_LANES + l] - c0[l] * rk[l] - c1[l] * rk[QP_LANES + l];
+            }
+        }
+    }
+}
+
+static QP_INLINE void KERNEL(qp_lower_solve_lanes)(const REAL *restrict L, REAL *restrict v, long n) {
+    /* v <- L^-1 v, per lane */
+    for (long k = 0; k < n; k++) { /* by columns: each v_i still takes its terms in the order k = 0, 1, ... */
+        REAL *restrict vk = v + k * QP_LANES;
+        LANES vk[l] /= L[(k * n + k) * QP_LANES + l];
+        for (long i = k + 1; i < n; i++) LANES v[i * QP_LANES + l] -= L[(i * n + k) * QP_LANES + l] * vk[l];
+    }
+}
+
+static QP_INLINE void KERNEL(qp_upper_solve_lanes)(const REAL *restrict L, REAL *restrict v, long n) {
+    /* v <- L^-T v, per lane */
+    for (long i = n - 1; i >= 0; i--) {
+        REAL t[QP_LANES];
+        const REAL *restrict li = L + i * n * QP_LANES;
+        LANES {
+            t[l] = v[i * QP_LANES + l] / li[i * QP_LANES + l];
+            v[i * QP_LANES + l] = t[l];
+        }
+        for (long k = 0; k < i; k++) LANES v[k * QP_LANES + l] -= li[k * QP_LANES + l] * t[l];
+    }
+}
+
+DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations, const REAL *restrict params,
+                             const REAL *restrict P_, const REAL *restrict q_, const REAL *restrict A_,
+                             const REAL *restrict b_, const REAL *restrict G_, const REAL *restrict h_,
+                             const REAL *restrict lb_, const REAL *restrict ub_, REAL *restrict x_, REAL *restrict y_,
+                             REAL *restrict z_, REAL *restrict s_, REAL *restrict zu_, REAL *restrict su_,
+                             REAL *restrict zl_, REAL *restrict sl_) {
+    const REAL d = params[0], prox = params[1];
+    const long T = QP_LANES, me1 = me > 0 ? me : 1, mi1 = mi > 0 ? mi : 1;
+    /* the tile's scratch, each block lanes x its size: P, L (n n); A, V (me n); G, WG (mi n); LS (me me);
+       27 vectors of n, 4 of me, 9 of mi (as taken below) */
+    long sizes[] = {n * n, n * n, me1 * n, me1 * n, mi1 * n, mi1 * n, me1 * me1};
+    long reals = 27 * n + 4 * me1 + 9 * mi1;
+    for (int k = 0; k < 7; k++) reals += sizes[k];
+    REAL *scratch = malloc(sizeof(REAL) * T * reals);
+    if (scratch == 0) {
+        REAL *outs[] = {x_, y_, z_, s_, zu_, su_, zl_, sl_};
+        long widths[] = {n, me, mi, mi, n, n, n, n};
+        for (int k = 0; k < 8; k++)
+            for (long i = 0; i < nb * widths[k]; i++) outs[k][i] = (REAL)NAN;
+        return;
+    }
+    REAL *next = scratch;
+#define QP_TAKE(count) (next += (count) * T, next - (count) * T)
+    REAL *restrict P = QP_TAKE(n * n), *restrict L = QP_TAKE(n * n), *restrict A = QP_TAKE(me1 * n);
+    REAL *restrict V = QP_TAKE(me1 * n), *restrict G = QP_TAKE(mi1 * n), *restrict WG = QP_TAKE(mi1 * n);
+    REAL *restrict LS = QP_TAKE(me1 * me1);
+    REAL *restrict q = QP_TAKE(n), *restrict lbf = QP_TAKE(n), *restrict ubf = QP_TAKE(n), *restrict fu = QP_TAKE(n);
+    REAL *restrict fl = QP_TAKE(n), *restrict x = QP_TAKE(n), *restrict zu = QP_TAKE(n), *restrict su = QP_TAKE(n);
+    REAL *restrict zl = QP_TAKE(n), *restrict sl = QP_TAKE(n), *restrict rd = QP_TAKE(n), *restrict ru = QP_TAKE(n);
+    REAL *restrict rl = QP_TAKE(n), *restrict Wu = QP_TAKE(n), *restrict Wl = QP_TAKE(n), *restrict zus = QP_TAKE(n);
+    REAL *restrict zls = QP_TAKE(n), *restrict tu = QP_TAKE(n), *restrict tl = QP_TAKE(n), *restrict u = QP_TAKE(n);
+    REAL *restrict dx = QP_TAKE(n), *restrict dzu = QP_TAKE(n), *restrict dzl = QP_TAKE(n);
+    REAL *restrict dsu = QP_TAKE(n), *restrict dsl = QP_TAKE(n), *restrict rcu = QP_TAKE(n);
+    REAL *restrict rcl = QP_TAKE(n);
+    REAL *restrict b = QP_TAKE(me1), *restrict y = QP_TAKE(me1), *restrict re = QP_TAKE(me1);
+    REAL *restrict dy = QP_TAKE(me1);
+    REAL *restrict h = QP_TAKE(mi1), *restrict z = QP_TAKE(mi1), *restrict s = QP_TAKE(mi1), *restrict ri = QP_TAKE(mi1);
+    REAL *restrict Wi = QP_TAKE(mi1), *restrict ti = QP_TAKE(mi1), *restrict dz = QP_TAKE(mi1);
+    REAL *restrict ds = QP_TAKE(mi1), *restrict rc = QP_TAKE(mi1);
+#undef QP_TAKE
+    for (long r0 = 0; r0 < nb; r0 += T) {
+        for (long l = 0; l < T; l++) { /* gather: lane l is row r0 + l (the last row again past the end) */
+            long r = r0 + l < nb ? r0 + l : nb - 1;
+            for (long i = 0; i < n * n; i++) P[i * T + l] = P_[r * n * n + i];
+            for (long i = 0; i < me * n; i++) A[i * T + l] = A_[r * me * n + i];
+            for (long i = 0; i < mi * n; i++) G[i * T + l] = G_[r * mi * n + i];
+            for (long i = 0; i < n; i++) {
+                q[i * T + l] = q_[r * n + i];
+                REAL upper = ub_[r * n + i], lower = lb_[r * n + i];
+                fu[i * T + l] = isfinite(upper) ? 1 : 0;
+                fl[i * T + l] = isfinite(lower) ? 1 : 0;
+                ubf[i * T + l] = isfinite(upper) ? upper : 0;
+                lbf[i * T + l] = isfinite(lower) ? lower : 0;
+            }
+            for (long k = 0; k < me; k++) b[k * T + l] = b_[r * me + k];
+            for (long k = 0; k < mi; k++) h[k * T + l] = h_[r * mi + k];
+        }
+        REAL count[QP_LANES], mu[QP_LANES], a[QP_LANES], mu_aff[QP_LANES], sigma_mu[QP_LANES];
+        LANES count[l] = (REAL)mi;
+        for (long i = 0; i < n; i++) {
+            REAL *fui = fu + i * T, *fli = fl + i * T, *ubi = ubf + i * T, *lbi = lbf + i * T;
+            LANES {
+                count[l] += fui[l] + fli[l];
+                x[i * T + l] = 0;
+                zu[i * T + l] = fui[l];
+                zl[i * T + l] = fli[l];
+                su[i * T + l] = ubi[l] > 1 ? ubi[l] : 1; /* slacks start at the constraints' values at x = 0, */
+                sl[i * T + l] = -lbi[l] > 1 ? -lbi[l] : 1; /* at least 1 */
+            }
+        }
+        LANES count[l] = count[l] > 1 ? count[l] : 1;
+        for (long k = 0; k < me * T; k++) y[k] = 0;
+        for (long k = 0; k < mi * T; k++) {
+            REAL hk = h[k] != h[k] ? 0 : (h[k] < (REAL)1e8 ? h[k] : (REAL)1e8); /* as nan_to_num(posinf=1e8) */
+            z[k] = 1;
+            s[k] = hk > 1 ? hk : 1;
+        }
+        for (long it = 0; it < iterations; it++) {
+            LANES mu[l] = 0;
+            for (long i = 0; i < n * T; i++) rd[i] = q[i] + zu[i] - zl[i];
+            for (long i = 0; i < n; i++) { /* P x, P symmetric: rows as axpys */
+                const REAL *restrict pi = P + i * n * T, *restrict xi = x + i * T;
+                for (long j = 0; j < n; j++) LANES rd[j * T + l] += pi[j * T + l] * xi[l];
+            }
+            /* the sums over j run with the rows k innermost (independent accumulators), in the same order */
+            for (long k = 0; k < me * T; k++) re[k] = -d * y[k] - b[k];
+            for (long j = 0; j < n; j++)
+                for (long k = 0; k < me; k++) LANES re[k * T + l] += A[(k * n + j) * T + l] * x[j * T + l];
+            for (long k = 0; k < me; k++) {
+                const REAL *restrict ak = A + k * n * T, *restrict yk = y + k * T;
+                for (long j = 0; j < n; j++) LANES rd[j * T + l] += ak[j * T + l] * yk[l];
+            }
+            for (long k = 0; k < mi * T; k++) ri[k] = -d * z[k] + s[k] - h[k];
+            for (long j = 0; j < n; j++)
+                for (long k = 0; k < mi; k++) LANES ri[k * T + l] += G[(k * n + j) * T + l] * x[j * T + l];
+            for (long k = 0; k < mi; k++) {
+                const REAL *restrict gk = G + k * n * T;
+                REAL *restrict zk = z + k * T, *restrict sk = s + k * T;
+                for (long j = 0; j < n; j++) LANES rd[j * T + l] += gk[j * T + l] * zk[l];
+                LANES {
+                    mu[l] += sk[l] * zk[l];
+                    Wi[k * T + l] = zk[l] / (sk[l] + d * zk[l]);
+                }
+                for (long j = 0; j < n; j++) LANES WG[(k * n + j) * T + l] = Wi[k * T + l] * gk[j * T + l];
+            }
+            for (long i = 0; i < n; i++) {
+                REAL *fui = fu + i * T, *fli = fl + i * T;
+                LANES {
+                    long e = i * T + l;
+                    ru[e] = (x[e] - d * zu[e] + su[e] - ubf[e]) * fui[l];
+                    rl[e] = (-x[e] - d * zl[e] + sl[e] + lbf[e]) * fli[l];
+                    mu[l] += su[e] * zu[e] * fui[l] + sl[e] * zl[e] * fli[l];
+                    Wu[e] = fui[l] * zu[e] / (su[e] + d * zu[e]);
+                    Wl[e] = fli[l] * zl[e] / (sl[e] + d * zl[e]);
+                    zus[e] = fui[l] > 0 ? zu[e] : 1;
+                    zls[e] = fli[l] > 0 ? zl[e] : 1;
+                }
+            }
+            LANES mu[l] /= count[l];
+            for (long i = 0; i < n; i++) { /* H = P + diag(Wu + Wl + prox) + G^T W G, lower triangle */
+                REAL *restrict li = L + i * n * T;
+                for (long j = 0; j <= i * T + T - 1; j++) li[j] = P[i * n * T + j];
+                LANES li[i * T + l] += Wu[i * T + l] + Wl[i * T + l] + prox;
+                for (long k = 0; k < mi; k++) {
+                    const REAL *restrict wg = WG + (k * n + i) * T, *restrict gk = G + k * n * T;
+                    for (long j = 0; j <= i; j++) LANES li[j * T + l] += wg[l] * gk[j * T + l];
+                }
+            }
+            KERNEL(qp_cholesky_lanes)(L, n, prox);
+            for (long k = 0; k < me * me * T; k++) LS[k] = 0;
+            for (long i = 0; i < n; i++) { /* V = L^-1 A^T (n x me, row-major), all columns at once */
+                REAL *restrict vi = V + i * me * T;
+                const REAL *restrict li = L + i * n * T;
+                for (long k = 0; k < me; k++) LANES vi[k * T + l] = A[(k * n + i) * T + l];
+                long j = 0;
+                for (; j + 4 <= i; j += 4) { /* four rows' terms per pass over vi, subtracted in order */
+                    const REAL *restrict v0 = V + j * me * T, *restrict l0 = li + j * T;
+                    for (long k = 0; k < me; k++) {
+                        const REAL *restrict vk = v0 + k * T;
+                        LANES vi[k * T + l] = vi[k * T + l] - l0[l] * vk[l] - l0[T + l] * vk[me * T + l] -
+                                              l0[2 * T + l] * vk[2 * me * T + l] - l0[3 * T + l] * vk[3 * me * T + l];
+                    }
+                }
+                for (; j < i; j++) {
+                    const REAL *restrict vj = V + j * me * T;
+                    for (long k = 0; k < me; k++) LANES vi[k * T + l] -= li[j * T + l] * vj[k * T + l];
+                }
+                REAL inv[QP_LANES];
+                LANES inv[l] = 1 / li[i * T + l];
+                for (long k = 0; k < me; k++) LANES vi[k * T + l] *= inv[l];
+                for (long k = 0; k < me; k++) /* S = V^T V (lower triangle) */
+                    for (long j = 0; j <= k; j++) LANES LS[(k * me + j) * T + l] += vi[k * T + l] * vi[j * T + l];
+            }
+            for (long k = 0; k < me; k++) LANES LS[(k * me + k) * T + l] += d;
+            if (me) KERNEL(qp_cholesky_lanes)(LS, me, d);
+            for (int pass = 0; pass < 2; pass++) {
+                if (pass == 0) {
+                    for (long k = 0; k < mi * T; k++) rc[k] = s[k] * z[k];
+                    for (long i = 0; i < n * T; i++) {
+                        rcu[i] = su[i] * zu[i] * fu[i];
+                        rcl[i] = sl[i] * zl[i] * fl[i];
+                    }
+                } else {
+                    LANES a[l] = (REAL)INFINITY;
+                    KERNEL(qp_step_to_boundary_lanes)(a, s, ds, 0, mi);
+                    KERNEL(qp_step_to_boundary_lanes)(a, z, dz, 0, mi);
+                    KERNEL(qp_step_to_boundary_lanes)(a, su, dsu, fu, n);
+                    KERNEL(qp_step_to_boundary_lanes)(a, zu, dzu, fu, n);
+                    KERNEL(qp_step_to_boundary_lanes)(a, sl, dsl, fl, n);
+                    KERNEL(qp_step_to_boundary_lanes)(a, zl, dzl, fl, n);
+                    LANES {
+                        a[l] = a[l] < 1 ? a[l] : 1;
+                        mu_aff[l] = 0;
+                    }
+                    for (long k = 0; k < mi; k++)
+                        LANES {
+                            long e = k * T + l;
+                            mu_aff[l] += (s[e] + a[l] * ds[e]) * (z[e] + a[l] * dz[e]);
+                        }
+                    for (long i = 0; i < n; i++)
+                        LANES {
+                            long e = i * T + l;
+                            mu_aff[l] += (su[e] + a[l] * dsu[e]) * (zu[e] + a[l] * dzu[e]) * fu[e];
+                            mu_aff[l] += (sl[e] + a[l] * dsl[e]) * (zl[e] + a[l] * dzl[e]) * fl[e];
+                        }
+                    LANES {
+                        REAL ratio = mu_aff[l] / count[l] / (mu[l] > QP_TINY ? mu[l] : QP_TINY);
+                        ratio = ratio < 0 ? 0 : (ratio > 1 ? 1 : ratio);
+                        sigma_mu[l] = ratio * ratio * ratio * mu[l];
+                    }
+                    for (long k = 0; k < mi; k++)
+                        LANES {
+                            long e = k * T + l;
+                            rc[e] = s[e] * z[e] + ds[e] * dz[e] - sigma_mu[l];
+                        }
+                    for (long i = 0; i < n; i++)
+                        LANES {
+                            long e = i * T + l;
+                            rcu[e] = (su[e] * zu[e] + dsu[e] * dzu[e] - sigma_mu[l]) * fu[e];
+                            rcl[e] = (sl[e] * zl[e] + dsl[e] * dzl[e] - sigma_mu[l]) * fl[e];
+                        }
+                }
+                /* the direction for the complementarity right-hand sides rc, rcu, rcl */
+                for (long i = 0; i < n * T; i++) {
+                    tu[i] = ru[i] - rcu[i] / zus[i];
+                    tl[i] = rl[i] - rcl[i] / zls[i];
+                    u[i] = -rd[i] - Wu[i] * tu[i] + Wl[i] * tl[i];
+                }
+                for (long k = 0; k < mi; k++) {
+                    REAL wt[QP_LANES];
+                    const REAL *restrict gk = G + k * n * T;
+                    LANES {
+                        long e = k * T + l;
+                        ti[e] = ri[e] - rc[e] / z[e];
+                        wt[l] = Wi[e] * ti[e];
+                    }
+                    for (long j = 0; j < n; j++) LANES u[j * T + l] -= gk[j * T + l] * wt[l];
+                }
+                KERNEL(qp_lower_solve_lanes)(L, u, n);
+                if (me) {
+                    for (long k = 0; k < me * T; k++) dy[k] = re[k];
+                    for (long j = 0; j < n; j++) {
+                        const REAL *restrict vj = V + j * me * T, *restrict uj = u + j * T;
+                        for (long k = 0; k < me; k++) LANES dy[k * T + l] += vj[k * T + l] * uj[l];
+                    }
+                    KERNEL(qp_lower_solve_lanes)(LS, dy, me);
+                    KERNEL(qp_upper_solve_lanes)(LS, dy, me);
+                    for (long j = 0; j < n * T; j++) dx[j] = 0; /* V dy, in dx as scratch */
+                    for (long k = 0; k < me; k++)
+                        for (long j = 0; j < n; j++) LANES dx[j * T + l] += V[(j * me + k) * T + l] * dy[k * T + l];
+                    for (long j = 0; j < n * T; j++) u[j] -= dx[j];
+                }
+                for (long j = 0; j < n * T; j++) dx[j] = u[j];
+                KERNEL(qp_upper_solve_lanes)(L, dx, n);
+                for (long k = 0; k < mi * T; k++) dz[k] = ti[k]; /* G dx + ti, then dz, ds */
+                for (long j = 0; j < n; j++)
+                    for (long k = 0; k < mi; k++) LANES dz[k * T + l] += G[(k * n + j) * T + l] * dx[j * T + l];
+                for (long k = 0; k < mi * T; k++) {
+                    dz[k] = Wi[k] * dz[k];
+                    ds[k] = (-rc[k] - s[k] * dz[k]) / z[k];
+                }
+                for (long i = 0; i < n * T; i++) {
+                    dzu[i] = Wu[i] * (dx[i] + tu[i]);
+                    dzl[i] = Wl[i] * (-dx[i] + tl[i]);
+                    dsu[i] = fu[i] * (-rcu[i] - su[i] * dzu[i]) / zus[i];
+                    dsl[i] = fl[i] * (-rcl[i] - sl[i] * dzl[i]) / zls[i];
+                }
+            }
+            LANES a[l] = (REAL)INFINITY;
+            KERNEL(qp_step_to_boundary_lanes)(a, s, ds, 0, mi);
+            KERNEL(qp_step_to_boundary_lanes)(a, z, dz, 0, mi);
+            KERNEL(qp_step_to_boundary_lanes)(a, su, dsu, fu, n);
+            KERNEL(qp_step_to_boundary_lanes)(a, zu, dzu, fu, n);
+            KERNEL(qp_step_to_boundary_lanes)(a, sl, dsl, fl, n);
+            KERNEL(qp_step_to_boundary_lanes)(a, zl, dzl, fl, n);
+            LANES {
+                a[l] = (REAL)0.99 * a[l];
+                a[l] = a[l] < 1 ? a[l] : 1;
+            }
+            for (long i = 0; i < n; i++)
+                LANES {
+                    long e = i * T + l;
+                    x[e] += a[l] * dx[e];
+                    zu[e] += a[l] * dzu[e];
+                    su[e] += a[l] * dsu[e];
+                    zl[e] += a[l] * dzl[e];
+                    sl[e] += a[l] * dsl[e];
+                }
+            for (long k = 0; k < me; k++) LANES y[k * T + l] += a[l] * dy[k * T + l];
+            for (long k = 0; k < mi; k++)
+                LANES {
+                    long e = k * T + l;
+                    z[e] += a[l] * dz[e];
+                    s[e] += a[l] * ds[e];
+                }
+        }
+        for (long l = 0; l < T && r0 + l < nb; l++) { /* scatter the tile's real rows */
+            long r = r0 + l;
+            for (long i = 0; i < n; i++) {
+                long e = i * T + l;
+                x_[r * n + i] = x[e];
+                zu_[r * n + i] = zu[e] * fu[e];
+                su_[r * n + i] = su[e];
+                zl_[r * n + i] = zl[e] * fl[e];
+                sl_[r * n + i] = sl[e];
+            }
+            for (long k = 0; k < me; k++) y_[r * me + k] = y[k * T + l];
+            for (long k = 0; k < mi; k++) {
+                z_[r * mi + k] = z[k * T + l];
+                s_[r * mi + k] = s[k * T + l];
+            }
+        }
+    }
+    free(scratch);
+}
+#undef LANES
+/* solve_qp's active-set polish (kinematics.qp._solve after the interior point: the same guesses, rules and tests),
+   one row at a time, batch-first like qp_ipm. Each active-set system is solved in its symmetric form: with C the
+   equality rows, the active inequality rows and one unit row per variable fixed at a bound,
+
+       [P + elastic I   C^T] [x ]   [-q]        (elastic: D = elastic on every row, half on a contradictory
+       [C              -D  ] [nu] = [ r]         bound's midpoint row; the original system: D = 0, no prox)
+
+   by a Cholesky factor of P + elastic I and one of the Schur complement C (P + elastic I)^-1 C^T + D; where either
+   has a pivot too small to trust (a semidefinite P, dependent rows), by an LU factorisation with partial pivoting
+   of the whole matrix. The refinements to the original system reuse the factors. Outputs: sol (nb, n + me + mi)
+   = [x; y; z], w (nb, n) signed bound multipliers, flags (nb, mi + 2 n) = active inequalities, fixed at ub, fixed
+   at lb (1 / 0), rows (nb, 4) = status, primal residual, dual residual, whether the original system's solution
+   was kept (1) or the elastic one (0). params = (elastic, tolerance, infeasibility tolerance). */
 static void KERNEL(qp_lower_solve)(const REAL *restrict L, REAL *restrict v, long n) { /* v <- L^-1 v */
     for (long i = 0; i < n; i++) {
         REAL t = v[i];
@@ -641,236 +995,9 @@ static void KERNEL(qp_upper_solve)(const REAL *restrict L, REAL *restrict v, lon
     }
 }
 
-DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations, const REAL *restrict params,
-                             const REAL *restrict P_, const REAL *restrict q_, const REAL *restrict A_,
-                             const REAL *restrict b_, const REAL *restrict G_, const REAL *restrict h_,
-                             const REAL *restrict lb_, const REAL *restrict ub_, REAL *restrict x_, REAL *restrict y_,
-                             REAL *restrict z_, REAL *restrict s_, REAL *restrict zu_, REAL *restrict su_,
-                             REAL *restrict zl_, REAL *restrict sl_) {
-    const REAL d = params[0], prox = params[1];
-    long me1 = me > 0 ? me : 1, mi1 = mi > 0 ? mi : 1;
-    REAL L[n * n], V[me1 * n], LS[me1 * me1];
-    REAL fu[n], fl[n], ubf[n], lbf[n], rd[n], ru[n], rl[n], Wu[n], Wl[n], zus[n], zls[n], tu[n], tl[n], u[n];
-    REAL dx[n], dzu[n], dzl[n], dsu[n], dsl[n], rcu[n], rcl[n];
-    REAL re[me1], dy[me1], ri[mi1], W[mi1], ti[mi1], dz[mi1], ds[mi1], rc[mi1];
-    for (long r = 0; r < nb; r++) {
-        const REAL *P = P_ + r * n * n, *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
-        const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
-        REAL *x = x_ + r * n, *y = y_ + r * me, *z = z_ + r * mi, *s = s_ + r * mi;
-        REAL *zu = zu_ + r * n, *su = su_ + r * n, *zl = zl_ + r * n, *sl = sl_ + r * n;
-        REAL count = (REAL)mi;
-        for (long i = 0; i < n; i++) {
-            fu[i] = isfinite(ub[i]) ? 1 : 0;
-            fl[i] = isfinite(lb[i]) ? 1 : 0;
-            ubf[i] = fu[i] > 0 ? ub[i] : 0;
-            lbf[i] = fl[i] > 0 ? lb[i] : 0;
-            count += fu[i] + fl[i];
-            x[i] = 0;
-            zu[i] = fu[i];
-            zl[i] = fl[i];
-            su[i] = ubf[i] > 1 ? ubf[i] : 1; /* slacks start at the constraints' values at x = 0, at least 1 */
-            sl[i] = -lbf[i] > 1 ? -lbf[i] : 1;
-        }
-        count = count > 1 ? count : 1;
-        for (long k = 0; k < me; k++) y[k] = 0;
-        for (long k = 0; k < mi; k++) {
-            REAL hk = h[k] != h[k] ? 0 : (h[k] < (REAL)1e8 ? h[k] : (REAL)1e8); /* as nan_to_num(posinf=1e8) */
-            z[k] = 1;
-            s[k] = hk > 1 ? hk : 1;
-        }
-        for (long it = 0; it < iterations; it++) {
-            REAL mu = 0;
-            for (long i = 0; i < n; i++) rd[i] = q[i] + zu[i] - zl[i];
-            for (long i = 0; i < n; i++) { /* P x, P symmetric: rows as contiguous axpys */
-                REAL xi = x[i];
-                const REAL *restrict pi = P + i * n;
-                IVDEP for (long j = 0; j < n; j++) rd[j] += pi[j] * xi;
-            }
-            for (long k = 0; k < me; k++) {
-                REAL t = -d * y[k] - b[k];
-                for (long j = 0; j < n; j++) {
-                    t += A[k * n + j] * x[j];
-                    rd[j] += A[k * n + j] * y[k];
-                }
-                re[k] = t;
-            }
-            for (long k = 0; k < mi; k++) {
-                REAL t = -d * z[k] + s[k] - h[k];
-                for (long j = 0; j < n; j++) {
-                    t += G[k * n + j] * x[j];
-                    rd[j] += G[k * n + j] * z[k];
-                }
-                ri[k] = t;
-                mu += s[k] * z[k];
-                W[k] = z[k] / (s[k] + d * z[k]);
-            }
-            for (long i = 0; i < n; i++) {
-                ru[i] = (x[i] - d * zu[i] + su[i] - ubf[i]) * fu[i];
-                rl[i] = (-x[i] - d * zl[i] + sl[i] + lbf[i]) * fl[i];
-                mu += su[i] * zu[i] * fu[i] + sl[i] * zl[i] * fl[i];
-                Wu[i] = fu[i] * zu[i] / (su[i] + d * zu[i]);
-                Wl[i] = fl[i] * zl[i] / (sl[i] + d * zl[i]);
-                zus[i] = fu[i] > 0 ? zu[i] : 1;
-                zls[i] = fl[i] > 0 ? zl[i] : 1;
-            }
-            mu /= count;
-            for (long i = 0; i < n; i++) {
-                for (long j = 0; j <= i; j++) L[i * n + j] = P[i * n + j];
-                L[i * n + i] += Wu[i] + Wl[i] + prox;
-            }
-            for (long k = 0; k < mi; k++) {
-                const REAL *g = G + k * n;
-                for (long i = 0; i < n; i++) {
-                    REAL wg = W[k] * g[i];
-                    for (long j = 0; j <= i; j++) L[i * n + j] += wg * g[j];
-                }
-            }
-            KERNEL(qp_cholesky)(L, u, n, prox);
-            for (long k = 0; k < me * me; k++) LS[k] = 0;
-            for (long i = 0; i < n; i++) { /* V = L^-1 A^T (n x me, row-major), all columns at once */
-                REAL *restrict vi = V + i * me;
-                for (long k = 0; k < me; k++) vi[k] = A[k * n + i];
-                for (long j = 0; j < i; j++) {
-                    REAL lij = L[i * n + j];
-                    const REAL *restrict vj = V + j * me;
-                    IVDEP for (long k = 0; k < me; k++) vi[k] -= lij * vj[k];
-                }
-                REAL inv = 1 / L[i * n + i];
-                for (long k = 0; k < me; k++) vi[k] *= inv;
-                for (long k = 0; k < me; k++) { /* S = V^T V (lower triangle) */
-                    REAL vik = vi[k];
-                    IVDEP for (long l = 0; l <= k; l++) LS[k * me + l] += vik * vi[l];
-                }
-            }
-            for (long k = 0; k < me; k++) LS[k * me + k] += d;
-            if (me) KERNEL(qp_cholesky)(LS, dy, me, d);
-            for (int pass = 0; pass < 2; pass++) {
-                REAL sigma_mu = 0;
-                if (pass == 0) {
-                    for (long k = 0; k < mi; k++) rc[k] = s[k] * z[k];
-                    for (long i = 0; i < n; i++) {
-                        rcu[i] = su[i] * zu[i] * fu[i];
-                        rcl[i] = sl[i] * zl[i] * fl[i];
-                    }
-                } else {
-                    REAL a = KERNEL(qp_step_to_boundary)(s, ds, 0, mi), t;
-                    t = KERNEL(qp_step_to_boundary)(z, dz, 0, mi);
-                    a = t < a ? t : a;
-                    t = KERNEL(qp_step_to_boundary)(su, dsu, fu, n);
-                    a = t < a ? t : a;
-                    t = KERNEL(qp_step_to_boundary)(zu, dzu, fu, n);
-                    a = t < a ? t : a;
-                    t = KERNEL(qp_step_to_boundary)(sl, dsl, fl, n);
-                    a = t < a ? t : a;
-                    t = KERNEL(qp_step_to_boundary)(zl, dzl, fl, n);
-                    a = t < a ? t : a;
-                    a = a < 1 ? a : 1;
-                    REAL mu_aff = 0;
-                    for (long k = 0; k < mi; k++) mu_aff += (s[k] + a * ds[k]) * (z[k] + a * dz[k]);
-                    for (long i = 0; i < n; i++) {
-                        mu_aff += (su[i] + a * dsu[i]) * (zu[i] + a * dzu[i]) * fu[i];
-                        mu_aff += (sl[i] + a * dsl[i]) * (zl[i] + a * dzl[i]) * fl[i];
-                    }
-                    mu_aff /= count;
-                    REAL ratio = mu_aff / (mu > QP_TINY ? mu : QP_TINY);
-                    ratio = ratio < 0 ? 0 : (ratio > 1 ? 1 : ratio);
-                    sigma_mu = ratio * ratio * ratio * mu;
-                    for (long k = 0; k < mi; k++) rc[k] = s[k] * z[k] + ds[k] * dz[k] - sigma_mu;
-                    for (long i = 0; i < n; i++) {
-                        rcu[i] = (su[i] * zu[i] + dsu[i] * dzu[i] - sigma_mu) * fu[i];
-                        rcl[i] = (sl[i] * zl[i] + dsl[i] * dzl[i] - sigma_mu) * fl[i];
-                    }
-                }
-                /* the direction for the complementarity right-hand sides rc, rcu, rcl */
-                for (long i = 0; i < n; i++) {
-                    tu[i] = ru[i] - rcu[i] / zus[i];
-                    tl[i] = rl[i] - rcl[i] / zls[i];
-                    u[i] = -rd[i] - Wu[i] * tu[i] + Wl[i] * tl[i];
-                }
-                for (long k = 0; k < mi; k++) {
-                    ti[k] = ri[k] - rc[k] / z[k];
-                    REAL wt = W[k] * ti[k];
-                    for (long j = 0; j < n; j++) u[j] -= G[k * n + j] * wt;
-                }
-                KERNEL(qp_lower_solve)(L, u, n);
-                if (me) {
-                    for (long k = 0; k < me; k++) dy[k] = re[k];
-                    for (long j = 0; j < n; j++) {
-                        REAL uj = u[j];
-                        const REAL *restrict vj = V + j * me;
-                        IVDEP for (long k = 0; k < me; k++) dy[k] += vj[k] * uj;
-                    }
-                    KERNEL(qp_lower_solve)(LS, dy, me);
-                    KERNEL(qp_upper_solve)(LS, dy, me);
-                    for (long j = 0; j < n; j++) {
-                        REAL t = 0;
-                        const REAL *restrict vj = V + j * me;
-                        for (long k = 0; k < me; k++) t += vj[k] * dy[k];
-                        u[j] -= t;
-                    }
-                }
-                for (long j = 0; j < n; j++) dx[j] = u[j];
-                KERNEL(qp_upper_solve)(L, dx, n);
-                for (long k = 0; k < mi; k++) {
-                    REAL t = ti[k];
-                    for (long j = 0; j < n; j++) t += G[k * n + j] * dx[j];
-                    dz[k] = W[k] * t;
-                    ds[k] = (-rc[k] - s[k] * dz[k]) / z[k];
-                }
-                for (long i = 0; i < n; i++) {
-                    dzu[i] = Wu[i] * (dx[i] + tu[i]);
-                    dzl[i] = Wl[i] * (-dx[i] + tl[i]);
-                    dsu[i] = fu[i] * (-rcu[i] - su[i] * dzu[i]) / zus[i];
-                    dsl[i] = fl[i] * (-rcl[i] - sl[i] * dzl[i]) / zls[i];
-                }
-            }
-            REAL a = KERNEL(qp_step_to_boundary)(s, ds, 0, mi), t;
-            t = KERNEL(qp_step_to_boundary)(z, dz, 0, mi);
-            a = t < a ? t : a;
-            t = KERNEL(qp_step_to_boundary)(su, dsu, fu, n);
-            a = t < a ? t : a;
-            t = KERNEL(qp_step_to_boundary)(zu, dzu, fu, n);
-            a = t < a ? t : a;
-            t = KERNEL(qp_step_to_boundary)(sl, dsl, fl, n);
-            a = t < a ? t : a;
-            t = KERNEL(qp_step_to_boundary)(zl, dzl, fl, n);
-            a = t < a ? t : a;
-            a = (REAL)0.99 * a;
-            a = a < 1 ? a : 1;
-            for (long i = 0; i < n; i++) {
-                x[i] += a * dx[i];
-                zu[i] += a * dzu[i];
-                su[i] += a * dsu[i];
-                zl[i] += a * dzl[i];
-                sl[i] += a * dsl[i];
-            }
-            for (long k = 0; k < me; k++) y[k] += a * dy[k];
-            for (long k = 0; k < mi; k++) {
-                z[k] += a * dz[k];
-                s[k] += a * ds[k];
-            }
-        }
-        for (long i = 0; i < n; i++) {
-            zu[i] *= fu[i];
-            zl[i] *= fl[i];
-        }
-    }
-}
-/* solve_qp's active-set polish (kinematics.qp._solve after the interior point: the same guesses, rules and tests),
-   one row at a time, batch-first like qp_ipm. Each active-set system is solved in its symmetric form: with C the
-   equality rows, the active inequality rows and one unit row per variable fixed at a bound,
-
-       [P + elastic I   C^T] [x ]   [-q]        (elastic: D = elastic on every row, half on a contradictory
-       [C              -D  ] [nu] = [ r]         bound's midpoint row; the original system: D = 0, no prox)
-
-   by a Cholesky factor of P + elastic I and one of the Schur complement C (P + elastic I)^-1 C^T + D; where either
-   has a pivot too small to trust (a semidefinite P, dependent rows), by an LU factorisation with partial pivoting
-   of the whole matrix. The refinements to the original system reuse the factors. Outputs: sol (nb, n + me + mi)
-   = [x; y; z], w (nb, n) signed bound multipliers, flags (nb, mi + 2 n) = active inequalities, fixed at ub, fixed
-   at lb (1 / 0), rows (nb, 4) = status, primal residual, dual residual, whether the original system's solution
-   was kept (1) or the elastic one (0). params = (elastic, tolerance, infeasibility tolerance). */
 static int KERNEL(qp_cholesky_strict)(REAL *restrict L, REAL *restrict col, long n, REAL rel) {
-    /* qp_cholesky, but 0 (L half-written) when a pivot is <= rel (1 + the largest diagonal entry) */
+    /* in place, right-looking (the updates are contiguous axpys that vectorise), lower triangle, row-major; col is
+       n values of scratch. 0 (L half-written) when a pivot is <= rel (1 + the largest diagonal entry) */
     REAL big = 0;
     for (long i = 0; i < n; i++) big = FABS(L[i * n + i]) > big ? FABS(L[i * n + i]) : big;
     REAL floor = rel * (1 + big);

@@ -295,16 +295,17 @@ def test_float32_backward_matches_float64():
     torch.testing.assert_close(grads[0], grads[1], atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("size", [(7, 2, 4), (12, 0, 6), (35, 12, 28), (15, 0, 20)])
-def test_compiled_interior_point_equals_torch_ops(size):
+@pytest.mark.parametrize("batch", [40, 37])  # the kernel solves tiles of rows: 37 ends in a partial one
+@pytest.mark.parametrize("size", [(7, 2, 4), (12, 0, 6), (35, 12, 28), (15, 0, 20), (35, 18, 8)])
+def test_compiled_interior_point_equals_torch_ops(size, batch):
     from kinematics import native
     from kinematics.qp import _ipm, flatten_problem
 
     if native.library() is None:
         pytest.skip("no compiled kernels here")
     n, me, mi = size
-    t = to_torch(random_qps(40, n, me, mi, seed=70 + n))
-    pb = flatten_problem((40,), *(t[k] for k in ("P", "q", "A", "b", "G", "h", "lb", "ub")))
+    t = to_torch(random_qps(batch, n, me, mi, seed=70 + n))
+    pb = flatten_problem((batch,), *(t[k] for k in ("P", "q", "A", "b", "G", "h", "lb", "ub")))
     compiled = native.qp_ipm(*pb, 16, 1e-9, 1e-10)
     assert compiled is not None
     for a, b in zip(_ipm(pb, 16, 1e-9, native=False), compiled, strict=True):
