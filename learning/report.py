@@ -39,7 +39,8 @@ def summarize(rows: dict[str, dict[str, list[dict]]], metrics=METRICS) -> dict:
     return out
 
 
-def _cell(stat: dict, scale: float = 1.0, digits: int = 2) -> str:
+def cell(stat: dict, scale: float = 1.0, digits: int = 2) -> str:
+    """A table cell: the mean over seeds, ``± std`` when there are several."""
     text = f"{stat['mean'] * scale:.{digits}f}"
     if len(stat["per_seed"]) > 1:
         text += f" ± {stat['std'] * scale:.{digits}f}"
@@ -55,8 +56,8 @@ def split_table(report: dict, split: str) -> str:
     ]
     for method, stats in report["results"][split].items():
         lines.append(
-            f"| {LABELS.get(method, method)} | {_cell(stats['success'], 100, 1)} | {_cell(stats['displacement'])} | "
-            f"{_cell(stats['position_error'], 1e3)} | {_cell(stats['rotation_error'], 1e3)} | {_cell(stats['cost'])} |"
+            f"| {LABELS.get(method, method)} | {cell(stats['success'], 100, 1)} | {cell(stats['displacement'])} | "
+            f"{cell(stats['position_error'], 1e3)} | {cell(stats['rotation_error'], 1e3)} | {cell(stats['cost'])} |"
         )
     return "\n".join(lines)
 
@@ -76,7 +77,7 @@ def summary_table(report: dict) -> str:
         cells = [LABELS.get(method, method)]
         for split in splits:
             stats = report["results"][split][method]
-            cells += [_cell(stats["success"], 100, 1), _cell(stats["displacement"])]
+            cells += [cell(stats["success"], 100, 1), cell(stats["displacement"])]
         lat = report["latency"].get(method)
         cells += [f"{lat['goals_per_second']:.0f}", f"{lat['batch1_ms']:.1f}"] if lat else ["", ""]
         lines.append("| " + " | ".join(cells) + " |")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from kinematics.benchmark.provenance import provenance_line
 from learning.counterweight.goals import TEST_SPLITS
+from learning.report import cell as mean_and_spread
 from learning.report import summarize as summarize_seeds
 
 LABELS = {
@@ -38,11 +39,8 @@ def summarize(rows: dict) -> dict:
     return out
 
 
-def _cell(stat: dict, scale: float = 1.0, digits: int = 1) -> str:
-    text = f"{stat['mean'] * scale:.{digits}f}"
-    if len(stat["per_seed"]) > 1:
-        text += f" ± {stat['std'] * scale:.{digits}f}"
-    return text
+def _cell(stat: dict, scale: float = 1.0) -> str:
+    return mean_and_spread(stat, scale, digits=1)
 
 
 def split_table(report: dict, split: str) -> str:
