@@ -14,6 +14,7 @@ import viser
 import yourdfpy
 
 from app.counterweight_answers import BodyAnswer
+from app.ghosts import LabelledGhost
 from app.robot_view import ArmView
 from assets import RobotDescription
 
@@ -63,7 +64,7 @@ class StickFigure:
         self.handle.points = np.asarray(frames, dtype=np.float32)[self._bones]
 
 
-class BodyGhost:
+class BodyGhost(LabelledGhost):
     """A method's ``StickFigure`` under ``/ghosts/<key>``, its CoM marker, its target markers and its label."""
 
     def __init__(
@@ -74,17 +75,14 @@ class BodyGhost:
         label: str,
         rgb: tuple[int, int, int],
     ) -> None:
-        self.key, self._text, self._rgb = key, label, rgb
+        super().__init__(server, key, label, enabled=True)
+        self._rgb = rgb
         self.figure = StickFigure(server, f"/ghosts/{key}", bones, rgb)
         self._com = server.scene.add_icosphere(f"/com/{key}", radius=COM_RADIUS_M, color=rgb, cast_shadow=False)
         self._targets = {
             name: server.scene.add_icosphere(f"/body_targets/{key}/{name}", radius=0.02, color=rgb, cast_shadow=False)
             for name in ("pelvis", "torso", "left_hand")
         }
-        self._label = server.scene.add_label(f"/ghost_labels/{key}", label, font_screen_scale=0.7)
-        self.pending = False
-        self.answered = False
-        self.enabled = True
         self._has_targets = False  # reach only and a run without targets draw no target markers
         self._apply()
 
@@ -101,22 +99,6 @@ class BodyGhost:
         self.answered = True
         self.set_pending(False)
         self._apply()
-
-    def hide(self) -> None:
-        self.answered = False
-        self._apply()
-
-    @property
-    def drawn(self) -> bool:
-        return self.answered and self.enabled
-
-    def set_pending(self, pending: bool) -> None:
-        if pending != self.pending:
-            self.pending = pending
-            self._label.text = f"{self._text} (pending…)" if pending else self._text
-
-    def place_label(self, position: np.ndarray) -> None:
-        self._label.position = tuple(float(v) for v in position)
 
     def _apply(self) -> None:
         visible = self.drawn

@@ -21,44 +21,19 @@ LABEL_BASE_M = 0.08  # the lowest label's height above the target
 LABEL_SPACING_M = 0.035  # between stacked labels
 
 
-class Ghost:
-    """A method's arm under ``/ghosts/<key>``, its TCP frame (x-axis = the chosen yaw) and its label."""
+class LabelledGhost:
+    """What every ghost shares: a label under ``/ghost_labels/<key>`` that says *pending* while the drawn answer is
+    for earlier inputs, whether it has an answer and whether it is shown. Subclasses draw in ``_apply``."""
 
-    def __init__(self, server: viser.ViserServer, urdf: yourdfpy.URDF, robot: RobotDescription, key: str) -> None:
-        """``urdf``: the robot's light mesh set (``load_urdf(robot, robot.ghost_meshes)``), drawn many times."""
-        method = BY_KEY[key]
-        self.key = key
-        color = (*(c / 255 for c in method.rgb), GHOST_ALPHA)
-        coarse = robot.ghost_meshes == "collision"
-        self._arm = ArmView(server, urdf, robot, f"/ghosts/{key}", color=color, coarse=coarse)
-        self._frame = server.scene.add_frame(
-            f"/ghost_tcp/{key}", axes_length=0.09, axes_radius=0.005, origin_radius=0.012, origin_color=method.rgb
-        )
-        # A bar along the gripper's closing direction (TCP y) in the method's colour: the yaw at a glance.
-        self._jaw = server.scene.add_line_segments(
-            f"/ghost_tcp/{key}/jaw",
-            np.array([[[0.0, -0.05, 0.0], [0.0, 0.05, 0.0]]]),
-            method.rgb,
-            thickness=5.0,
-            thickness_units="screen",
-        )
-        self._text = method.label
-        self._label = server.scene.add_label(f"/ghost_labels/{key}", method.label, font_screen_scale=0.7)
+    def __init__(self, server: viser.ViserServer, key: str, text: str, enabled: bool) -> None:
+        self.key, self._text = key, text
+        self._label = server.scene.add_label(f"/ghost_labels/{key}", text, font_screen_scale=0.7)
         self.pending = False
         self.answered = False
-        self.enabled = method.shown
-        self._pose: tuple[np.ndarray, np.ndarray] | None = None
-        self._posed = True  # nothing to pose yet
-        self._apply()
+        self.enabled = enabled
 
-    def show(self, qpos: np.ndarray, T_root_tcp: np.ndarray) -> None:
-        """Pose the ghost at ``qpos`` ``(7,)`` and its gripper frame at ``T_root_tcp`` ``(4, 4)`` (a ghost the
-        picker hides keeps the pose and takes it when shown: posing an arm costs milliseconds)."""
-        self._pose = (np.asarray(qpos, dtype=float), np.asarray(T_root_tcp, dtype=float))
-        self._posed = False
-        self.set_pending(False)
-        self.answered = True
-        self._apply()
+    def _apply(self) -> None:
+        raise NotImplementedError
 
     def hide(self) -> None:
         """No answer to show (none yet, or the one drawn answers inputs that have changed)."""
@@ -82,6 +57,41 @@ class Ghost:
 
     def place_label(self, position: np.ndarray) -> None:
         self._label.position = tuple(float(v) for v in position)
+
+
+class Ghost(LabelledGhost):
+    """A method's arm under ``/ghosts/<key>``, its TCP frame (x-axis = the chosen yaw) and its label."""
+
+    def __init__(self, server: viser.ViserServer, urdf: yourdfpy.URDF, robot: RobotDescription, key: str) -> None:
+        """``urdf``: the robot's light mesh set (``load_urdf(robot, robot.ghost_meshes)``), drawn many times."""
+        method = BY_KEY[key]
+        super().__init__(server, key, method.label, method.shown)
+        color = (*(c / 255 for c in method.rgb), GHOST_ALPHA)
+        coarse = robot.ghost_meshes == "collision"
+        self._arm = ArmView(server, urdf, robot, f"/ghosts/{key}", color=color, coarse=coarse)
+        self._frame = server.scene.add_frame(
+            f"/ghost_tcp/{key}", axes_length=0.09, axes_radius=0.005, origin_radius=0.012, origin_color=method.rgb
+        )
+        # A bar along the gripper's closing direction (TCP y) in the method's colour: the yaw at a glance.
+        self._jaw = server.scene.add_line_segments(
+            f"/ghost_tcp/{key}/jaw",
+            np.array([[[0.0, -0.05, 0.0], [0.0, 0.05, 0.0]]]),
+            method.rgb,
+            thickness=5.0,
+            thickness_units="screen",
+        )
+        self._pose: tuple[np.ndarray, np.ndarray] | None = None
+        self._posed = True  # nothing to pose yet
+        self._apply()
+
+    def show(self, qpos: np.ndarray, T_root_tcp: np.ndarray) -> None:
+        """Pose the ghost at ``qpos`` ``(7,)`` and its gripper frame at ``T_root_tcp`` ``(4, 4)`` (a ghost the
+        picker hides keeps the pose and takes it when shown: posing an arm costs milliseconds)."""
+        self._pose = (np.asarray(qpos, dtype=float), np.asarray(T_root_tcp, dtype=float))
+        self._posed = False
+        self.set_pending(False)
+        self.answered = True
+        self._apply()
 
     def _apply(self) -> None:
         visible = self.answered and self.enabled
