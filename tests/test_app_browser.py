@@ -159,34 +159,43 @@ def wait_for_yaws(page, target: tuple[float, float, float], before: dict[str, st
         page.wait_for_timeout(100)
 
 
-def project(point: np.ndarray, width: float, height: float) -> np.ndarray:
-    """Pixel ``(x, y)`` of a root-frame point seen from the viewer's initial camera (z up) on a canvas."""
-    eye, look = np.array(CAMERA_POSITION), np.array(CAMERA_LOOK_AT)
+FRANKA_CAMERA = (CAMERA_POSITION, CAMERA_LOOK_AT, CAMERA_FOV_DEG)  # a scene's initial camera: eye, look-at, fov
+
+
+def project(point: np.ndarray, width: float, height: float, camera=FRANKA_CAMERA) -> np.ndarray:
+    """Pixel ``(x, y)`` of a world point seen from a scene's initial ``camera`` (z up) on a canvas."""
+    position, look_at, fov_deg = camera
+    eye, look = np.array(position), np.array(look_at)
     forward = (look - eye) / np.linalg.norm(look - eye)
     right = np.cross(forward, [0.0, 0.0, 1.0])
     right /= np.linalg.norm(right)
     up = np.cross(right, forward)
     d = np.asarray(point, dtype=float) - eye
-    tan = math.tan(math.radians(CAMERA_FOV_DEG) / 2)
+    tan = math.tan(math.radians(fov_deg) / 2)
     ndc = np.array([(d @ right) / ((d @ forward) * tan * width / height), (d @ up) / ((d @ forward) * tan)])
     return np.array([(ndc[0] + 1) / 2 * width, (1 - ndc[1]) / 2 * height])
 
 
-def find_x_arrow(page, target: tuple[float, float, float]) -> tuple[np.ndarray, np.ndarray]:
+def find_x_arrow(
+    page, target: tuple[float, float, float], camera=FRANKA_CAMERA, radius_px: float = 12
+) -> tuple[np.ndarray, np.ndarray]:
     """Where the gizmo's x arrow is on screen: the pixel of the arrow's colour (drei's ``#ff2060``) nearest to 60 %
-    of its projected length, and the arrow's screen direction. Fails if the arrow is not drawn there."""
+    of its projected length (within ``radius_px``), and the arrow's screen direction. Fails if the arrow is not
+    drawn there."""
     box = page.locator("canvas").first.bounding_box()
-    origin = project(np.array(target), box["width"], box["height"])
-    tip = project(np.array(target) + [GIZMO_SCALE, 0.0, 0.0], box["width"], box["height"])
+    origin = project(np.array(target), box["width"], box["height"], camera)
+    tip = project(np.array(target) + [GIZMO_SCALE, 0.0, 0.0], box["width"], box["height"], camera)
     direction = (tip - origin) / np.linalg.norm(tip - origin)
     guess = origin + 0.6 * (tip - origin)
     pixels = matplotlib.image.imread(io.BytesIO(page.screenshot()))[..., :3]
     colour = np.array([0xFF, 0x20, 0x60]) / 255
     ys, xs = np.nonzero(np.linalg.norm(pixels - colour, axis=-1) < 0.2)
     found = np.stack([xs, ys], -1).astype(float) - [box["x"], box["y"]]
-    near = found[np.linalg.norm(found - guess, axis=-1) < 12]
+    near = found[np.linalg.norm(found - guess, axis=-1) < radius_px]
     if len(near) == 0:
-        pytest.fail(f"no pixel of the gizmo's x arrow within 12 px of {guess.round()} (origin {origin.round()})")
+        pytest.fail(
+            f"no pixel of the gizmo's x arrow within {radius_px} px of {guess.round()} (origin {origin.round()})"
+        )
     grab = near[np.argmin(np.linalg.norm(near - guess, axis=-1))]
     return grab + [box["x"], box["y"]], direction
 

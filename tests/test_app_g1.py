@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import io
 import math
 import os
 import re
@@ -14,11 +13,10 @@ import time
 import urllib.request
 from pathlib import Path
 
-import matplotlib.image
 import numpy as np
 import pytest
 import torch
-from test_app_browser import method_row, page  # noqa: F401  (page: the Chromium fixture)
+from test_app_browser import find_x_arrow, method_row, page  # noqa: F401  (page: the Chromium fixture)
 from viewer_support import free_port, wait_until
 
 from app.config import ViewerConfig
@@ -26,7 +24,6 @@ from app.counterweight_answers import RESTED, BodyAnswer, BodySolver, convex_hul
 from app.counterweight_panel import answers_table
 from app.counterweight_trainer import LiveCounterweightTrainer
 from app.g1_scene import CAMERA_FOV_DEG, CAMERA_LOOK_AT, CAMERA_POSITION, launch_g1
-from app.scene import GIZMO_SCALE
 from learning.counterweight.config import PRESETS
 from learning.counterweight.figures import skeleton_bones
 
@@ -167,20 +164,7 @@ def test_worker_failures_are_shown_and_answers_go_on(start_g1, monkeypatch) -> N
     wait_until(lambda: _rested(viewer), 30, "answers after the failures")
 
 
-CHROMIUM = Path("/usr/bin/chromium")
-
-
-def _project(point: np.ndarray, width: float, height: float) -> np.ndarray:
-    """Pixel of a world point seen from the G1 scene's initial camera (z up)."""
-    eye, look = np.array(CAMERA_POSITION), np.array(CAMERA_LOOK_AT)
-    forward = (look - eye) / np.linalg.norm(look - eye)
-    right = np.cross(forward, [0.0, 0.0, 1.0])
-    right /= np.linalg.norm(right)
-    up = np.cross(right, forward)
-    d = np.asarray(point, dtype=float) - eye
-    tan = math.tan(math.radians(CAMERA_FOV_DEG) / 2)
-    ndc = np.array([(d @ right) / ((d @ forward) * tan * width / height), (d @ up) / ((d @ forward) * tan)])
-    return np.array([(ndc[0] + 1) / 2 * width, (1 - ndc[1]) / 2 * height])
+G1_CAMERA = (CAMERA_POSITION, CAMERA_LOOK_AT, CAMERA_FOV_DEG)
 
 
 @pytest.mark.browser
@@ -225,7 +209,7 @@ def _drag_in_browser(page, proc, log_path: Path) -> None:  # noqa: F811
     before = rows()
     page.evaluate("document.querySelectorAll('.mantine-Notification-root').forEach(n => n.remove())")
     page.wait_for_timeout(1000)
-    grab, direction = _find_x_arrow(page, _initial_goal())
+    grab, direction = find_x_arrow(page, tuple(_initial_goal()), G1_CAMERA, radius_px=15)
     page.mouse.move(*grab)
     page.mouse.down()
     for step in range(1, 7):
@@ -242,19 +226,3 @@ def _initial_goal() -> np.ndarray:
 
     shoulder = build_problem(PRESETS["full"]).shoulder.double()
     return goal_points(shoulder, *(torch.tensor([v], dtype=torch.float64) for v in INITIAL_GOAL))[0].numpy()
-
-
-def _find_x_arrow(page, goal: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # noqa: F811
-    box = page.locator("canvas").first.bounding_box()
-    origin = _project(goal, box["width"], box["height"])
-    tip = _project(goal + [GIZMO_SCALE, 0.0, 0.0], box["width"], box["height"])
-    direction = (tip - origin) / np.linalg.norm(tip - origin)
-    guess = origin + 0.6 * (tip - origin)
-    pixels = matplotlib.image.imread(io.BytesIO(page.screenshot()))[..., :3]
-    ys, xs = np.nonzero(np.linalg.norm(pixels - np.array([0xFF, 0x20, 0x60]) / 255, axis=-1) < 0.2)
-    found = np.stack([xs, ys], -1).astype(float) - [box["x"], box["y"]]
-    near = found[np.linalg.norm(found - guess, axis=-1) < 15]
-    if len(near) == 0:
-        pytest.fail(f"no pixel of the gizmo's x arrow near {guess.round()} (origin {origin.round()})")
-    grab = near[np.argmin(np.linalg.norm(near - guess, axis=-1))]
-    return grab + [box["x"], box["y"]], direction
