@@ -51,7 +51,6 @@ def evaluate_method(
     start = time.perf_counter()
     with torch.no_grad():
         actions = choose(goals)
-    with torch.no_grad():
         result = problem.solve(goals, actions, layer)
     seconds = time.perf_counter() - start
     return _metrics(problem, result, actions, seconds, balance_required), actions

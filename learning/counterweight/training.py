@@ -165,8 +165,8 @@ def train_es(
             loss = reach_loss(problem, goals.repeat(copies, 1), torch.cat(actions), cfg.action_penalty)
             fitness = centred_ranks(loss.reshape(2, cfg.es_pairs, cfg.es_batch_size).mean(-1))
             estimate = ((fitness[0] - fitness[1])[:, None] * noise).sum(0) / (2 * cfg.es_pairs * cfg.es_sigma)
-        for p, g in zip(params, _split_like(estimate, params), strict=True):
-            p.grad = g  # the ES estimate of d(mean loss)/d(weights), for Adam
+        for p, g in zip(params, estimate.split([p.numel() for p in params]), strict=True):
+            p.grad = g.view_as(p).clone()  # the ES estimate of d(mean loss)/d(weights), for Adam
         optimizer.step()
         seconds += time.perf_counter() - start
         evaluations += per_estimate
@@ -177,11 +177,3 @@ def train_es(
     if curve.evaluations[-1] != evaluations:
         validation(policy, curve, evaluations, seconds, float("nan"))
     return Trained(validation.best, curve, evaluations, seconds)
-
-
-def _split_like(vector: torch.Tensor, params: list[torch.Tensor]) -> list[torch.Tensor]:
-    out, offset = [], 0
-    for p in params:
-        out.append(vector[offset : offset + p.numel()].view_as(p).clone())
-        offset += p.numel()
-    return out
