@@ -619,6 +619,19 @@ static QP_INLINE void KERNEL(qp_step_to_boundary_lanes)(REAL *restrict best, con
     }
 }
 
+/* the longest step (per lane, from best's values down) that keeps every slack and multiplier >= 0 */
+static QP_INLINE void KERNEL(qp_step_length_lanes)(REAL *restrict best, const REAL *s, const REAL *ds, const REAL *z,
+                                                   const REAL *dz, const REAL *su, const REAL *dsu, const REAL *zu,
+                                                   const REAL *dzu, const REAL *sl, const REAL *dsl, const REAL *zl,
+                                                   const REAL *dzl, const REAL *fu, const REAL *fl, long mi, long n) {
+    KERNEL(qp_step_to_boundary_lanes)(best, s, ds, 0, mi);
+    KERNEL(qp_step_to_boundary_lanes)(best, z, dz, 0, mi);
+    KERNEL(qp_step_to_boundary_lanes)(best, su, dsu, fu, n);
+    KERNEL(qp_step_to_boundary_lanes)(best, zu, dzu, fu, n);
+    KERNEL(qp_step_to_boundary_lanes)(best, sl, dsl, fl, n);
+    KERNEL(qp_step_to_boundary_lanes)(best, zl, dzl, fl, n);
+}
+
 static QP_INLINE void KERNEL(qp_pivot_lanes)(REAL *restrict L, long n, long j, REAL floor) {
     REAL *restrict djj = L + (j * n + j) * QP_LANES;
     LANES { /* a pivot lost to rounding (semidefinite P) is floored, not NaN */
@@ -834,12 +847,7 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
                     }
                 } else {
                     LANES a[l] = (REAL)INFINITY;
-                    KERNEL(qp_step_to_boundary_lanes)(a, s, ds, 0, mi);
-                    KERNEL(qp_step_to_boundary_lanes)(a, z, dz, 0, mi);
-                    KERNEL(qp_step_to_boundary_lanes)(a, su, dsu, fu, n);
-                    KERNEL(qp_step_to_boundary_lanes)(a, zu, dzu, fu, n);
-                    KERNEL(qp_step_to_boundary_lanes)(a, sl, dsl, fl, n);
-                    KERNEL(qp_step_to_boundary_lanes)(a, zl, dzl, fl, n);
+                    KERNEL(qp_step_length_lanes)(a, s, ds, z, dz, su, dsu, zu, dzu, sl, dsl, zl, dzl, fu, fl, mi, n);
                     LANES {
                         a[l] = a[l] < 1 ? a[l] : 1;
                         mu_aff[l] = 0;
@@ -919,12 +927,7 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
                 }
             }
             LANES a[l] = (REAL)INFINITY;
-            KERNEL(qp_step_to_boundary_lanes)(a, s, ds, 0, mi);
-            KERNEL(qp_step_to_boundary_lanes)(a, z, dz, 0, mi);
-            KERNEL(qp_step_to_boundary_lanes)(a, su, dsu, fu, n);
-            KERNEL(qp_step_to_boundary_lanes)(a, zu, dzu, fu, n);
-            KERNEL(qp_step_to_boundary_lanes)(a, sl, dsl, fl, n);
-            KERNEL(qp_step_to_boundary_lanes)(a, zl, dzl, fl, n);
+            KERNEL(qp_step_length_lanes)(a, s, ds, z, dz, su, dsu, zu, dzu, sl, dsl, zl, dzl, fu, fl, mi, n);
             LANES {
                 a[l] = (REAL)0.99 * a[l];
                 a[l] = a[l] < 1 ? a[l] : 1;
