@@ -3,6 +3,7 @@
 python -m learning train --preset smoke|full [--run DIR]   # splits, teacher labels, training, evaluation
 python -m learning evaluate --run DIR                       # re-evaluate a trained run
 python -m learning report --run DIR                         # print the split table of a run's report
+python -m learning analyse --run DIR [--out FILE]           # where the predictors lose to the teacher, per goal
 python -m learning check-distribution [--out FILE]          # heading, current yaw, a 72-yaw grid on 256 goals
 
 --task counterweight (train, check-distribution) runs the whole-body counterweight experiment instead of the
@@ -23,6 +24,7 @@ from pathlib import Path
 import learning.threads  # noqa: F401  (before torch)
 from kinematics.benchmark.provenance import provenance, provenance_line
 from kinematics.errors import ProjectError
+from learning.analysis import analysis_markdown, write_analysis
 from learning.config import PRESETS, preset
 from learning.counterweight import cli as counterweight
 from learning.distribution import distribution_check, distribution_markdown
@@ -44,6 +46,9 @@ def main(argv: list[str] | None = None) -> int:
     for name, text in (("evaluate", "evaluate a trained run"), ("report", "print a run's split table")):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--run", type=Path, required=True)
+    analyse = commands.add_parser("analyse", help="per-goal gaps to the teacher and learning curves per split")
+    analyse.add_argument("--run", type=Path, required=True)
+    analyse.add_argument("--out", type=Path, default=None, help="write FILE.json and FILE.md (default: in the run)")
     check = commands.add_parser("check-distribution", help="heading, current-yaw and a 72-yaw grid on 256 goals")
     check.add_argument("--preset", choices=sorted(PRESETS), default="full")
     check.add_argument("--task", choices=TASKS, default="grasp-yaw")
@@ -75,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
                 atomic_write_json(args.out.with_suffix(".json"), {"methods": check, "provenance": record})
                 table = distribution_markdown(check)
                 atomic_write_text(args.out.with_suffix(".md"), f"{provenance_line(record)}\n\n{table}")
+        elif args.command == "analyse":
+            print(analysis_markdown(write_analysis(args.run, args.out, command)))
         elif args.command == "evaluate":
             print(render_markdown(evaluate_run(args.run, command=command)))
         else:

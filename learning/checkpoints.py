@@ -16,8 +16,16 @@ FORMAT = "grasp-yaw-ik/predictor/1"
 
 
 def save_checkpoint(
-    path: Path, method: str, seed: int, cfg: ExperimentCfg, kinematics: KinematicsLayer, state_dict: dict, history
+    path: Path,
+    method: str,
+    seed: int,
+    cfg: ExperimentCfg,
+    kinematics: KinematicsLayer,
+    state_dict: dict,
+    history,
+    validation_states: list[dict] = (),
 ) -> None:
+    """``state_dict`` is the selected predictor; ``validation_states`` the predictor at each validation."""
     atomic_torch_save(
         {
             "format": FORMAT,
@@ -28,6 +36,7 @@ def save_checkpoint(
             "geometry_fingerprint": kinematics.model.fingerprint,
             "state_dict": state_dict,
             "history": history.to_dict(),
+            "validation_states": list(validation_states),
         },
         path,
     )
@@ -47,10 +56,10 @@ def load_checkpoint(path: Path | str, kinematics: KinematicsLayer) -> tuple[YawP
     if data["geometry_fingerprint"] != kinematics.model.fingerprint:
         raise CheckpointMismatchError(f"{path} was trained on another robot chain ({data['joint_names']})")
     cfg = ExperimentCfg.from_dict(data["config"])
-    predictor = build_predictor(data["method"], kinematics.dof, cfg.train.hidden)
+    predictor = build_predictor(data["method"], kinematics.dof, cfg.train)
     try:
         predictor.load_state_dict(data["state_dict"])
     except RuntimeError as exc:
         raise CheckpointMismatchError(f"{path}: weights do not fit the {data['method']} predictor: {exc}") from exc
     predictor.to(kinematics.device, kinematics.dtype).eval().requires_grad_(False)
-    return YawPolicy(predictor, kinematics, cfg.workspace), data
+    return YawPolicy(predictor, kinematics, cfg), data

@@ -54,6 +54,9 @@ class TrainCfg:
     ik_iterations: int = 24
     validate_every: int = 50
     hidden: int = 128
+    # The IK-trained network's yaw hypotheses: each step solves IK for all of them and the cheapest (failures
+    # penalised) takes the cost gradient; at inference the cheapest of them is the answer.
+    hypotheses: int = 4
     constant_steps: int = 100
     supervised_steps: int = 1000
     # Zero-order (evolution strategies) baseline, at the IK-trained predictor's IK-evaluation budget.

@@ -11,7 +11,7 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from kinematics import DifferentiableIKLayer
-from learning.predictors import YawPolicy, goal_features
+from learning.predictors import YawPolicy
 from learning.splits import GoalSet
 from learning.task import CostWeights, grasp_pose, smooth_cost
 
@@ -38,7 +38,7 @@ def es_gradient(
     params = list(policy.predictor.parameters())
     centre = parameters_to_vector(params)
     noise = torch.randn(pairs, centre.numel(), generator=generator, dtype=centre.dtype).to(centre.device)
-    features = goal_features(policy._kinematics[0], batch.p, batch.q0, policy.workspace)
+    features = policy.features(batch.p, batch.q0)
     yaws = []
     for sign in (1.0, -1.0):
         for k in range(pairs):

@@ -98,14 +98,21 @@ def train_run(cfg: ExperimentCfg, run_dir: Path, show_progress: bool = True) -> 
     labels, label_cost = label_teacher(cfg, kinematics, splits["train"])
     atomic_torch_save({"labels": labels, "cost": label_cost}, run_dir / "teacher_labels.pt")
     histories: dict[str, dict[int, dict]] = {m: {} for m in TRAINED_METHODS}
-    total = sum(Trainer.steps_for(m, cfg) for m in TRAINED_METHODS) * len(cfg.train.seeds)
+    total = sum(Trainer.steps_for(m, cfg) or 0 for m in TRAINED_METHODS) * len(cfg.train.seeds)
     started = time.perf_counter()
     with tqdm(total=total, desc="training", unit="step", disable=not show_progress) as bar:
         for seed in cfg.train.seeds:
             for method in TRAINED_METHODS:
-                trainer = Trainer(method, cfg, kinematics, splits["train"], splits["validation"], seed, labels)
+                # The equal-wall-time zero-order trainer gets the seconds the one-yaw IK-trained one took.
+                budget = histories["ik_trained_one_yaw"][seed]["seconds"] if method == "zero_order_wall_time" else None
+                trainer = Trainer(
+                    method, cfg, kinematics, splits["train"], splits["validation"], seed, labels, time_budget=budget
+                )
                 bar.set_postfix(method=method, seed=seed)
-                history = trainer.run(checkpoint_path(run_dir, seed, method), progress=lambda _: bar.update(1))
+                counted = Trainer.steps_for(method, cfg) is not None  # the bar counts the step-budgeted trainers
+                history = trainer.run(
+                    checkpoint_path(run_dir, seed, method), progress=(lambda _: bar.update(1)) if counted else None
+                )
                 histories[method][seed] = history.to_dict()
     atomic_write_json(
         run_dir / "training.json",

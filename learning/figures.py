@@ -15,7 +15,15 @@ import torch  # noqa: E402
 from learning.io import atomic_save_figure  # noqa: E402
 from learning.report import LABELS  # noqa: E402
 
-COLORS = {"ik_trained": "C0", "shared_constant": "C1", "teacher_supervised": "C2", "zero_order": "C3"}
+COLORS = {
+    "ik_trained": "C0",
+    "shared_constant": "C1",
+    "teacher_supervised": "C2",
+    "zero_order": "C3",
+    "ik_trained_one_yaw": "C4",
+    "zero_order_wall_time": "C5",
+}
+BUDGET_METHODS = ("ik_trained_one_yaw", "zero_order", "zero_order_wall_time")
 
 
 def split_bars(report: dict):
@@ -65,25 +73,22 @@ def training_curves(report: dict):
 
 
 def budget_curves(report: dict):
-    """Validation cost and success against training IK evaluations: gradient through IK against zero-order ES."""
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-    for method in ("ik_trained", "zero_order"):
-        for k, h in enumerate(report["training"].get(method, {}).values()):
-            label = LABELS[method] if k == 0 else None
-            axes[0].plot(
-                h["val_ik_evaluations"], h["val_cost"], color=COLORS[method], marker=".", alpha=0.7, label=label
-            )
-            axes[1].plot(
-                h["val_ik_evaluations"],
-                [100 * x for x in h["val_success"]],
-                color=COLORS[method],
-                marker=".",
-                alpha=0.7,
-                label=label,
-            )
-    axes[0].set(title="validation cost", xlabel="training IK evaluations", yscale="log")
-    axes[1].set(title="validation success %", xlabel="training IK evaluations")
-    axes[0].legend(fontsize=8)
+    """Validation cost and success against training IK evaluations and against training seconds: the one-yaw
+    network trained with gradients through IK against zero-order ES at an equal IK-evaluation budget and at an
+    equal wall time."""
+    fig, axes = plt.subplots(2, 2, figsize=(12, 7.5))
+    for row, (budget, xlabel) in enumerate(
+        (("val_ik_evaluations", "training IK evaluations"), ("val_seconds", "training seconds"))
+    ):
+        for method in BUDGET_METHODS:
+            for k, h in enumerate(report["training"].get(method, {}).values()):
+                label = LABELS[method] if k == 0 else None
+                style = dict(color=COLORS[method], marker=".", alpha=0.7, label=label)
+                axes[row, 0].plot(h[budget], h["val_cost"], **style)
+                axes[row, 1].plot(h[budget], [100 * x for x in h["val_success"]], **style)
+        axes[row, 0].set(title="validation cost", xlabel=xlabel, yscale="log")
+        axes[row, 1].set(title="validation success %", xlabel=xlabel)
+        axes[row, 0].legend(fontsize=8)
     fig.tight_layout()
     return fig
 

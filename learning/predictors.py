@@ -1,7 +1,10 @@
-"""Yaw predictors: the conditional network ``f(q0, p)`` and the shared constant, both correcting the heading yaw.
+"""Yaw predictors: the conditional network ``f(q0, p)``, its several-hypothesis variant, and the shared constant,
+all correcting the heading yaw.
 
-Both output a unit yaw vector ``(N, 2)``: the heading vector rotated by a predicted unit correction, so the
-prediction is continuous on the whole circle (no wrap at +-pi). The network reads normalised joints, their
+All output a unit yaw vector ``(N, 2)``: the heading vector rotated by a predicted unit correction, so the
+prediction is continuous on the whole circle (no wrap at +-pi). The several-hypothesis network predicts ``K``
+such yaws and its policy answers with the one whose IK solve costs least, so its answer can jump between basins
+where the best yaw does, which a single continuous output cannot. The network reads normalised joints, their
 sines and cosines, the normalised grasp point, the heading and the hand's present yaw (from FK of ``q0``).
 """
 
@@ -11,8 +14,9 @@ import torch
 from torch import nn
 
 from kinematics import KinematicsLayer
-from learning.config import WorkspaceCfg
-from learning.task import hand_yaw, heading, yaw_vector
+from learning.baselines import candidate_costs, ik_layer
+from learning.config import ExperimentCfg, TrainCfg, WorkspaceCfg
+from learning.task import failure_penalty, hand_yaw, heading, yaw_vector
 
 
 def rotate_yaw(base: torch.Tensor, correction: torch.Tensor) -> torch.Tensor:
@@ -56,6 +60,32 @@ class YawNet(nn.Module):
         return rotate_yaw(yaw_vector(heading(p)), correction)
 
 
+class YawHypothesesNet(nn.Module):
+    """MLP ``features -> K unit corrections``: ``K`` yaw hypotheses ``(N, K, 2)``, hypothesis ``k`` starting at
+    heading + ``2 pi k / K`` (a ``K``-yaw grid). ``YawPolicy`` answers with the one whose IK solve costs least."""
+
+    def __init__(self, in_features: int, hidden: int, hypotheses: int) -> None:
+        super().__init__()
+        self.hypotheses = hypotheses
+        self.body = nn.Sequential(
+            nn.Linear(in_features, hidden),
+            nn.SiLU(),
+            nn.Linear(hidden, hidden),
+            nn.SiLU(),
+            nn.Linear(hidden, 2 * hypotheses),
+        )
+        head = self.body[-1]
+        nn.init.normal_(head.weight, std=1e-3)
+        offsets = torch.arange(hypotheses, dtype=torch.float32) * (2 * torch.pi / hypotheses)
+        with torch.no_grad():
+            head.bias.copy_(yaw_vector(offsets).reshape(-1))
+
+    def forward(self, features: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        correction = self.body(features).reshape(-1, self.hypotheses, 2)
+        correction = correction / correction.norm(dim=-1, keepdim=True).clamp_min(1e-6)
+        return rotate_yaw(yaw_vector(heading(p))[:, None, :], correction)
+
+
 class SharedConstant(nn.Module):
     """Heading plus one learned scalar correction (radians), the same for every goal."""
 
@@ -68,22 +98,44 @@ class SharedConstant(nn.Module):
 
 
 class YawPolicy(nn.Module):
-    """A predictor with its feature map: ``policy(p, q0) -> yaw (N, 2)``. Only the predictor is saved."""
+    """A predictor with its feature map: ``policy(p, q0) -> yaw (N, 2)``. Only the predictor is saved.
 
-    def __init__(self, predictor: nn.Module, kinematics: KinematicsLayer, workspace: WorkspaceCfg) -> None:
+    A several-hypothesis predictor's answer is its cheapest hypothesis: all ``K`` are solved with the training
+    IK (``cfg.train.ik_iterations`` steps) from ``q0`` in one batch and scored by the task's cost, failures
+    penalised; one network call plus ``K`` IK checks.
+    """
+
+    def __init__(self, predictor: nn.Module, kinematics: KinematicsLayer, cfg: ExperimentCfg) -> None:
         super().__init__()
         self.predictor = predictor
         self._kinematics = (kinematics,)  # shared, not owned: kept out of the state dict and .to()
-        self.workspace = workspace
+        self.workspace, self.weights = cfg.workspace, cfg.weights
+        self.check_ik = ik_layer(kinematics, cfg.train.ik_iterations)
+        self.penalty = failure_penalty(kinematics)
 
     def forward(self, p: torch.Tensor, q0: torch.Tensor) -> torch.Tensor:
-        return self.predictor(goal_features(self._kinematics[0], p, q0, self.workspace), p)
+        yaw = self.predictor(self.features(p, q0), p)
+        return yaw if yaw.dim() == 2 else self.cheapest(p, q0, yaw)
+
+    def features(self, p: torch.Tensor, q0: torch.Tensor) -> torch.Tensor:
+        return goal_features(self._kinematics[0], p, q0, self.workspace)
+
+    def cheapest(self, p: torch.Tensor, q0: torch.Tensor, hypotheses: torch.Tensor) -> torch.Tensor:
+        """``(N, K, 2) -> (N, 2)`` the hypothesis whose checking IK solve from ``q0`` costs least."""
+        psi = torch.atan2(hypotheses[..., 1], hypotheses[..., 0]).detach()
+        cost = candidate_costs(self.check_ik, p, q0, psi, self.weights, self.penalty)
+        return hypotheses.gather(1, cost.argmin(-1)[:, None, None].expand(-1, 1, 2))[:, 0]
 
 
 def feature_count(dof: int) -> int:
     return 3 * dof + 7
 
 
-def build_predictor(kind: str, dof: int, hidden: int) -> nn.Module:
-    """``kind``: ``"shared_constant"`` or a network kind (``"ik_trained"``, ``"teacher_supervised"``, ...)."""
-    return SharedConstant() if kind == "shared_constant" else YawNet(feature_count(dof), hidden)
+def build_predictor(kind: str, dof: int, train: TrainCfg) -> nn.Module:
+    """``kind``: ``"shared_constant"`` or a network kind (``"ik_trained"``, ``"teacher_supervised"``, ...); the
+    IK-trained predictor has ``train.hypotheses`` yaw hypotheses (one: the plain network), every other network one."""
+    if kind == "shared_constant":
+        return SharedConstant()
+    if kind == "ik_trained" and train.hypotheses > 1:
+        return YawHypothesesNet(feature_count(dof), train.hidden, train.hypotheses)
+    return YawNet(feature_count(dof), train.hidden)

@@ -12,12 +12,13 @@ import torch
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
 from kinematics.errors import CheckpointMismatchError, ConfigError
 from learning.__main__ import main as learning_main
+from learning.analysis import analysis_markdown, angle_gap, gap_kind
 from learning.baselines import angular_grid, heading_yaw, ik_layer
 from learning.checkpoints import load_checkpoint
 from learning.config import SMOKE, ExperimentCfg
 from learning.evaluation import METHODS, policy_chooser, search_choosers
 from learning.experiment import EVAL_SPLITS, checkpoint_path
-from learning.predictors import SharedConstant, YawNet, YawPolicy, feature_count, goal_features
+from learning.predictors import SharedConstant, YawHypothesesNet, YawNet, YawPolicy, feature_count, goal_features
 from learning.robot import franka_kinematics, ready_pose
 from learning.scoring import score_yaws
 from learning.splits import SPLITS, in_heldout, make_splits
@@ -31,7 +32,7 @@ from learning.task import (
     yaw_cost,
     yaw_vector,
 )
-from learning.training import TRAINED_METHODS, Trainer
+from learning.training import TRAINED_METHODS, Trainer, hypotheses_loss
 
 
 @pytest.fixture(scope="module")
@@ -144,7 +145,7 @@ def test_yaw_head_is_continuous_across_the_period(kin64):
     y = torch.linspace(-1e-3, 1e-3, 21, dtype=torch.float64)
     p = torch.stack((torch.full_like(y, -0.5), y, torch.full_like(y, 0.1)), -1)
     q0 = ready_pose(dtype=torch.float64).expand(21, 7)
-    yaw = YawPolicy(net, kin64, SMOKE.workspace)(p, q0)
+    yaw = YawPolicy(net, kin64, SMOKE)(p, q0)
     assert torch.allclose(yaw.norm(dim=-1), torch.ones(21, dtype=torch.float64))
     steps = (yaw[1:] - yaw[:-1]).norm(dim=-1)
     assert steps.max() < 1e-3, "the yaw vector jumps where the angle wraps"
@@ -156,7 +157,7 @@ def test_cost_gradient_reaches_the_network_parameters(kin64):
     torch.manual_seed(0)
     splits = make_splits(SMOKE, kin64)
     goals = splits["train"].subset(slice(0, 16))
-    policy = YawPolicy(YawNet(feature_count(7), 32).double(), kin64, SMOKE.workspace)
+    policy = YawPolicy(YawNet(feature_count(7), 32).double(), kin64, SMOKE)
     ik = DifferentiableIKLayer(kin64, DifferentiableIKCfg(max_iterations=8))
     yaw = policy(goals.p, goals.q0)
     loss = smooth_cost(ik.solve(grasp_pose(goals.p, yaw), goals.q0), goals.q0, SMOKE.weights).mean()
@@ -292,15 +293,44 @@ def test_smoke_run_writes_a_complete_report(smoke_run, capsys):
     for split in EVAL_SPLITS:
         r = report["results"][split]
         assert r["teacher"]["cost"]["mean"] <= r["heading"]["cost"]["mean"] + 1e-9
-    # The zero-order trainer spent the IK-trained predictor's IK-evaluation budget (to within one ES step).
+    # The zero-order trainer spent the one-yaw IK-trained predictor's IK-evaluation budget (to within one ES
+    # step), the wall-time one its training seconds (to within one ES step); every hypothesis costs an IK solve.
+    t = SMOKE.train
     for seed in map(str, SMOKE.train.seeds):
-        gradient_budget = report["training"]["ik_trained"][seed]["ik_evaluations"]
-        es_budget = report["training"]["zero_order"][seed]["ik_evaluations"]
-        t = SMOKE.train
+        training = report["training"]
+        gradient_budget = training["ik_trained_one_yaw"][seed]["ik_evaluations"]
+        es_budget = training["zero_order"][seed]["ik_evaluations"]
         assert gradient_budget == t.steps * t.batch_size
+        assert training["ik_trained"][seed]["ik_evaluations"] == t.steps * t.batch_size * t.hypotheses
         assert 0 <= es_budget - gradient_budget < 2 * t.es_pairs * t.es_batch_size
+        wall, budget = training["zero_order_wall_time"][seed], training["ik_trained_one_yaw"][seed]["seconds"]
+        assert wall["seconds"] >= budget and wall["val_seconds"][-1] == wall["seconds"]
+        assert wall["seconds"] - budget < max(wall["seconds"] / len(wall["steps"]) * 10, 0.5)
+    assert "at an equal wall time" in markdown and "| zero-order (ES), equal wall time |" in markdown
     assert learning_main(["report", "--run", str(run)]) == 0
     assert "IK-trained predictor" in capsys.readouterr().out
+
+
+def test_analysis_of_a_run_splits_the_gaps_and_rescores_the_validation_curve(smoke_run, tmp_path):
+    out = tmp_path / "analysis"
+    assert learning_main(["analyse", "--run", str(smoke_run), "--out", str(out)]) == 0
+    analysis = json.loads(out.with_suffix(".json").read_text())
+    training = json.loads((smoke_run / "report.json").read_text())["training"]
+    assert set(analysis["methods"]) == {"ik_trained", "ik_trained_one_yaw", "teacher_supervised"}
+    for method, seeds in analysis["methods"].items():
+        for seed, result in seeds.items():
+            history = training[method][seed]
+            assert set(result["gaps"]) == set(EVAL_SPLITS) == set(result["curves"])
+            for split, gaps in result["gaps"].items():
+                assert sum(k["goals"] for k in gaps["kinds"].values()) == getattr(SMOKE.sizes, split)
+                if gaps["excess_displacement"] > 0:  # shares of a positive total excess
+                    assert sum(k["excess_share"] for k in gaps["kinds"].values()) == pytest.approx(1.0)
+            # The stored validation-time states, rescored, give the validation curve training recorded.
+            assert result["curves"]["validation"]["cost"] == pytest.approx(history["val_cost"], rel=1e-5)
+            assert len(result["curves"]["test_shift"]["success"]) == len(history["val_steps"])
+    markdown = out.with_suffix(".md").read_text()
+    assert "teacher's basin" in markdown and "learning curves per split" in markdown
+    assert analysis_markdown(analysis) == markdown
 
 
 def test_checkpoint_loads_and_bad_files_fail_clearly(smoke_run, tmp_path):
@@ -377,3 +407,97 @@ def test_teacher_labels_made_in_chunks_equal_one_batch():
     torch.testing.assert_close(parts, whole, rtol=0, atol=1e-6)
     assert seen == pytest.approx([7 / 20, 14 / 20, 1.0])
     assert parts_cost["ik_solves"] == whole_cost["ik_solves"] and parts_cost["goals"] == 20
+
+
+def test_hypotheses_policy_starts_as_a_grid_around_heading_and_answers_with_the_cheapest():
+    kin64 = franka_kinematics(dtype=torch.float64)
+    torch.manual_seed(0)
+    net = YawHypothesesNet(feature_count(7), 32, 4).double()
+    goals = make_splits(SMOKE, kin64)["validation"]
+    policy = YawPolicy(net, kin64, SMOKE)
+    yaw = net(policy.features(goals.p, goals.q0), goals.p)
+    assert yaw.shape == (len(goals), 4, 2)
+    expected = heading(goals.p)[:, None] + torch.arange(4, dtype=torch.float64) * (math.pi / 2)
+    torch.testing.assert_close(yaw, yaw_vector(expected), atol=0.02, rtol=0)
+    # The answer is the hypothesis a 4-yaw grid of the same IK would pick (the same candidates).
+    with torch.no_grad():
+        chosen = policy(goals.p, goals.q0)
+    ik = ik_layer(kin64, SMOKE.train.ik_iterations)
+    costs = [
+        yaw_cost(ik.solve(grasp_pose(goals.p, yaw[:, k]), goals.q0), goals.q0, SMOKE.weights, policy.penalty)
+        for k in range(4)
+    ]
+    best = torch.stack(costs, -1).argmin(-1)
+    torch.testing.assert_close(chosen, yaw[torch.arange(len(goals)), best])
+    assert len(set(best.tolist())) > 1, "goals whose cheapest hypothesis differs"
+
+
+def test_hypotheses_loss_takes_the_cheapest_success_and_only_the_winners_get_the_cost_gradient():
+    kin64 = franka_kinematics(dtype=torch.float64)
+    torch.manual_seed(0)
+    goals = make_splits(SMOKE, kin64)["train"].subset(slice(0, 24))
+    policy = YawPolicy(YawHypothesesNet(feature_count(7), 32, 4).double(), kin64, SMOKE)
+    ik, penalty = ik_layer(kin64, 12), failure_penalty(kin64)
+    loss = hypotheses_loss(policy, ik, goals, SMOKE.weights, penalty)
+    # The same winners, found one hypothesis at a time.
+    with torch.no_grad():
+        yaw = policy.predictor(policy.features(goals.p, goals.q0), goals.p)
+        results = [ik.solve(grasp_pose(goals.p, yaw[:, k]), goals.q0) for k in range(4)]
+    smooth = torch.stack([smooth_cost(r, goals.q0, SMOKE.weights) for r in results], -1)
+    full = torch.stack([yaw_cost(r, goals.q0, SMOKE.weights, penalty) for r in results], -1)
+    winners = full.argmin(-1)
+    assert len(set(winners.tolist())) > 1, "a batch whose goals prefer different hypotheses"
+    success = torch.stack([r.success for r in results], -1)
+    assert success.gather(1, winners[:, None])[success.any(-1)].all(), "a failed winner where one succeeds"
+    assert (winners != smooth.argmin(-1)).any(), "a goal whose cheapest smooth cost is a failed solve"
+    assert float(loss) == pytest.approx(float(smooth.gather(1, winners[:, None]).mean()), rel=1e-9)
+    loss.backward()
+    rows = policy.predictor.body[-1].weight.grad.abs().sum(-1)  # (2K,) one per output
+    for k in range(4):
+        won = bool((winners == k).any())
+        assert bool(rows[2 * k : 2 * k + 2].sum() > 0) == won, f"hypothesis {k}"
+
+
+def test_several_hypotheses_training_spends_their_ik_evaluations_and_lowers_the_cost():
+    kin = franka_kinematics()
+    cfg = dataclasses.replace(SMOKE, train=dataclasses.replace(SMOKE.train, hypotheses=3, batch_size=32))
+    splits = {n: s.to("cpu", torch.float32) for n, s in make_splits(cfg, kin).items()}
+    trainer = Trainer("ik_trained", cfg, kin, splits["train"], splits["validation"], seed=0)
+    assert isinstance(trainer.policy.predictor, YawHypothesesNet)
+    losses = [trainer.step() for _ in range(20)]
+    assert trainer.history.ik_evaluations == 20 * 32 * 3
+    assert sum(losses[-5:]) < sum(losses[:5])
+
+
+def test_zero_order_at_an_equal_wall_time_trains_for_its_seconds_on_a_time_schedule():
+    kin = franka_kinematics()
+    splits = {n: s.to("cpu", torch.float32) for n, s in make_splits(SMOKE, kin).items()}
+    args = (SMOKE, kin, splits["train"], splits["validation"])
+    with pytest.raises(ConfigError):
+        Trainer("zero_order_wall_time", *args, seed=0)
+    with pytest.raises(ConfigError):
+        Trainer("zero_order", *args, seed=0, time_budget=1.0)
+    trainer = Trainer("zero_order_wall_time", *args, seed=0, time_budget=1.0)
+    lr = trainer.optimizer.param_groups[0]["lr"]
+    assert lr == SMOKE.train.es_learning_rate
+    durations = []
+    while not trainer.done:
+        before = trainer.history.seconds
+        trainer.step()
+        durations.append(trainer.history.seconds - before)
+        if len(durations) == 2:  # the schedule follows the seconds spent, not the steps
+            spent = trainer.history.seconds / 1.0
+            expected = 0.5 * (1 + math.cos(math.pi * (spent - durations[-1])))
+            assert trainer.optimizer.param_groups[0]["lr"] == pytest.approx(lr * expected, rel=1e-6)
+    assert 1.0 <= trainer.history.seconds < 1.0 + max(durations)
+    assert trainer.step_count == len(durations) >= 3
+    assert trainer.history.ik_evaluations == len(durations) * 2 * SMOKE.train.es_pairs * SMOKE.train.es_batch_size
+
+
+def test_angle_gap_and_kind_hand_computed():
+    reference = yaw_vector(torch.tensor([0.0, 3.1, -3.0, 1.0], dtype=torch.float64))
+    yaw = yaw_vector(torch.tensor([0.1, -3.1, 0.1, 1.0 + math.pi - 0.1], dtype=torch.float64))
+    gap = angle_gap(yaw, reference)  # across the wrap at +-pi, and past it
+    torch.testing.assert_close(gap, torch.tensor([0.1, 2 * math.pi - 6.2, 3.1, math.pi - 0.1]).double())
+    assert gap_kind(gap).tolist() == [0, 0, 1, 1]
+    assert gap_kind(torch.tensor([0.5, -1.5, 2.8])).tolist() == [2, 2, 2]
