@@ -256,19 +256,29 @@ class SerialChainKinematics(nn.Module):
             return rot, pos, jac_t if with_jacobian else None
         return self._batch_last_pass(q, tcp, with_jacobian)
 
+    def kernel_geometry(self, tcp: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The chain as the compiled kernels read it: each joint's constant, sine, versine and slide blocks
+        ``(dof, 4, 3, 4)``, the revolute mask ``(dof,)`` and the fixed end transform after the last joint, the
+        ``tcp`` offset included, ``(3, 4)``."""
+        buffers = self._buffers
+        blocks = (buffers["local_constant"], buffers["local_sine"], buffers["local_versine"], buffers["local_slide"])
+        tail = buffers["tail"]
+        end = tail if tcp is None else tail @ tcp
+        return torch.stack(blocks, 1), buffers["revolute_mask"], end[:3]
+
     def _batch_last_pass(
         self, q: torch.Tensor, tcp: torch.Tensor | None, with_jacobian: bool
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         buffers = self._buffers  # plain dict reads: nn.Module's attribute lookup costs about 1 us per buffer
-        tail, mask = buffers["tail"], buffers["revolute_mask"]
-        blocks = constant, sine, versine, slide = (
+        mask = buffers["revolute_mask"]
+        constant, sine, versine, slide = (
             buffers["local_constant"],
             buffers["local_sine"],
             buffers["local_versine"],
             buffers["local_slide"],
         )
-        end = tail if tcp is None else tail @ tcp
-        computed = native.fk_jacobian(q, torch.stack(blocks, 1), mask, end[:3])
+        local, _, end = self.kernel_geometry(tcp)
+        computed = native.fk_jacobian(q, local, mask, end)
         if computed is not None:
             return computed if with_jacobian else (*computed[:2], None)
         s, one_minus_c = torch.sin(q)[:, None, None], (1.0 - torch.cos(q))[:, None, None]
@@ -286,7 +296,7 @@ class SerialChainKinematics(nn.Module):
             products.append(matmul(rot, frame))
             rot = products[-1].split([3, 1], 1)[0]
         _, axes, steps = torch.stack(products).split([2, 1, 1], 2)  # axes, steps: (dof, 3, 1, B)
-        tip_rot, tip_step = matmul_constant(rot, end[:3, :]).split([3, 1], 1)
+        tip_rot, tip_step = matmul_constant(rot, end).split([3, 1], 1)
         origins = steps.squeeze(2).cumsum(0)  # (dof, 3, B) joint origins
         position = origins[-1] + tip_step.squeeze(1)
         if not with_jacobian:

@@ -18,6 +18,7 @@ from kinematics.batch_last import from_batch_last, to_batch_last, transforms_act
 from kinematics.box_qp import solve_box_qp
 from kinematics.dls_step import dls_step
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, UnsupportedTransformError
+from kinematics.fused_solve import fused_dls_solve
 from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
 from kinematics.pose_error import pose_error, pose_error_batch_last
@@ -142,6 +143,13 @@ class DifferentiableIKLayer(nn.Module):
         lower, upper = kin.lower[:, None], kin.upper[:, None]
         q = to_batch_last(seed, 1)
         q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
+        if cfg.step == "clamp":  # every iteration in one compiled call where it applies (kinematics.fused_solve)
+            fused = fused_dls_solve(
+                kin.model, kin.tcp, (kin.lower, kin.upper), target_rot, target_pos, q, cfg.max_iterations,
+                cfg.damping, cfg.step_size, cfg.enforce_joint_limits,
+            )  # fmt: skip
+            if fused is not None:
+                return from_batch_last(fused, batch)
         damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]
         for _ in range(cfg.max_iterations):
             rot, pos, jac_t = kin.model.fk_and_jacobian_batch_last(q, kin.tcp)

@@ -47,6 +47,9 @@ _TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7,
 # solve_qp's kernels (batch-first): (nb, n, m_eq, m_in, iterations), 17 pointers; (nb, n, m_eq, m_in, steps,
 # refinements), 19 pointers
 _QP = {"qp_ipm": (5, 17), "qp_polish": (6, 19)}
+# The fused DLS solve (kinematics.ik): (dof, n, begin, end, iterations, clamp), then pointers; they return 0, or
+# -1 where their scratch could not be allocated.
+_IK = {"ik_solve": (6, 12), "ik_solve_vjp": (6, 14)}
 _TREE_TILE = 32  # TREE_TILE in native_kernels.h: the scratch the Jacobian kernels need per row
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
 _CPU = torch.device("cpu")
@@ -80,12 +83,13 @@ def _load(path: Path) -> ctypes.CDLL:
         signatures.update({name: [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real] for name in _WITH_THRESHOLDS})
         longs_first = {**_TREE, **_QP}
         signatures.update({name: [ctypes.c_long] * i + [ctypes.c_void_p] * k for name, (i, k) in longs_first.items()})
+        signatures.update({name: [ctypes.c_long] * i + [ctypes.c_void_p] * k for name, (i, k) in _IK.items()})
         for name, argtypes in signatures.items():
             try:
                 function = getattr(lib, f"{name}_{suffix}")
             except AttributeError as exc:
                 raise OSError(f"{path} has no {name}_{suffix}") from exc
-            function.argtypes, function.restype = argtypes, None
+            function.argtypes, function.restype = argtypes, ctypes.c_long if name in _IK else None
     return lib
 
 
@@ -118,7 +122,7 @@ def _build() -> ctypes.CDLL:
 def _functions(lib: ctypes.CDLL) -> dict[tuple[str, torch.dtype], Callable]:
     return {
         (name, dtype): getattr(lib, f"{name}_{suffix}")
-        for name in (*_POINTERS, *_WITH_THRESHOLDS, *_TREE, *_QP)
+        for name in (*_POINTERS, *_WITH_THRESHOLDS, *_TREE, *_QP, *_IK)
         for dtype, suffix in _SUFFIX.items()
     }
 
@@ -287,6 +291,83 @@ def chain_vjp(
     work, grad_q = _empty(12, n, dtype=rot.dtype), _empty(dof, n, dtype=rot.dtype)
     kernel(dof, n, *(t.data_ptr() for t in (*tensors, work, grad_q)))
     return grad_q
+
+
+def _split_rows(n: int, run: Callable[[int, int], int], name: str) -> None:
+    """``run(begin, end)`` on row ranges, one per torch thread (rows in 64s; small batches on this thread)."""
+    workers = max(1, min(torch.get_num_threads(), n // 64))
+    if workers == 1:
+        codes = [run(0, n)]
+    else:
+        bounds = [n * i // workers for i in range(workers + 1)]
+        futures = [_qp_pool(workers).submit(run, bounds[i], bounds[i + 1]) for i in range(workers)]
+        codes = [future.result() for future in futures]
+    if any(code != 0 for code in codes):
+        raise MemoryError(f"{name} could not allocate its scratch")
+
+
+def ik_solve(
+    q0: torch.Tensor,
+    target_rot: torch.Tensor,
+    target_pos: torch.Tensor,
+    geometry: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    damping_sq: torch.Tensor,
+    limits: tuple[torch.Tensor, torch.Tensor],
+    iterations: int,
+    step_size: float,
+    clamp: bool,
+    keep_iterates: bool,
+) -> tuple[torch.Tensor, torch.Tensor | None] | None:
+    """Every iteration of the DLS solve in one call per thread: ``q0`` ``(dof, B)`` the projected seed, the target
+    rotation ``(3, 3, B)`` and position ``(3, B)``, ``geometry = (local (dof, 4, 3, 4), revolute (dof,), end (3,
+    4))`` as ``fk_jacobian`` takes them, ``damping_sq`` ``(6, 6)``, ``limits = (lower, upper)`` ``(dof,)``. Returns
+    the final iterate ``(dof, B)`` and, with ``keep_iterates``, the iterate before each step ``(iterations, dof,
+    B)`` (what ``ik_solve_vjp`` reads); or ``None``."""
+    if q0.ndim != 2:
+        return None
+    dof, n = q0.shape
+    local, revolute, end = geometry
+    tensors = (q0, target_rot, target_pos, local, revolute, end, damping_sq, *limits)
+    shapes = ((dof, n), (3, 3, n), (3, n), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
+    kernel = _kernel("ik_solve", tensors, shapes)
+    if kernel is None or n == 0:
+        return None
+    inputs = [t.contiguous() for t in tensors]
+    params = torch.tensor([step_size, SMALL_SIN_SQ, NEAR_PI_COS], dtype=q0.dtype)
+    out = _empty(dof, n, dtype=q0.dtype)
+    iterates = _empty(iterations, dof, n, dtype=q0.dtype) if keep_iterates else None
+    pointers = [t.data_ptr() for t in (params, *inputs, out)] + [0 if iterates is None else iterates.data_ptr()]
+    _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers), "ik_solve")
+    return out, iterates
+
+
+def ik_solve_vjp(
+    iterates: torch.Tensor,
+    target_rot: torch.Tensor,
+    target_pos: torch.Tensor,
+    geometry: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    damping_sq: torch.Tensor,
+    limits: tuple[torch.Tensor, torch.Tensor],
+    step_size: float,
+    clamp: bool,
+    grad: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """The backward of ``ik_solve`` for an all-revolute chain: ``grad`` ``(dof, B)`` on the final iterate ->
+    gradients on the projected seed ``(dof, B)``, the target rotation ``(3, 3, B)`` and position ``(3, B)``; or
+    ``None``."""
+    iterations, dof, n = iterates.shape
+    local, revolute, end = geometry
+    tensors = (iterates, target_rot, target_pos, local, revolute, end, damping_sq, *limits, grad)
+    shapes = ((iterations, dof, n), (3, 3, n), (3, n), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
+    kernel = _kernel("ik_solve_vjp", tensors, (*shapes, (dof, n)))
+    if kernel is None or n == 0:
+        return None
+    inputs = [t.contiguous() for t in tensors]
+    params = torch.tensor([step_size, SMALL_SIN_SQ, NEAR_PI_COS], dtype=grad.dtype)
+    outs = (_empty(dof, n, dtype=grad.dtype), _empty(3, 3, n, dtype=grad.dtype), _empty(3, n, dtype=grad.dtype))
+    pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
+    _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers), "ik_solve_vjp")
+    return outs
 
 
 # ------------------------------------------------------------------------------------------- KinematicTree

@@ -37,6 +37,8 @@
 #define REAL float
 #define KERNEL(name) name##_float
 #define SQRT sqrtf
+#define SIN sinf
+#define COS cosf
 #define ATAN2 atan2f
 #define FABS fabsf
 #define QP_LANES 8 /* rows per tile of qp_ipm: one AVX2 vector */
@@ -44,6 +46,8 @@
 #undef REAL
 #undef KERNEL
 #undef SQRT
+#undef SIN
+#undef COS
 #undef ATAN2
 #undef FABS
 #undef QP_LANES
@@ -51,6 +55,8 @@
 #define REAL double
 #define KERNEL(name) name##_double
 #define SQRT sqrt
+#define SIN sin
+#define COS cos
 #define ATAN2 atan2
 #define FABS fabs
 #define QP_LANES 4

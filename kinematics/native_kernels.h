@@ -259,6 +259,241 @@ DISPATCH void KERNEL(chain_vjp)(long dof, long n, const REAL *restrict rot, cons
     }
 }
 
+/* ---- The fused DLS solve (kinematics.ik, step "clamp"): every iteration of the solve for a tile of IK_TILE rows
+   in one call, from the chain pass, pose error, J^T kernels above (run on the tile's rows), the damped 6x6 system
+   J J^T + C by an in-lane Cholesky, the update q + step J^T x and the projection onto [lower, upper]. The batch is
+   walked in tiles (each tile's rows copied into batch-last scratch of IK_TILE columns and computed there, in L1);
+   the caller splits the rows across threads. A singular system gives non-finite values, as solve_ex with
+   check_errors=False does (no error). */
+#ifndef IK_TILE
+#define IK_TILE 64
+#endif
+
+typedef struct {
+    REAL *sine, *versine, *q, *rot, *pos, *jac, *err, *gram, *x, *u, *tr, *tp;
+} KERNEL(ik_tile);
+
+static long KERNEL(ik_tile_size)(long dof) { return (3 * dof + 9 + 3 + 6 * dof + 6 + 21 + 6 + dof + 9 + 3) * IK_TILE; }
+
+static void KERNEL(ik_tile_init)(KERNEL(ik_tile) *t, REAL *base, long dof) {
+    t->sine = base; t->versine = t->sine + dof * IK_TILE; t->q = t->versine + dof * IK_TILE;
+    t->rot = t->q + dof * IK_TILE; t->pos = t->rot + 9 * IK_TILE; t->jac = t->pos + 3 * IK_TILE;
+    t->err = t->jac + 6 * dof * IK_TILE; t->gram = t->err + 6 * IK_TILE; t->x = t->gram + 21 * IK_TILE;
+    t->u = t->x + 6 * IK_TILE; t->tr = t->u + dof * IK_TILE; t->tp = t->tr + 9 * IK_TILE;
+}
+
+/* rows [lo, lo + T) of the batch-last (K, n) array src -> the (K, T) tile dst, and back */
+static void KERNEL(ik_gather)(long K, long n, long lo, long T, const REAL *restrict src, REAL *restrict dst) {
+    for (long k = 0; k < K; k++) {
+        for (long b = 0; b < T; b++) dst[k * T + b] = src[k * n + lo + b];
+    }
+}
+
+static void KERNEL(ik_scatter)(long K, long n, long lo, long T, const REAL *restrict src, REAL *restrict dst) {
+    for (long k = 0; k < K; k++) {
+        for (long b = 0; b < T; b++) dst[k * n + lo + b] = src[k * T + b];
+    }
+}
+
+static const int KERNEL(ik_slot)[6][6] = {{0, 1, 2, 3, 4, 5},     {1, 6, 7, 8, 9, 10},     {2, 7, 11, 12, 13, 14},
+                                          {3, 8, 12, 15, 16, 17}, {4, 9, 13, 16, 18, 19}, {5, 10, 14, 17, 19, 20}};
+
+/* The 21 packed entries (r <= c, row by row) of J J^T + C -> its Cholesky factor L in place (entry (c, r) of L
+   at the slot of (r, c)), all lanes at once. */
+static void KERNEL(ik_cholesky)(long T, REAL *restrict A) {
+    for (int j = 0; j < 6; j++) {
+        REAL *restrict d = A + KERNEL(ik_slot)[j][j] * T;
+        for (int k = 0; k < j; k++) {
+            const REAL *restrict l = A + KERNEL(ik_slot)[j][k] * T;
+            IVDEP for (long b = 0; b < T; b++) d[b] -= l[b] * l[b];
+        }
+        IVDEP for (long b = 0; b < T; b++) d[b] = SQRT(d[b]);
+        for (int i = j + 1; i < 6; i++) {
+            REAL *restrict e = A + KERNEL(ik_slot)[i][j] * T;
+            for (int k = 0; k < j; k++) {
+                const REAL *restrict li = A + KERNEL(ik_slot)[i][k] * T, *restrict lj = A + KERNEL(ik_slot)[j][k] * T;
+                IVDEP for (long b = 0; b < T; b++) e[b] -= li[b] * lj[b];
+            }
+            IVDEP for (long b = 0; b < T; b++) e[b] /= d[b];
+        }
+    }
+}
+
+/* x = (L L^T)^-1 rhs for the factor of ik_cholesky, all lanes at once. */
+static void KERNEL(ik_cholesky_solve)(long T, const REAL *restrict L, const REAL *restrict rhs, REAL *restrict x) {
+    for (int i = 0; i < 6; i++) { /* L v = rhs */
+        REAL *restrict xi = x + i * T;
+        IVDEP for (long b = 0; b < T; b++) xi[b] = rhs[i * T + b];
+        for (int k = 0; k < i; k++) {
+            const REAL *restrict l = L + KERNEL(ik_slot)[i][k] * T, *restrict xk = x + k * T;
+            IVDEP for (long b = 0; b < T; b++) xi[b] -= l[b] * xk[b];
+        }
+        const REAL *restrict d = L + KERNEL(ik_slot)[i][i] * T;
+        IVDEP for (long b = 0; b < T; b++) xi[b] /= d[b];
+    }
+    for (int i = 5; i >= 0; i--) { /* L^T x = v */
+        REAL *restrict xi = x + i * T;
+        for (int k = i + 1; k < 6; k++) {
+            const REAL *restrict l = L + KERNEL(ik_slot)[k][i] * T, *restrict xk = x + k * T;
+            IVDEP for (long b = 0; b < T; b++) xi[b] -= l[b] * xk[b];
+        }
+        const REAL *restrict d = L + KERNEL(ik_slot)[i][i] * T;
+        IVDEP for (long b = 0; b < T; b++) xi[b] /= d[b];
+    }
+}
+
+/* At the tile's q: the chain pass, the pose error, J J^T + C (left factored in t->gram), x = (J J^T + C)^-1 e and
+   u = J^T x. */
+static void KERNEL(ik_linearise)(long dof, long T, KERNEL(ik_tile) *t, const REAL *restrict local,
+                                 const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
+                                 REAL small_sin_sq, REAL near_pi_cos) {
+    for (long k = 0; k < dof * T; k++) {
+        t->sine[k] = SIN(t->q[k]);
+        t->versine[k] = 1 - COS(t->q[k]);
+    }
+    KERNEL(fk_jacobian)(dof, T, t->sine, t->versine, t->q, local, revolute, end, t->rot, t->pos, t->jac);
+    KERNEL(pose_error)(T, t->tr, t->tp, t->rot, t->pos, t->err, small_sin_sq, near_pi_cos);
+    long entry = 0;
+    for (int r = 0; r < 6; r++) {
+        for (int c = r; c < 6; c++, entry++) {
+            REAL *restrict w = t->gram + entry * T, k = C[6 * r + c];
+            IVDEP for (long b = 0; b < T; b++) w[b] = k;
+            for (long i = 0; i < dof; i++) {
+                const REAL *restrict x = t->jac + (6 * i + r) * T, *restrict y = t->jac + (6 * i + c) * T;
+                IVDEP for (long b = 0; b < T; b++) w[b] += x[b] * y[b];
+            }
+        }
+    }
+    KERNEL(ik_cholesky)(T, t->gram);
+    KERNEL(ik_cholesky_solve)(T, t->gram, t->err, t->x);
+    for (long i = 0; i < dof; i++) {
+        const REAL *restrict j = t->jac + 6 * i * T;
+        REAL *restrict o = t->u + i * T;
+        IVDEP for (long b = 0; b < T; b++) {
+            REAL s = 0;
+            for (int k = 0; k < 6; k++) s += j[k * T + b] * t->x[k * T + b];
+            o[b] = s;
+        }
+    }
+}
+
+/* q (dof, n) the projected seed, target rotation (3, 3, n) and position (3, n); local (dof, 4, 3, 4), revolute
+   (dof), end (3, 4) as fk_jacobian reads them; C (6, 6) the damping; lower, upper (dof) the limits (clamp: 1 to
+   project after each step); params = (step size, small_sin_sq, near_pi_cos); rows [begin, end_row) of the n are
+   solved (one thread's share). out (dof, n) the final iterate;
+   iterates (iterations, dof, n) the iterate before each step, or NULL. Returns 0, or -1 without scratch. */
+DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long iterations, long clamp, const REAL *restrict params,
+                               const REAL *restrict q0, const REAL *restrict target_rot,
+                               const REAL *restrict target_pos, const REAL *restrict local,
+                               const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
+                               const REAL *restrict lower, const REAL *restrict upper, REAL *restrict out,
+                               REAL *restrict iterates) {
+    REAL *scratch = malloc(sizeof(REAL) * KERNEL(ik_tile_size)(dof));
+    if (scratch == NULL) return -1;
+    KERNEL(ik_tile) t;
+    KERNEL(ik_tile_init)(&t, scratch, dof);
+    const REAL step = params[0];
+    for (long lo = begin; lo < end_row; lo += IK_TILE) {
+        long T = end_row - lo < IK_TILE ? end_row - lo : IK_TILE;
+        KERNEL(ik_gather)(dof, n, lo, T, q0, t.q);
+        KERNEL(ik_gather)(9, n, lo, T, target_rot, t.tr);
+        KERNEL(ik_gather)(3, n, lo, T, target_pos, t.tp);
+        for (long it = 0; it < iterations; it++) {
+            if (iterates != NULL) KERNEL(ik_scatter)(dof, n, lo, T, t.q, iterates + it * dof * n);
+            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
+            for (long i = 0; i < dof; i++) {
+                REAL *restrict q = t.q + i * T;
+                const REAL *restrict u = t.u + i * T;
+                const REAL l = lower[i], h = upper[i];
+                IVDEP for (long b = 0; b < T; b++) {
+                    REAL v = q[b] + step * u[b];
+                    q[b] = clamp ? (v < l ? l : (v > h ? h : v)) : v;
+                }
+            }
+        }
+        KERNEL(ik_scatter)(dof, n, lo, T, t.q, out);
+    }
+    free(scratch);
+    return 0;
+}
+
+/* The backward of ik_solve: iterates (iterations, dof, n) as ik_solve stored them, grad (dof, n) on the final
+   iterate -> grad_q0 (dof, n) on the projected seed, grad_rot (3, 3, n) and grad_pos (3, n) on the target. Step
+   by step backwards, each recomputed at its stored iterate: the projection's mask (1 inside [lower, upper], the
+   bounds included, as torch.clamp), the DLS step's closed form (y = (J J^T + C)^-1 J g, w = J^T y, dJ^T = x (g -
+   w)^T - y u^T, de = y), the pose error's and the revolute chain's closed forms above. An all-revolute chain
+   only (the caller checks). Returns 0, or -1 without scratch. */
+DISPATCH long KERNEL(ik_solve_vjp)(long dof, long n, long begin, long end_row, long iterations, long clamp, const REAL *restrict params,
+                                   const REAL *restrict iterates, const REAL *restrict target_rot,
+                                   const REAL *restrict target_pos, const REAL *restrict local,
+                                   const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
+                                   const REAL *restrict lower, const REAL *restrict upper, const REAL *restrict grad,
+                                   REAL *restrict grad_q0, REAL *restrict grad_rot, REAL *restrict grad_pos) {
+    long extra = (dof + 6 + 6 + 3 + 9 + 9 + 6 * dof + 12 + dof + 9 + 3) * IK_TILE;
+    REAL *scratch = malloc(sizeof(REAL) * (KERNEL(ik_tile_size)(dof) + extra));
+    if (scratch == NULL) return -1;
+    KERNEL(ik_tile) t;
+    KERNEL(ik_tile_init)(&t, scratch, dof);
+    REAL *g = scratch + KERNEL(ik_tile_size)(dof), *jg = g + dof * IK_TILE, *y = jg + 6 * IK_TILE;
+    REAL *gp = y + 6 * IK_TILE, *gr = gp + 3 * IK_TILE, *gtr = gr + 9 * IK_TILE, *gjac = gtr + 9 * IK_TILE;
+    REAL *work = gjac + 6 * dof * IK_TILE, *gq = work + 12 * IK_TILE, *acc_tr = gq + dof * IK_TILE;
+    REAL *acc_tp = acc_tr + 9 * IK_TILE;
+    const REAL step = params[0];
+    for (long lo = begin; lo < end_row; lo += IK_TILE) {
+        long T = end_row - lo < IK_TILE ? end_row - lo : IK_TILE;
+        KERNEL(ik_gather)(dof, n, lo, T, grad, g);
+        KERNEL(ik_gather)(9, n, lo, T, target_rot, t.tr);
+        KERNEL(ik_gather)(3, n, lo, T, target_pos, t.tp);
+        for (long k = 0; k < 9 * T; k++) acc_tr[k] = 0;
+        for (long k = 0; k < 3 * T; k++) acc_tp[k] = 0;
+        for (long it = iterations - 1; it >= 0; it--) {
+            KERNEL(ik_gather)(dof, n, lo, T, iterates + it * dof * n, t.q);
+            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
+            for (long i = 0; i < dof; i++) { /* through the projection: g <- mask g; the step's gradient s g */
+                const REAL *restrict q = t.q + i * T, *restrict u = t.u + i * T;
+                REAL *restrict gi = g + i * T;
+                const REAL l = lower[i], h = upper[i];
+                IVDEP for (long b = 0; b < T; b++) {
+                    REAL v = q[b] + step * u[b];
+                    gi[b] = (!clamp || (v >= l && v <= h)) ? gi[b] : 0;
+                }
+            }
+            for (int k = 0; k < 6; k++) { /* J g_u, g_u = step g */
+                REAL *restrict o = jg + k * T;
+                IVDEP for (long b = 0; b < T; b++) o[b] = 0;
+                for (long i = 0; i < dof; i++) {
+                    const REAL *restrict j = t.jac + (6 * i + k) * T, *restrict gi = g + i * T;
+                    IVDEP for (long b = 0; b < T; b++) o[b] += j[b] * step * gi[b];
+                }
+            }
+            KERNEL(ik_cholesky_solve)(T, t.gram, jg, y);
+            for (long i = 0; i < dof; i++) {
+                const REAL *restrict j = t.jac + 6 * i * T, *restrict gi = g + i * T, *restrict u = t.u + i * T;
+                REAL *restrict o = gjac + 6 * i * T;
+                IVDEP for (long b = 0; b < T; b++) {
+                    REAL w = 0;
+                    for (int k = 0; k < 6; k++) w += j[k * T + b] * y[k * T + b];
+                    REAL gu = step * gi[b];
+                    for (int k = 0; k < 6; k++) o[k * T + b] = t.x[k * T + b] * (gu - w) - y[k * T + b] * u[b];
+                }
+            }
+            for (long k = 0; k < 3 * T; k++) {
+                acc_tp[k] += y[k];
+                gp[k] = -y[k];
+            }
+            KERNEL(pose_error_vjp)(T, t.tr, t.rot, y + 3 * T, gtr, gr, params[1], params[2]);
+            for (long k = 0; k < 9 * T; k++) acc_tr[k] += gtr[k];
+            KERNEL(chain_vjp)(dof, T, t.rot, t.jac, gr, gp, gjac, work, gq);
+            for (long k = 0; k < dof * T; k++) g[k] += gq[k];
+        }
+        KERNEL(ik_scatter)(dof, n, lo, T, g, grad_q0);
+        KERNEL(ik_scatter)(9, n, lo, T, acc_tr, grad_rot);
+        KERNEL(ik_scatter)(3, n, lo, T, acc_tp, grad_pos);
+    }
+    free(scratch);
+    return 0;
+}
+
 /* ---- KinematicTree (kinematics.tree): the level pass, every frame's pose, a frame Jacobian, the CoM and its
    Jacobian. Nodes are (m + 1, 12, n) batch-last: slot 0 the root (base) frame, slot i + 1 node i in level order
    (a parent's slot is below its child's), entry 4 r + c of each frame's top 3x4 block. Index arrays are int64.

@@ -188,7 +188,9 @@ def test_implicit_mode_saves_the_same_memory_for_any_iteration_count(kin):
     implicit = [saved_bytes(max_iterations=k, gradient="implicit") for k in (16, 128)]
     unrolled = [saved_bytes(max_iterations=k) for k in (16, 128)]
     assert implicit[0] == implicit[1]
-    assert unrolled[1] > 6 * unrolled[0] > 6 * implicit[0]
+    # unrolled keeps at least one iterate per step (the fused solve keeps exactly that: its backward recomputes
+    # each step at its iterate; the torch ops keep every step's graph)
+    assert unrolled[1] - unrolled[0] >= (128 - 16) * q0.numel() * q0.element_size()
 
 
 def test_implicit_mode_keeps_failed_rows_in_place_with_their_own_residuals(kin):
