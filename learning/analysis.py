@@ -176,6 +176,28 @@ def gap_table(analysis: dict, method: str) -> str:
     return "\n".join(lines)
 
 
+def summary_table(analysis: dict) -> str:
+    """Every analysed predictor on every split: its excess displacement over the teacher's, the goals whose yaw
+    is in another basin than the teacher's, and their share of the excess (means over seeds)."""
+    lines = [
+        "| predictor | split | excess displacement % of the teacher's | yaw in another basin, goals % | "
+        "their share of the excess % | failures |",
+        "|---|---|---|---|---|---|",
+    ]
+    for method, per_seed in analysis["methods"].items():
+        seeds = list(per_seed.values())
+        for split in seeds[0]["gaps"]:
+            gaps = [s["gaps"][split] for s in seeds]
+            other = [g["kinds"]["another basin"] for g in gaps]
+            failures = _mean(sum(k["failures"] for k in g["kinds"].values()) for g in gaps)
+            lines.append(
+                f"| {LABELS.get(method, method)} | {split} | {100 * _mean(g['relative_excess'] for g in gaps):.1f} | "
+                f"{100 * _mean(o['fraction'] for o in other):.1f} | {100 * _mean(o['excess_share'] for o in other):.0f} | "
+                f"{failures:.1f} |"
+            )
+    return "\n".join(lines)
+
+
 def curve_table(analysis: dict, method: str) -> str:
     """Mean over seeds of success % / displacement on every split at every validation step, with the best steps."""
     seeds = list(analysis["methods"][method].values())
@@ -208,6 +230,7 @@ def analysis_markdown(analysis: dict) -> str:
     ]
     if "provenance" in analysis:
         parts += [provenance_line(analysis["provenance"]), ""]
+    parts += ["**At a glance**", "", summary_table(analysis), ""]
     for method in analysis["methods"]:
         label = LABELS.get(method, method)
         parts += [f"**{label}: gaps to the teacher**", "", gap_table(analysis, method), ""]

@@ -330,6 +330,9 @@ def test_analysis_of_a_run_splits_the_gaps_and_rescores_the_validation_curve(smo
             assert len(result["curves"]["test_shift"]["success"]) == len(history["val_steps"])
     markdown = out.with_suffix(".md").read_text()
     assert "teacher's basin" in markdown and "learning curves per split" in markdown
+    glance = markdown.split("**At a glance**")[1].split("**")[0]
+    for label in ("IK-trained predictor", "IK-trained predictor, one yaw", "teacher-supervised predictor"):
+        assert sum(line.startswith(f"| {label} | ") for line in glance.splitlines()) == len(EVAL_SPLITS), label
     assert analysis_markdown(analysis) == markdown
 
 
