@@ -29,10 +29,12 @@
 #endif
 
 #if defined(__GNUC__)
-#define QP_INLINE inline __attribute__((always_inline)) /* into qp_ipm's AVX2 clone, compiled with its target */
+#define QP_INLINE inline __attribute__((always_inline)) /* into qp_ipm's and ik_solve's AVX2 clones (their target) */
 #else
 #define QP_INLINE inline
 #endif
+
+#define FABS_DOUBLE fabs
 
 #define REAL float
 #define KERNEL(name) name##_float

@@ -283,13 +283,13 @@ static void KERNEL(ik_tile_init)(KERNEL(ik_tile) *t, REAL *base, long dof) {
 }
 
 /* rows [lo, lo + T) of the batch-last (K, n) array src -> the (K, T) tile dst, and back */
-static void KERNEL(ik_gather)(long K, long n, long lo, long T, const REAL *restrict src, REAL *restrict dst) {
+static QP_INLINE void KERNEL(ik_gather)(long K, long n, long lo, long T, const REAL *restrict src, REAL *restrict dst) {
     for (long k = 0; k < K; k++) {
         for (long b = 0; b < T; b++) dst[k * T + b] = src[k * n + lo + b];
     }
 }
 
-static void KERNEL(ik_scatter)(long K, long n, long lo, long T, const REAL *restrict src, REAL *restrict dst) {
+static QP_INLINE void KERNEL(ik_scatter)(long K, long n, long lo, long T, const REAL *restrict src, REAL *restrict dst) {
     for (long k = 0; k < K; k++) {
         for (long b = 0; b < T; b++) dst[k * n + lo + b] = src[k * T + b];
     }
@@ -300,7 +300,7 @@ static const int KERNEL(ik_slot)[6][6] = {{0, 1, 2, 3, 4, 5},     {1, 6, 7, 8, 9
 
 /* The 21 packed entries (r <= c, row by row) of J J^T + C -> its Cholesky factor L in place (entry (c, r) of L
    at the slot of (r, c)), all lanes at once. */
-static void KERNEL(ik_cholesky)(long T, REAL *restrict A) {
+static QP_INLINE void KERNEL(ik_cholesky)(long T, REAL *restrict A) {
     for (int j = 0; j < 6; j++) {
         REAL *restrict d = A + KERNEL(ik_slot)[j][j] * T;
         for (int k = 0; k < j; k++) {
@@ -320,7 +320,7 @@ static void KERNEL(ik_cholesky)(long T, REAL *restrict A) {
 }
 
 /* x = (L L^T)^-1 rhs for the factor of ik_cholesky, all lanes at once. */
-static void KERNEL(ik_cholesky_solve)(long T, const REAL *restrict L, const REAL *restrict rhs, REAL *restrict x) {
+static QP_INLINE void KERNEL(ik_cholesky_solve)(long T, const REAL *restrict L, const REAL *restrict rhs, REAL *restrict x) {
     for (int i = 0; i < 6; i++) { /* L v = rhs */
         REAL *restrict xi = x + i * T;
         IVDEP for (long b = 0; b < T; b++) xi[b] = rhs[i * T + b];
@@ -342,15 +342,47 @@ static void KERNEL(ik_cholesky_solve)(long T, const REAL *restrict L, const REAL
     }
 }
 
+/* sin(q) and 1 - cos(q) for count values, vectorised: the argument reduced by pi/2 in double (a two-part pi/2: exact
+   to |q| < 1e5; rounding by adding and subtracting 1.5 * 2^52, which needs no floor, a call the compiler does not
+   vectorise), then fdlibm's kernel polynomials on [-pi/4, pi/4] and the quadrant's signs, all without branches;
+   within about an ulp of the C library's (which runs instead where some |q| is 1e5 or more, or not finite). */
+static QP_INLINE void KERNEL(ik_sin_versine)(long count, const REAL *restrict q, REAL *restrict sine, REAL *restrict versine) {
+    int big = 0;
+    for (long k = 0; k < count; k++) big |= !(FABS(q[k]) < (REAL)1e5);
+    if (big) {
+        for (long k = 0; k < count; k++) {
+            sine[k] = SIN(q[k]);
+            versine[k] = 1 - COS(q[k]);
+        }
+        return;
+    }
+    const double round = 6755399441055744.0; /* 1.5 * 2^52: (v + round) - round is v rounded to an integer */
+    IVDEP for (long k = 0; k < count; k++) {
+        double x = (double)q[k], n = (x * 6.36619772367581382433e-01 + round) - round;
+        double r = (x - n * 1.57079632673412561417e+00) - n * 6.07710050650619224932e-11, z = r * r;
+        double sr = r + r * z * (-1.66666666666666324348e-01 + z * (8.33333333332248946124e-03
+                    + z * (-1.98412698298579493134e-04 + z * (2.75573137070700676789e-06
+                    + z * (-2.50507602534068634195e-08 + z * 1.58969099521155010221e-10)))));
+        double cr = 1.0 - 0.5 * z + z * z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03
+                    + z * (2.48015872894767294178e-05 + z * (-2.75573143513906633035e-07
+                    + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
+        double quadrant = n - 4.0 * ((0.25 * n + round) - round); /* -2 .. 2: the quadrant modulo 4 */
+        double a = FABS_DOUBLE(quadrant);
+        int odd = a == 1.0, half_turn = a == 2.0;
+        double s = odd ? cr : sr, c = odd ? sr : cr;
+        s = (half_turn | (quadrant == -1.0)) ? -s : s;
+        c = (half_turn | (quadrant == 1.0)) ? -c : c;
+        sine[k] = (REAL)s;
+        versine[k] = (REAL)(1.0 - c);
+    }
+}
+
 /* At the tile's q: the chain pass, the pose error, J J^T + C (left factored in t->gram), x = (J J^T + C)^-1 e and
    u = J^T x. */
-static void KERNEL(ik_linearise)(long dof, long T, KERNEL(ik_tile) *t, const REAL *restrict local,
+static QP_INLINE void KERNEL(ik_linearise)(long dof, long T, KERNEL(ik_tile) *t, const REAL *restrict local,
                                  const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
                                  REAL small_sin_sq, REAL near_pi_cos) {
-    for (long k = 0; k < dof * T; k++) {
-        t->sine[k] = SIN(t->q[k]);
-        t->versine[k] = 1 - COS(t->q[k]);
-    }
+    KERNEL(ik_sin_versine)(dof * T, t->q, t->sine, t->versine);
     KERNEL(fk_jacobian)(dof, T, t->sine, t->versine, t->q, local, revolute, end, t->rot, t->pos, t->jac);
     KERNEL(pose_error)(T, t->tr, t->tp, t->rot, t->pos, t->err, small_sin_sq, near_pi_cos);
     long entry = 0;

@@ -119,3 +119,15 @@ def test_what_the_kernel_cannot_do_runs_the_torch_ops(rows, pr2_urdf, monkeypatc
     ik = DifferentiableIKLayer(panda_layer(dtype=torch.float64))
     jac = torch.func.jacrev(lambda s: ik.solve(targets[0], s).qpos)(seeds[0])
     assert jac.shape == (7, 7) and not calls
+
+
+@pytest.mark.parametrize("offset", [0.0, 2.0e5], ids=["reduced", "libm"])
+def test_the_kernels_sine_equals_torchs_for_small_and_huge_angles(rows, offset):
+    """Unprojected seeds (no joint limits) near 0 rad and near 2e5 rad: the vectorised reduction and, beyond 1e5,
+    the C library's sin and cos give the torch ops' iterates."""
+    seeds, targets = rows[NEAR_SEED]
+    cfg = DifferentiableIKCfg(enforce_joint_limits=False, max_iterations=4)
+    seeds = seeds[:70] + offset
+    fused = _solve(torch.float64, seeds, targets[:70], torch_ops=False, cfg=cfg)
+    reference = _solve(torch.float64, seeds, targets[:70], torch_ops=True, cfg=cfg)
+    torch.testing.assert_close(fused.qpos, reference.qpos, atol=1e-9, rtol=0)
