@@ -204,7 +204,8 @@ def test_zero_order_trainer_improves_without_gradients_through_ik(kin64):
 
 
 def test_ik_trained_predictor_beats_heading_on_validation():
-    """Regression: a short IK-trained run lowers the validation cost far below heading's, near a 12-yaw grid's.
+    """Regression: a short IK-trained run of the one-yaw network lowers the validation cost far below heading's,
+    near a 12-yaw grid's.
 
     The smoke preset's 30 steps at lr 1e-2 end in the dip training passes through (success first drops, then
     climbs to ~100 %), where checkpoint selection keeps the untrained, heading-like start; 120 steps at lr 3e-3
@@ -218,7 +219,7 @@ def test_ik_trained_predictor_beats_heading_on_validation():
     )
     kin = franka_kinematics()
     splits = {name: s.to("cpu", torch.float32) for name, s in make_splits(cfg, kin).items()}
-    trainer = Trainer("ik_trained", cfg, kin, splits["train"], splits["validation"], seed=0)
+    trainer = Trainer("ik_trained_one_yaw", cfg, kin, splits["train"], splits["validation"], seed=0)
     history = trainer.run()
     goals = splits["validation"]
     choosers = {**search_choosers(cfg, kin), "ik_trained": policy_chooser(trainer.best_policy())}
@@ -235,6 +236,26 @@ def test_ik_trained_predictor_beats_heading_on_validation():
     assert trained["cost"] < 0.25 * heading_metrics["cost"]
     assert trained["success"] >= heading_metrics["success"]
     assert trained["cost"] < 1.5 * grid["cost"]
+
+
+def test_four_hypotheses_training_beats_its_untrained_four_yaw_grid_on_validation():
+    """The untrained four-hypothesis network is a 4-yaw grid around heading; a short run must do better than it
+    on validation and come near the 12-yaw grid."""
+    cfg = dataclasses.replace(
+        SMOKE,
+        sizes=dataclasses.replace(SMOKE.sizes, train=512, validation=128),
+        train=dataclasses.replace(SMOKE.train, steps=60, batch_size=64, learning_rate=3e-3, validate_every=20),
+    )
+    kin = franka_kinematics()
+    splits = {name: s.to("cpu", torch.float32) for name, s in make_splits(cfg, kin).items()}
+    trainer = Trainer("ik_trained", cfg, kin, splits["train"], splits["validation"], seed=0)
+    history = trainer.run()
+    goals = splits["validation"]
+    grid = search_choosers(cfg, kin)["angular_grid"](goals.p, goals.q0)
+    grid_cost = score_yaws(trainer.eval_ik, goals, grid, cfg.weights, trainer.penalty).means()["cost"]
+    print(f"four hypotheses: {history.val_cost[0]:.3f} -> {history.best_val_cost:.3f}, 12-yaw grid {grid_cost:.3f}")
+    assert history.best_step > 0 and history.best_val_cost < 0.97 * history.val_cost[0]
+    assert history.best_val_cost < 1.05 * grid_cost
 
 
 def test_config_round_trip_and_errors():
