@@ -59,7 +59,8 @@ class TrainCfg:
     hypotheses: int = 4
     constant_steps: int = 100
     supervised_steps: int = 1000
-    # Zero-order (evolution strategies) baseline, at the IK-trained predictor's IK-evaluation budget.
+    # Zero-order (evolution strategies) baseline, at the one-yaw IK-trained predictor's IK-evaluation budget
+    # (zero_order) and for its training seconds (zero_order_wall_time).
     es_pairs: int = 16
     es_batch_size: int = 32
     es_sigma: float = 0.02
