@@ -78,3 +78,27 @@ def fused_dls_solve(
         return final
     settings = (geometry, damping_sq, limits, step_size, clamp)
     return _FusedSolveGradient.apply(q0, target_rot, target_pos, final, iterates, settings)
+
+
+def fused_solve_without_graph(
+    chain: SerialChainKinematics,
+    tcp: torch.Tensor,
+    limits: tuple[torch.Tensor, torch.Tensor],
+    target: torch.Tensor,
+    seed: torch.Tensor,
+    iterations: int,
+    damping: float,
+    step_size: float,
+    clamp: bool,
+    tolerances: tuple[float, float],
+) -> tuple[torch.Tensor, ...] | None:
+    """A whole solve without a graph in one compiled call, the evaluation at the final iterate included:
+    ``target`` ``(B, 4, 4)`` and ``seed`` ``(B, dof)`` batch-first -> ``native.ik_solve_evaluate``'s outputs, or
+    ``None`` where the torch ops must run (the caller checks that no gradient is asked for)."""
+    if transforms_active():
+        return None
+    damping_sq = damping**2 * torch.eye(6, dtype=seed.dtype, device=seed.device)
+    geometry = chain.kernel_geometry(tcp)
+    return native.ik_solve_evaluate(
+        target, seed, geometry, damping_sq, limits, iterations, step_size, clamp, tolerances
+    )

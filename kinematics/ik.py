@@ -18,12 +18,12 @@ from kinematics.batch_last import from_batch_last, to_batch_last, transforms_act
 from kinematics.box_qp import solve_box_qp
 from kinematics.dls_step import dls_step
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, UnsupportedTransformError
-from kinematics.fused_solve import fused_dls_solve
+from kinematics.fused_solve import fused_dls_solve, fused_solve_without_graph
 from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
 from kinematics.pose_error import pose_error, pose_error_batch_last
 from kinematics.qp import SOLVED, solve_qp
-from kinematics.rotations import validate_transform
+from kinematics.rotations import rotation_tolerance, validate_transform
 
 
 @dataclass(frozen=True)
@@ -104,12 +104,16 @@ class DifferentiableIKLayer(nn.Module):
         if seed is None:
             seed = kin.default_seed()
         check_tensor(target, "target", kin.tcp)
+        check_tensor(seed, "seed", kin.tcp)
+        if not (torch.is_grad_enabled() and (target.requires_grad or seed.requires_grad)):
+            fused = self._solve_fused(target, seed)
+            if fused is not None:
+                return fused
         if cfg.validate_inputs:
             validate_transform(target, "target")
             kin.check_joints(seed, "seed")
         elif target.shape[-2:] != (4, 4) or seed.shape[-1:] != (kin.dof,):
             raise ShapeError(f"target must be (..., 4, 4) and seed (..., {kin.dof})")
-        check_tensor(seed, "seed", kin.tcp)
         try:
             batch = torch.broadcast_shapes(target.shape[:-2], seed.shape[:-1])
         except RuntimeError:
@@ -130,6 +134,46 @@ class DifferentiableIKLayer(nn.Module):
         else:
             q = self._iterate(target, q)
         return self.evaluate(target, q)
+
+    def _solve_fused(self, target: torch.Tensor, seed: torch.Tensor) -> IKResult | None:
+        """A solve without a graph as one compiled call (``kinematics.fused_solve``): the checks of
+        ``validate_inputs`` come back from the kernel and any failed one is raised by the validators themselves,
+        so the errors are the same; ``None`` where the general path must run (it raises shape errors)."""
+        kin, cfg = self.kinematics, self.cfg
+        if cfg.step != "clamp" or cfg.max_iterations == 0 or target.ndim < 2 or target.shape[-2:] != (4, 4):
+            return None
+        if seed.ndim < 1 or seed.shape[-1] != kin.dof:
+            return None
+        try:
+            batch = torch.broadcast_shapes(target.shape[:-2], seed.shape[:-1])
+        except RuntimeError:
+            return None
+        flat_target = target.expand(*batch, 4, 4).reshape(-1, 4, 4)
+        flat_seed = seed.expand(*batch, kin.dof).reshape(-1, kin.dof)
+        done = fused_solve_without_graph(
+            kin.model, kin.tcp, (kin.lower, kin.upper), flat_target, flat_seed, cfg.max_iterations, cfg.damping,
+            cfg.step_size, cfg.enforce_joint_limits, (cfg.position_tolerance, cfg.rotation_tolerance),
+        )  # fmt: skip
+        if done is None:
+            return None
+        q, errors, norms, flags, checks = done
+        if cfg.validate_inputs:
+            bottom, ortho = checks[:, 1:3].amax(0).tolist()
+            all_finite, det = checks[:, 0].amin().item(), checks[:, 3].amin().item()
+            tol = rotation_tolerance(kin.dtype)
+            if not (all_finite == 1 and bottom <= tol and ortho <= tol and det > 0):
+                validate_transform(target, "target")  # raises the failed check's own error
+                kin.check_joints(seed, "seed")
+                return None
+        return IKResult(
+            q.reshape(*batch, kin.dof),
+            flags[:, 1].bool().reshape(batch),
+            errors[:, :3].reshape(*batch, 3),
+            errors[:, 3:].reshape(*batch, 3),
+            norms[:, 0].reshape(batch),
+            norms[:, 1].reshape(batch),
+            flags[:, 0].bool().reshape(batch),
+        )
 
     def _iterate(self, target: torch.Tensor, seed: torch.Tensor) -> torch.Tensor:
         """The fixed-count iterations from the (projected) seed ``(..., dof)``; no host synchronisation.

@@ -49,7 +49,7 @@ _TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7,
 _QP = {"qp_ipm": (5, 17), "qp_polish": (6, 19)}
 # The fused DLS solve (kinematics.ik): (dof, n, begin, end, iterations, clamp), then pointers; they return 0, or
 # -1 where their scratch could not be allocated.
-_IK = {"ik_solve": (6, 12), "ik_solve_vjp": (6, 14)}
+_IK = {"ik_solve": (6, 12), "ik_solve_vjp": (6, 14), "ik_solve_evaluate": (6, 14)}
 _TREE_TILE = 32  # TREE_TILE in native_kernels.h: the scratch the Jacobian kernels need per row
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
 _CPU = torch.device("cpu")
@@ -339,6 +339,38 @@ def ik_solve(
     pointers = [t.data_ptr() for t in (params, *inputs, out)] + [0 if iterates is None else iterates.data_ptr()]
     _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers), "ik_solve")
     return out, iterates
+
+
+def ik_solve_evaluate(
+    target: torch.Tensor,
+    seed: torch.Tensor,
+    geometry: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    damping_sq: torch.Tensor,
+    limits: tuple[torch.Tensor, torch.Tensor],
+    iterations: int,
+    step_size: float,
+    clamp: bool,
+    tolerances: tuple[float, float],
+) -> tuple[torch.Tensor, ...] | None:
+    """The whole no-graph solve, batch-first: ``target`` ``(B, 4, 4)``, ``seed`` ``(B, dof)`` (projected in the
+    kernel when ``clamp``) -> the final iterate ``(B, dof)``, the position and rotation errors ``(B, 6)``, their
+    norms ``(B, 2)``, within-limits and success ``(B, 2)`` (0 / 1) and the input checks ``(B, 4)`` (all finite,
+    last-row deviation, ``max |R^T R - I|``, ``det R``); or ``None``."""
+    if seed.ndim != 2:
+        return None
+    n, dof = seed.shape
+    local, revolute, end = geometry
+    tensors = (target, seed, local, revolute, end, damping_sq, *limits)
+    shapes = ((n, 4, 4), (n, dof), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
+    kernel = _kernel("ik_solve_evaluate", tensors, shapes)
+    if kernel is None or n == 0:
+        return None
+    inputs = [t.contiguous() for t in tensors]
+    params = torch.tensor([step_size, SMALL_SIN_SQ, NEAR_PI_COS, *tolerances], dtype=seed.dtype)
+    outs = tuple(_empty(n, k, dtype=seed.dtype) for k in (dof, 6, 2, 2, 4))
+    pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
+    _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers), "ik_solve_evaluate")
+    return outs
 
 
 def ik_solve_vjp(

@@ -449,6 +449,98 @@ DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long 
     return 0;
 }
 
+/* The whole no-graph solve of kinematics.ik in batch-first layout: ik_solve's iterations from the seeds (n, dof)
+   (projected first when clamp) towards the targets (n, 4, 4), then the evaluation at the final iterate. params =
+   (step size, small_sin_sq, near_pi_cos, position tolerance, rotation tolerance). Outputs, batch-first: q (n,
+   dof), position and rotation error (n, 3) each, their norms (n, 2), within the limits and success (n, 2) as 0 /
+   1, and per row the input checks (n, 4): 1 where every entry of target and seed is finite, max |last row - [0 0
+   0 1]|, max |R^T R - I| and det R. Rows [begin, end_row). Returns 0, or -1 without scratch. */
+DISPATCH long KERNEL(ik_solve_evaluate)(long dof, long n, long begin, long end_row, long iterations, long clamp,
+                                        const REAL *restrict params, const REAL *restrict target,
+                                        const REAL *restrict seed, const REAL *restrict local,
+                                        const REAL *restrict revolute, const REAL *restrict end,
+                                        const REAL *restrict C, const REAL *restrict lower, const REAL *restrict upper,
+                                        REAL *restrict q_out, REAL *restrict errors, REAL *restrict norms,
+                                        REAL *restrict flags, REAL *restrict checks) {
+    (void)n; /* the batch-first arrays are indexed by row: n is in the signature for the shared argument order */
+    REAL *scratch = malloc(sizeof(REAL) * KERNEL(ik_tile_size)(dof));
+    if (scratch == NULL) return -1;
+    KERNEL(ik_tile) t;
+    KERNEL(ik_tile_init)(&t, scratch, dof);
+    const REAL step = params[0];
+    for (long lo = begin; lo < end_row; lo += IK_TILE) {
+        long T = end_row - lo < IK_TILE ? end_row - lo : IK_TILE;
+        for (long b = 0; b < T; b++) {
+            const REAL *restrict m = target + 16 * (lo + b), *restrict s = seed + dof * (lo + b);
+            int finite = 1;
+            for (int k = 0; k < 16; k++) finite &= isfinite(m[k]) != 0;
+            for (long i = 0; i < dof; i++) {
+                finite &= isfinite(s[i]) != 0;
+                REAL v = s[i];
+                t.q[i * T + b] = clamp ? (v < lower[i] ? lower[i] : (v > upper[i] ? upper[i] : v)) : v;
+            }
+            for (int i = 0; i < 3; i++) {
+                for (int j = 0; j < 3; j++) t.tr[(3 * i + j) * T + b] = m[4 * i + j];
+                t.tp[i * T + b] = m[4 * i + 3];
+            }
+            REAL bottom = 0, ortho = 0;
+            for (int k = 0; k < 4; k++) {
+                REAL d = FABS(m[12 + k] - (k == 3));
+                bottom = d > bottom || d != d ? d : bottom;
+            }
+            for (int i = 0; i < 3; i++) {
+                for (int j = 0; j < 3; j++) {
+                    REAL g = m[i] * m[j] + m[4 + i] * m[4 + j] + m[8 + i] * m[8 + j] - (i == j), d = FABS(g);
+                    ortho = d > ortho || d != d ? d : ortho;
+                }
+            }
+            REAL det = m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - m[6] * m[8])
+                     + m[2] * (m[4] * m[9] - m[5] * m[8]);
+            REAL *restrict c = checks + 4 * (lo + b);
+            c[0] = finite; c[1] = bottom; c[2] = ortho; c[3] = det;
+        }
+        for (long it = 0; it < iterations; it++) {
+            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
+            for (long i = 0; i < dof; i++) {
+                REAL *restrict q = t.q + i * T;
+                const REAL *restrict u = t.u + i * T;
+                const REAL l = lower[i], h = upper[i];
+                IVDEP for (long b = 0; b < T; b++) {
+                    REAL v = q[b] + step * u[b];
+                    q[b] = clamp ? (v < l ? l : (v > h ? h : v)) : v;
+                }
+            }
+        }
+        KERNEL(ik_sin_versine)(dof * T, t.q, t.sine, t.versine);
+        KERNEL(fk_jacobian)(dof, T, t.sine, t.versine, t.q, local, revolute, end, t.rot, t.pos, t.jac);
+        KERNEL(pose_error)(T, t.tr, t.tp, t.rot, t.pos, t.err, params[1], params[2]);
+        for (long b = 0; b < T; b++) {
+            long row = lo + b;
+            int inside = 1;
+            for (long i = 0; i < dof; i++) {
+                REAL v = t.q[i * T + b];
+                q_out[row * dof + i] = v;
+                inside &= v >= lower[i] && v <= upper[i];
+            }
+            REAL sp = 0, sr = 0;
+            for (int k = 0; k < 3; k++) {
+                REAL ep = t.err[k * T + b], er = t.err[(3 + k) * T + b];
+                errors[6 * row + k] = ep;
+                errors[6 * row + 3 + k] = er;
+                sp += ep * ep;
+                sr += er * er;
+            }
+            REAL pn = SQRT(sp), rn = SQRT(sr);
+            norms[2 * row] = pn;
+            norms[2 * row + 1] = rn;
+            flags[2 * row] = inside;
+            flags[2 * row + 1] = inside && pn <= params[3] && rn <= params[4];
+        }
+    }
+    free(scratch);
+    return 0;
+}
+
 /* The backward of ik_solve: iterates (iterations, dof, n) as ik_solve stored them, grad (dof, n) on the final
    iterate -> grad_q0 (dof, n) on the projected seed, grad_rot (3, 3, n) and grad_pos (3, n) on the target. Step
    by step backwards, each recomputed at its stored iterate: the projection's mask (1 inside [lower, upper], the
