@@ -18,12 +18,12 @@ from kinematics.batch_last import from_batch_last, to_batch_last, transforms_act
 from kinematics.box_qp import solve_box_qp
 from kinematics.dls_step import dls_step
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, UnsupportedTransformError
-from kinematics.fused_solve import fused_dls_solve, fused_solve_without_graph
+from kinematics.fused_solve import KernelInputs, fused_iterations, fused_solve
 from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
 from kinematics.pose_error import pose_error, pose_error_batch_last
 from kinematics.qp import SOLVED, solve_qp
-from kinematics.rotations import rotation_tolerance, validate_transform
+from kinematics.rotations import validate_transform
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,7 @@ class DifferentiableIKLayer(nn.Module):
         super().__init__()
         self.kinematics = kinematics
         self.cfg = cfg if cfg is not None else DifferentiableIKCfg()
+        self._kernel_inputs = KernelInputs()  # what the fused solve reads besides the rows, rebuilt on change
         self._register_load_state_dict_pre_hook(self._check_checkpoint)
 
     def forward(self, target: torch.Tensor, seed: torch.Tensor | None = None) -> torch.Tensor:
@@ -105,7 +106,8 @@ class DifferentiableIKLayer(nn.Module):
             seed = kin.default_seed()
         check_tensor(target, "target", kin.tcp)
         check_tensor(seed, "seed", kin.tcp)
-        if not (torch.is_grad_enabled() and (target.requires_grad or seed.requires_grad)):
+        needs_grad = torch.is_grad_enabled() and (target.requires_grad or seed.requires_grad)
+        if not (needs_grad and cfg.gradient == "implicit"):
             fused = self._solve_fused(target, seed)
             if fused is not None:
                 return fused
@@ -136,9 +138,9 @@ class DifferentiableIKLayer(nn.Module):
         return self.evaluate(target, q)
 
     def _solve_fused(self, target: torch.Tensor, seed: torch.Tensor) -> IKResult | None:
-        """A solve without a graph as one compiled call (``kinematics.fused_solve``): the checks of
-        ``validate_inputs`` come back from the kernel and any failed one is raised by the validators themselves,
-        so the errors are the same; ``None`` where the general path must run (it raises shape errors)."""
+        """The whole solve as one compiled call (``kinematics.fused_solve``), differentiable; the kernel counts
+        the rows whose inputs fail the checks of ``validate_inputs``, and the validators themselves raise the
+        failed check's error. ``None`` where the general path must run (it also raises the shape errors)."""
         kin, cfg = self.kinematics, self.cfg
         if cfg.step != "clamp" or cfg.max_iterations == 0 or target.ndim < 2 or target.shape[-2:] != (4, 4):
             return None
@@ -150,30 +152,17 @@ class DifferentiableIKLayer(nn.Module):
             return None
         flat_target = target.expand(*batch, 4, 4).reshape(-1, 4, 4)
         flat_seed = seed.expand(*batch, kin.dof).reshape(-1, kin.dof)
-        done = fused_solve_without_graph(
-            kin.model, kin.tcp, (kin.lower, kin.upper), flat_target, flat_seed, cfg.max_iterations, cfg.damping,
-            cfg.step_size, cfg.enforce_joint_limits, (cfg.position_tolerance, cfg.rotation_tolerance),
-        )  # fmt: skip
+        done = fused_solve(self, self._kernel_inputs, flat_target, flat_seed)
         if done is None:
             return None
-        q, errors, norms, flags, checks = done
-        if cfg.validate_inputs:
-            bottom, ortho = checks[:, 1:3].amax(0).tolist()
-            all_finite, det = checks[:, 0].amin().item(), checks[:, 3].amin().item()
-            tol = rotation_tolerance(kin.dtype)
-            if not (all_finite == 1 and bottom <= tol and ortho <= tol and det > 0):
-                validate_transform(target, "target")  # raises the failed check's own error
-                kin.check_joints(seed, "seed")
-                return None
-        return IKResult(
-            q.reshape(*batch, kin.dof),
-            flags[:, 1].bool().reshape(batch),
-            errors[:, :3].reshape(*batch, 3),
-            errors[:, 3:].reshape(*batch, 3),
-            norms[:, 0].reshape(batch),
-            norms[:, 1].reshape(batch),
-            flags[:, 0].bool().reshape(batch),
-        )
+        q, errors, norms, flags, invalid = done
+        if cfg.validate_inputs and invalid:
+            validate_transform(target, "target")  # raises the failed check's own error
+            kin.check_joints(seed, "seed")
+            return None
+        if len(batch) != 1:
+            q, errors, norms, flags = (t.reshape(*batch, t.shape[-1]) for t in (q, errors, norms, flags))
+        return IKResult(q, flags[..., 1], errors[..., :3], errors[..., 3:], norms[..., 0], norms[..., 1], flags[..., 0])
 
     def _iterate(self, target: torch.Tensor, seed: torch.Tensor) -> torch.Tensor:
         """The fixed-count iterations from the (projected) seed ``(..., dof)``; no host synchronisation.
@@ -188,10 +177,7 @@ class DifferentiableIKLayer(nn.Module):
         q = to_batch_last(seed, 1)
         q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
         if cfg.step == "clamp":  # every iteration in one compiled call where it applies (kinematics.fused_solve)
-            fused = fused_dls_solve(
-                kin.model, kin.tcp, (kin.lower, kin.upper), target_rot, target_pos, q, cfg.max_iterations,
-                cfg.damping, cfg.step_size, cfg.enforce_joint_limits,
-            )  # fmt: skip
+            fused = fused_iterations(self, self._kernel_inputs, target_rot, target_pos, q)
             if fused is not None:
                 return from_batch_last(fused, batch)
         damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]

@@ -47,9 +47,9 @@ _TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7,
 # solve_qp's kernels (batch-first): (nb, n, m_eq, m_in, iterations), 17 pointers; (nb, n, m_eq, m_in, steps,
 # refinements), 19 pointers
 _QP = {"qp_ipm": (5, 17), "qp_polish": (6, 19)}
-# The fused DLS solve (kinematics.ik): (dof, n, begin, end, iterations, clamp), then pointers; they return 0, or
-# -1 where their scratch could not be allocated.
-_IK = {"ik_solve": (6, 12), "ik_solve_vjp": (6, 14), "ik_solve_evaluate": (6, 14)}
+# The fused DLS solve (kinematics.ik): (dof, n, begin, end, iterations, clamp), then pointers; they return 0 (the
+# evaluating solve: its count of rows with invalid inputs), or -1 where their scratch could not be allocated.
+_IK = {"ik_solve": (6, 11), "ik_solve_evaluate": (6, 14), "ik_solve_vjp": (6, 13)}
 _TREE_TILE = 32  # TREE_TILE in native_kernels.h: the scratch the Jacobian kernels need per row
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
 _CPU = torch.device("cpu")
@@ -293,8 +293,9 @@ def chain_vjp(
     return grad_q
 
 
-def _split_rows(n: int, run: Callable[[int, int], int], name: str) -> None:
-    """``run(begin, end)`` on row ranges, one per torch thread (rows in 64s; small batches on this thread)."""
+def _split_rows(n: int, run: Callable[[int, int], int], name: str) -> int:
+    """``run(begin, end)`` on row ranges, one per torch thread (rows in 64s; small batches on this thread); the
+    sum of what they return."""
     workers = max(1, min(torch.get_num_threads(), n // 64))
     if workers == 1:
         codes = [run(0, n)]
@@ -302,103 +303,106 @@ def _split_rows(n: int, run: Callable[[int, int], int], name: str) -> None:
         bounds = [n * i // workers for i in range(workers + 1)]
         futures = [_qp_pool(workers).submit(run, bounds[i], bounds[i + 1]) for i in range(workers)]
         codes = [future.result() for future in futures]
-    if any(code != 0 for code in codes):
+    if any(code < 0 for code in codes):
         raise MemoryError(f"{name} could not allocate its scratch")
+    return sum(codes)
+
+
+IKGeometry = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 
 def ik_solve(
     q0: torch.Tensor,
     target_rot: torch.Tensor,
     target_pos: torch.Tensor,
-    geometry: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    damping_sq: torch.Tensor,
-    limits: tuple[torch.Tensor, torch.Tensor],
+    inputs: IKGeometry,
     iterations: int,
-    step_size: float,
+    params: torch.Tensor,
     clamp: bool,
-    keep_iterates: bool,
-) -> tuple[torch.Tensor, torch.Tensor | None] | None:
-    """Every iteration of the DLS solve in one call per thread: ``q0`` ``(dof, B)`` the projected seed, the target
-    rotation ``(3, 3, B)`` and position ``(3, B)``, ``geometry = (local (dof, 4, 3, 4), revolute (dof,), end (3,
-    4))`` as ``fk_jacobian`` takes them, ``damping_sq`` ``(6, 6)``, ``limits = (lower, upper)`` ``(dof,)``. Returns
-    the final iterate ``(dof, B)`` and, with ``keep_iterates``, the iterate before each step ``(iterations, dof,
-    B)`` (what ``ik_solve_vjp`` reads); or ``None``."""
+) -> torch.Tensor | None:
+    """Every iteration of the DLS solve in one call per thread, batch-last: ``q0`` ``(dof, B)`` the projected
+    seed, the target rotation ``(3, 3, B)`` and position ``(3, B)`` -> the final iterate ``(dof, B)``, or
+    ``None``. ``inputs = (local (dof, 4, 3, 4), revolute (dof,), end (3, 4), damping_sq (6, 6), lower (dof,),
+    upper (dof,))``; ``params`` = step size, ``SMALL_SIN_SQ``, ``NEAR_PI_COS`` (``kinematics.fused_solve``)."""
     if q0.ndim != 2:
         return None
     dof, n = q0.shape
-    local, revolute, end = geometry
-    tensors = (q0, target_rot, target_pos, local, revolute, end, damping_sq, *limits)
+    tensors = (q0, target_rot, target_pos, *inputs)
     shapes = ((dof, n), (3, 3, n), (3, n), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
     kernel = _kernel("ik_solve", tensors, shapes)
     if kernel is None or n == 0:
         return None
-    inputs = [t.contiguous() for t in tensors]
-    params = torch.tensor([step_size, SMALL_SIN_SQ, NEAR_PI_COS], dtype=q0.dtype)
     out = _empty(dof, n, dtype=q0.dtype)
-    iterates = _empty(iterations, dof, n, dtype=q0.dtype) if keep_iterates else None
-    pointers = [t.data_ptr() for t in (params, *inputs, out)] + [0 if iterates is None else iterates.data_ptr()]
+    held = [t.contiguous() for t in tensors]  # alive until the kernel has run: the pointers below are theirs
+    pointers = [t.data_ptr() for t in (params, *held, out)]
     _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers), "ik_solve")
-    return out, iterates
+    return out
+
+
+def _evaluate_kernel(target: torch.Tensor, seed: torch.Tensor, inputs: IKGeometry) -> Callable | None:
+    if seed.ndim != 2:
+        return None
+    n, dof = seed.shape
+    shapes = ((n, 4, 4), (n, dof), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
+    return _kernel("ik_solve_evaluate", (target, seed, *inputs), shapes) if n else None
+
+
+def ik_solve_evaluate_accepts(target: torch.Tensor, seed: torch.Tensor, inputs: IKGeometry) -> bool:
+    """Whether ``ik_solve_evaluate`` takes these tensors (checked without running it)."""
+    return _evaluate_kernel(target, seed, inputs) is not None
 
 
 def ik_solve_evaluate(
     target: torch.Tensor,
     seed: torch.Tensor,
-    geometry: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    damping_sq: torch.Tensor,
-    limits: tuple[torch.Tensor, torch.Tensor],
+    inputs: IKGeometry,
     iterations: int,
-    step_size: float,
+    params: torch.Tensor,
     clamp: bool,
-    tolerances: tuple[float, float],
-) -> tuple[torch.Tensor, ...] | None:
-    """The whole no-graph solve, batch-first: ``target`` ``(B, 4, 4)``, ``seed`` ``(B, dof)`` (projected in the
-    kernel when ``clamp``) -> the final iterate ``(B, dof)``, the position and rotation errors ``(B, 6)``, their
-    norms ``(B, 2)``, within-limits and success ``(B, 2)`` (0 / 1) and the input checks ``(B, 4)`` (all finite,
-    last-row deviation, ``max |R^T R - I|``, ``det R``); or ``None``."""
-    if seed.ndim != 2:
+    keep_iterates: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, int] | None:
+    """The whole solve, batch-first: ``target`` ``(B, 4, 4)``, ``seed`` ``(B, dof)`` (projected in the kernel when
+    ``clamp``) -> the final iterate ``(B, dof)``, the position and rotation errors ``(B, 6)``, their norms ``(B,
+    2)``, within-limits and success ``(B, 2)`` bool, every iterate ``(iterations + 1, dof, B)`` with
+    ``keep_iterates`` (what ``ik_solve_vjp`` reads) and the number of rows whose inputs fail the checks; or
+    ``None``. ``params`` also holds the two tolerances and the input tolerance (``kinematics.fused_solve``)."""
+    kernel = _evaluate_kernel(target, seed, inputs)
+    if kernel is None:
         return None
-    n, dof = seed.shape
-    local, revolute, end = geometry
-    tensors = (target, seed, local, revolute, end, damping_sq, *limits)
-    shapes = ((n, 4, 4), (n, dof), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
-    kernel = _kernel("ik_solve_evaluate", tensors, shapes)
-    if kernel is None or n == 0:
-        return None
-    inputs = [t.contiguous() for t in tensors]
-    params = torch.tensor([step_size, SMALL_SIN_SQ, NEAR_PI_COS, *tolerances], dtype=seed.dtype)
-    outs = tuple(_empty(n, k, dtype=seed.dtype) for k in (dof, 6, 2, 2, 4))
-    pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
-    _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers), "ik_solve_evaluate")
-    return outs
+    (n, dof), dtype, tensors = seed.shape, seed.dtype, (target, seed, *inputs)
+    q, errors, norms = _empty(n, dof, dtype=dtype), _empty(n, 6, dtype=dtype), _empty(n, 2, dtype=dtype)
+    flags = torch.empty(n, 2, dtype=torch.bool, device=_CPU)
+    iterates = _empty(iterations + 1, dof, n, dtype=dtype) if keep_iterates else None
+    held = [t.contiguous() for t in tensors]  # alive until the kernel has run: the pointers below are theirs
+    pointers = [t.data_ptr() for t in (params, *held, q, errors, norms, flags)]
+    pointers.append(0 if iterates is None else iterates.data_ptr())
+    run = lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers)  # noqa: E731
+    invalid = _split_rows(n, run, "ik_solve_evaluate")
+    return q, errors, norms, flags, iterates, invalid
 
 
 def ik_solve_vjp(
     iterates: torch.Tensor,
-    target_rot: torch.Tensor,
-    target_pos: torch.Tensor,
-    geometry: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-    damping_sq: torch.Tensor,
-    limits: tuple[torch.Tensor, torch.Tensor],
-    step_size: float,
+    target: torch.Tensor,
+    inputs: IKGeometry,
+    params: torch.Tensor,
     clamp: bool,
     grad: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
-    """The backward of ``ik_solve`` for an all-revolute chain: ``grad`` ``(dof, B)`` on the final iterate ->
-    gradients on the projected seed ``(dof, B)``, the target rotation ``(3, 3, B)`` and position ``(3, B)``; or
-    ``None``."""
-    iterations, dof, n = iterates.shape
-    local, revolute, end = geometry
-    tensors = (iterates, target_rot, target_pos, local, revolute, end, damping_sq, *limits, grad)
-    shapes = ((iterations, dof, n), (3, 3, n), (3, n), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
-    kernel = _kernel("ik_solve_vjp", tensors, (*shapes, (dof, n)))
+    grad_errors: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The backward of ``ik_solve_evaluate`` for an all-revolute chain, batch-first: ``grad`` ``(B, dof)`` on the
+    final iterate, ``grad_errors`` ``(B, 6)`` on its errors -> gradients on the projected seed ``(B, dof)`` and
+    on the target ``(B, 4, 4)``; or ``None``."""
+    steps, dof, n = iterates.shape
+    tensors = (iterates, target, *inputs, grad, grad_errors)
+    shapes = ((steps, dof, n), (n, 4, 4), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,), (n, dof), (n, 6))
+    kernel = _kernel("ik_solve_vjp", tensors, shapes)
     if kernel is None or n == 0:
         return None
-    inputs = [t.contiguous() for t in tensors]
-    params = torch.tensor([step_size, SMALL_SIN_SQ, NEAR_PI_COS], dtype=grad.dtype)
-    outs = (_empty(dof, n, dtype=grad.dtype), _empty(3, 3, n, dtype=grad.dtype), _empty(3, n, dtype=grad.dtype))
-    pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
-    _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers), "ik_solve_vjp")
+    outs = (_empty(n, dof, dtype=grad.dtype), _empty(n, 4, 4, dtype=grad.dtype))
+    held = [t.contiguous() for t in tensors]  # alive until the kernel has run: the pointers below are theirs
+    pointers = [t.data_ptr() for t in (params, *held, *outs)]
+    _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, steps - 1, int(clamp), *pointers), "ik_solve_vjp")
     return outs
 
 

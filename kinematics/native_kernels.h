@@ -300,6 +300,31 @@ static const int KERNEL(ik_slot)[6][6] = {{0, 1, 2, 3, 4, 5},     {1, 6, 7, 8, 9
 
 /* The 21 packed entries (r <= c, row by row) of J J^T + C -> its Cholesky factor L in place (entry (c, r) of L
    at the slot of (r, c)), all lanes at once. */
+/* rows [lo, lo + T) of the batch-first (n, K) array src -> the (K, T) tile dst, and back */
+static QP_INLINE void KERNEL(ik_gather_rows)(long K, long lo, long T, const REAL *restrict src, REAL *restrict dst) {
+    for (long b = 0; b < T; b++) {
+        for (long k = 0; k < K; k++) dst[k * T + b] = src[(lo + b) * K + k];
+    }
+}
+
+static QP_INLINE void KERNEL(ik_scatter_rows)(long K, long lo, long T, const REAL *restrict src, REAL *restrict dst) {
+    for (long b = 0; b < T; b++) {
+        for (long k = 0; k < K; k++) dst[(lo + b) * K + k] = src[k * T + b];
+    }
+}
+
+/* the rotation (9, T) and position (3, T) tiles of rows [lo, lo + T) of the batch-first targets (n, 4, 4) */
+static QP_INLINE void KERNEL(ik_load_targets)(long lo, long T, const REAL *restrict target, REAL *restrict tr,
+                                              REAL *restrict tp) {
+    for (long b = 0; b < T; b++) {
+        const REAL *restrict m = target + 16 * (lo + b);
+        for (int i = 0; i < 3; i++) {
+            for (int j = 0; j < 3; j++) tr[(3 * i + j) * T + b] = m[4 * i + j];
+            tp[i * T + b] = m[4 * i + 3];
+        }
+    }
+}
+
 static QP_INLINE void KERNEL(ik_cholesky)(long T, REAL *restrict A) {
     for (int j = 0; j < 6; j++) {
         REAL *restrict d = A + KERNEL(ik_slot)[j][j] * T;
@@ -409,17 +434,27 @@ static QP_INLINE void KERNEL(ik_linearise)(long dof, long T, KERNEL(ik_tile) *t,
     }
 }
 
+/* q <- q + step u, projected onto [lower, upper] when clamp (torch.clamp's order: NaN stays NaN). */
+static QP_INLINE void KERNEL(ik_update)(long dof, long T, REAL *restrict q, const REAL *restrict u, REAL step,
+                                        long clamp, const REAL *restrict lower, const REAL *restrict upper) {
+    for (long i = 0; i < dof; i++) {
+        const REAL l = lower[i], h = upper[i];
+        IVDEP for (long b = 0; b < T; b++) {
+            REAL v = q[i * T + b] + step * u[i * T + b];
+            q[i * T + b] = clamp ? (v < l ? l : (v > h ? h : v)) : v;
+        }
+    }
+}
+
 /* q (dof, n) the projected seed, target rotation (3, 3, n) and position (3, n); local (dof, 4, 3, 4), revolute
    (dof), end (3, 4) as fk_jacobian reads them; C (6, 6) the damping; lower, upper (dof) the limits (clamp: 1 to
    project after each step); params = (step size, small_sin_sq, near_pi_cos); rows [begin, end_row) of the n are
-   solved (one thread's share). out (dof, n) the final iterate;
-   iterates (iterations, dof, n) the iterate before each step, or NULL. Returns 0, or -1 without scratch. */
+   solved (one thread's share). out (dof, n) the final iterate. Returns 0, or -1 without scratch. */
 DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long iterations, long clamp, const REAL *restrict params,
                                const REAL *restrict q0, const REAL *restrict target_rot,
                                const REAL *restrict target_pos, const REAL *restrict local,
                                const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
-                               const REAL *restrict lower, const REAL *restrict upper, REAL *restrict out,
-                               REAL *restrict iterates) {
+                               const REAL *restrict lower, const REAL *restrict upper, REAL *restrict out) {
     REAL *scratch = malloc(sizeof(REAL) * KERNEL(ik_tile_size)(dof));
     if (scratch == NULL) return -1;
     KERNEL(ik_tile) t;
@@ -431,17 +466,8 @@ DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long 
         KERNEL(ik_gather)(9, n, lo, T, target_rot, t.tr);
         KERNEL(ik_gather)(3, n, lo, T, target_pos, t.tp);
         for (long it = 0; it < iterations; it++) {
-            if (iterates != NULL) KERNEL(ik_scatter)(dof, n, lo, T, t.q, iterates + it * dof * n);
             KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
-            for (long i = 0; i < dof; i++) {
-                REAL *restrict q = t.q + i * T;
-                const REAL *restrict u = t.u + i * T;
-                const REAL l = lower[i], h = upper[i];
-                IVDEP for (long b = 0; b < T; b++) {
-                    REAL v = q[b] + step * u[b];
-                    q[b] = clamp ? (v < l ? l : (v > h ? h : v)) : v;
-                }
-            }
+            KERNEL(ik_update)(dof, T, t.q, t.u, step, clamp, lower, upper);
         }
         KERNEL(ik_scatter)(dof, n, lo, T, t.q, out);
     }
@@ -449,68 +475,55 @@ DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long 
     return 0;
 }
 
-/* The whole no-graph solve of kinematics.ik in batch-first layout: ik_solve's iterations from the seeds (n, dof)
-   (projected first when clamp) towards the targets (n, 4, 4), then the evaluation at the final iterate. params =
-   (step size, small_sin_sq, near_pi_cos, position tolerance, rotation tolerance). Outputs, batch-first: q (n,
-   dof), position and rotation error (n, 3) each, their norms (n, 2), within the limits and success (n, 2) as 0 /
-   1, and per row the input checks (n, 4): 1 where every entry of target and seed is finite, max |last row - [0 0
-   0 1]|, max |R^T R - I| and det R. Rows [begin, end_row). Returns 0, or -1 without scratch. */
+/* The whole solve of kinematics.ik in batch-first layout: ik_solve's iterations from the seeds (n, dof) (projected
+   first when clamp) towards the targets (n, 4, 4), then the evaluation at the final iterate. params = (step size,
+   small_sin_sq, near_pi_cos, position tolerance, rotation tolerance, input tolerance). Outputs, batch-first: q (n,
+   dof), position and rotation error (n, 6), their norms (n, 2), within the limits and success (n, 2) as bytes
+   0 / 1; iterates (iterations + 1, dof, n) batch-last, every iterate from the projected seed to the final one,
+   or NULL (what ik_solve_vjp reads). Rows [begin, end_row). Returns the number of rows whose inputs fail the
+   checks of validate_inputs (a non-finite entry of target or seed, a last row off [0 0 0 1] or R^T R off I by
+   more than the input tolerance, det R <= 0), or -1 without scratch. */
 DISPATCH long KERNEL(ik_solve_evaluate)(long dof, long n, long begin, long end_row, long iterations, long clamp,
                                         const REAL *restrict params, const REAL *restrict target,
                                         const REAL *restrict seed, const REAL *restrict local,
                                         const REAL *restrict revolute, const REAL *restrict end,
                                         const REAL *restrict C, const REAL *restrict lower, const REAL *restrict upper,
                                         REAL *restrict q_out, REAL *restrict errors, REAL *restrict norms,
-                                        REAL *restrict flags, REAL *restrict checks) {
-    (void)n; /* the batch-first arrays are indexed by row: n is in the signature for the shared argument order */
+                                        unsigned char *restrict flags, REAL *restrict iterates) {
     REAL *scratch = malloc(sizeof(REAL) * KERNEL(ik_tile_size)(dof));
     if (scratch == NULL) return -1;
     KERNEL(ik_tile) t;
     KERNEL(ik_tile_init)(&t, scratch, dof);
-    const REAL step = params[0];
+    const REAL step = params[0], tol = params[5];
+    long invalid = 0;
     for (long lo = begin; lo < end_row; lo += IK_TILE) {
         long T = end_row - lo < IK_TILE ? end_row - lo : IK_TILE;
         for (long b = 0; b < T; b++) {
             const REAL *restrict m = target + 16 * (lo + b), *restrict s = seed + dof * (lo + b);
-            int finite = 1;
-            for (int k = 0; k < 16; k++) finite &= isfinite(m[k]) != 0;
-            for (long i = 0; i < dof; i++) {
-                finite &= isfinite(s[i]) != 0;
-                REAL v = s[i];
-                t.q[i * T + b] = clamp ? (v < lower[i] ? lower[i] : (v > upper[i] ? upper[i] : v)) : v;
-            }
-            for (int i = 0; i < 3; i++) {
-                for (int j = 0; j < 3; j++) t.tr[(3 * i + j) * T + b] = m[4 * i + j];
-                t.tp[i * T + b] = m[4 * i + 3];
-            }
-            REAL bottom = 0, ortho = 0;
-            for (int k = 0; k < 4; k++) {
-                REAL d = FABS(m[12 + k] - (k == 3));
-                bottom = d > bottom || d != d ? d : bottom;
-            }
+            int ok = 1;
+            for (int k = 0; k < 16; k++) ok &= isfinite(m[k]) != 0;
+            for (int k = 0; k < 4; k++) ok &= FABS(m[12 + k] - (k == 3)) <= tol;
             for (int i = 0; i < 3; i++) {
                 for (int j = 0; j < 3; j++) {
-                    REAL g = m[i] * m[j] + m[4 + i] * m[4 + j] + m[8 + i] * m[8 + j] - (i == j), d = FABS(g);
-                    ortho = d > ortho || d != d ? d : ortho;
+                    ok &= FABS(m[i] * m[j] + m[4 + i] * m[4 + j] + m[8 + i] * m[8 + j] - (i == j)) <= tol;
                 }
             }
-            REAL det = m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - m[6] * m[8])
-                     + m[2] * (m[4] * m[9] - m[5] * m[8]);
-            REAL *restrict c = checks + 4 * (lo + b);
-            c[0] = finite; c[1] = bottom; c[2] = ortho; c[3] = det;
-        }
-        for (long it = 0; it < iterations; it++) {
-            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
+            ok &= m[0] * (m[5] * m[10] - m[6] * m[9]) - m[1] * (m[4] * m[10] - m[6] * m[8])
+                + m[2] * (m[4] * m[9] - m[5] * m[8]) > 0;
             for (long i = 0; i < dof; i++) {
-                REAL *restrict q = t.q + i * T;
-                const REAL *restrict u = t.u + i * T;
-                const REAL l = lower[i], h = upper[i];
-                IVDEP for (long b = 0; b < T; b++) {
-                    REAL v = q[b] + step * u[b];
-                    q[b] = clamp ? (v < l ? l : (v > h ? h : v)) : v;
-                }
+                REAL v = s[i];
+                ok &= isfinite(v) != 0;
+                t.q[i * T + b] = clamp ? (v < lower[i] ? lower[i] : (v > upper[i] ? upper[i] : v)) : v;
             }
+            invalid += !ok;
         }
+        KERNEL(ik_load_targets)(lo, T, target, t.tr, t.tp);
+        for (long it = 0; it < iterations; it++) {
+            if (iterates != NULL) KERNEL(ik_scatter)(dof, n, lo, T, t.q, iterates + it * dof * n);
+            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
+            KERNEL(ik_update)(dof, T, t.q, t.u, step, clamp, lower, upper);
+        }
+        if (iterates != NULL) KERNEL(ik_scatter)(dof, n, lo, T, t.q, iterates + iterations * dof * n);
         KERNEL(ik_sin_versine)(dof * T, t.q, t.sine, t.versine);
         KERNEL(fk_jacobian)(dof, T, t.sine, t.versine, t.q, local, revolute, end, t.rot, t.pos, t.jac);
         KERNEL(pose_error)(T, t.tr, t.tp, t.rot, t.pos, t.err, params[1], params[2]);
@@ -533,26 +546,28 @@ DISPATCH long KERNEL(ik_solve_evaluate)(long dof, long n, long begin, long end_r
             REAL pn = SQRT(sp), rn = SQRT(sr);
             norms[2 * row] = pn;
             norms[2 * row + 1] = rn;
-            flags[2 * row] = inside;
-            flags[2 * row + 1] = inside && pn <= params[3] && rn <= params[4];
+            flags[2 * row] = (unsigned char)inside;
+            flags[2 * row + 1] = (unsigned char)(inside && pn <= params[3] && rn <= params[4]);
         }
     }
     free(scratch);
-    return 0;
+    return invalid;
 }
 
-/* The backward of ik_solve: iterates (iterations, dof, n) as ik_solve stored them, grad (dof, n) on the final
-   iterate -> grad_q0 (dof, n) on the projected seed, grad_rot (3, 3, n) and grad_pos (3, n) on the target. Step
-   by step backwards, each recomputed at its stored iterate: the projection's mask (1 inside [lower, upper], the
+/* The backward of ik_solve_evaluate: iterates (iterations + 1, dof, n) as it stored them, the target (n, 4, 4),
+   grad (n, dof) on the final iterate and grad_err (n, 6) on the final errors (position, rotation) -> grad_q0 (n,
+   dof) on the projected seed and grad_target (n, 4, 4) (its last row 0), batch-first. First the final evaluation's closed forms, then step by
+   step backwards, each recomputed at its stored iterate: the projection's mask (1 inside [lower, upper], the
    bounds included, as torch.clamp), the DLS step's closed form (y = (J J^T + C)^-1 J g, w = J^T y, dJ^T = x (g -
    w)^T - y u^T, de = y), the pose error's and the revolute chain's closed forms above. An all-revolute chain
    only (the caller checks). Returns 0, or -1 without scratch. */
 DISPATCH long KERNEL(ik_solve_vjp)(long dof, long n, long begin, long end_row, long iterations, long clamp, const REAL *restrict params,
-                                   const REAL *restrict iterates, const REAL *restrict target_rot,
-                                   const REAL *restrict target_pos, const REAL *restrict local,
+                                   const REAL *restrict iterates, const REAL *restrict target,
+                                   const REAL *restrict local,
                                    const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
                                    const REAL *restrict lower, const REAL *restrict upper, const REAL *restrict grad,
-                                   REAL *restrict grad_q0, REAL *restrict grad_rot, REAL *restrict grad_pos) {
+                                   const REAL *restrict grad_err, REAL *restrict grad_q0,
+                                   REAL *restrict grad_target) {
     long extra = (dof + 6 + 6 + 3 + 9 + 9 + 6 * dof + 12 + dof + 9 + 3) * IK_TILE;
     REAL *scratch = malloc(sizeof(REAL) * (KERNEL(ik_tile_size)(dof) + extra));
     if (scratch == NULL) return -1;
@@ -565,11 +580,21 @@ DISPATCH long KERNEL(ik_solve_vjp)(long dof, long n, long begin, long end_row, l
     const REAL step = params[0];
     for (long lo = begin; lo < end_row; lo += IK_TILE) {
         long T = end_row - lo < IK_TILE ? end_row - lo : IK_TILE;
-        KERNEL(ik_gather)(dof, n, lo, T, grad, g);
-        KERNEL(ik_gather)(9, n, lo, T, target_rot, t.tr);
-        KERNEL(ik_gather)(3, n, lo, T, target_pos, t.tp);
-        for (long k = 0; k < 9 * T; k++) acc_tr[k] = 0;
-        for (long k = 0; k < 3 * T; k++) acc_tp[k] = 0;
+        KERNEL(ik_gather_rows)(dof, lo, T, grad, g);
+        KERNEL(ik_load_targets)(lo, T, target, t.tr, t.tp);
+        /* the final evaluation: e = pose_error(target, FK(q_K)), grad_err on it */
+        KERNEL(ik_gather)(dof, n, lo, T, iterates + iterations * dof * n, t.q);
+        KERNEL(ik_sin_versine)(dof * T, t.q, t.sine, t.versine);
+        KERNEL(fk_jacobian)(dof, T, t.sine, t.versine, t.q, local, revolute, end, t.rot, t.pos, t.jac);
+        KERNEL(ik_gather_rows)(6, lo, T, grad_err, y);
+        for (long k = 0; k < 3 * T; k++) {
+            acc_tp[k] = y[k];
+            gp[k] = -y[k];
+        }
+        KERNEL(pose_error_vjp)(T, t.tr, t.rot, y + 3 * T, acc_tr, gr, params[1], params[2]);
+        for (long k = 0; k < 6 * dof * T; k++) gjac[k] = 0;
+        KERNEL(chain_vjp)(dof, T, t.rot, t.jac, gr, gp, gjac, work, gq);
+        for (long k = 0; k < dof * T; k++) g[k] += gq[k];
         for (long it = iterations - 1; it >= 0; it--) {
             KERNEL(ik_gather)(dof, n, lo, T, iterates + it * dof * n, t.q);
             KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
@@ -610,9 +635,15 @@ DISPATCH long KERNEL(ik_solve_vjp)(long dof, long n, long begin, long end_row, l
             KERNEL(chain_vjp)(dof, T, t.rot, t.jac, gr, gp, gjac, work, gq);
             for (long k = 0; k < dof * T; k++) g[k] += gq[k];
         }
-        KERNEL(ik_scatter)(dof, n, lo, T, g, grad_q0);
-        KERNEL(ik_scatter)(9, n, lo, T, acc_tr, grad_rot);
-        KERNEL(ik_scatter)(3, n, lo, T, acc_tp, grad_pos);
+        KERNEL(ik_scatter_rows)(dof, lo, T, g, grad_q0);
+        for (long b = 0; b < T; b++) {
+            REAL *restrict o = grad_target + 16 * (lo + b);
+            for (int i = 0; i < 3; i++) {
+                for (int j = 0; j < 3; j++) o[4 * i + j] = acc_tr[(3 * i + j) * T + b];
+                o[4 * i + 3] = acc_tp[i * T + b];
+            }
+            for (int k = 12; k < 16; k++) o[k] = 0;
+        }
     }
     free(scratch);
     return 0;
