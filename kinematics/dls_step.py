@@ -79,3 +79,25 @@ def dls_step(
     else:
         step = _damped_least_squares(jac_t, err, damping_sq)[0]
     return q + step_size * step
+
+
+def adaptive_dls_step(q: torch.Tensor, jac_t: torch.Tensor, err: torch.Tensor, cfg, lower, upper) -> torch.Tensor:
+    """The opt-in DLS step of ``DifferentiableIKCfg`` (``residual_damping``, ``error_weights``, ``hold_joint_box``)
+    in plain torch ops (autograd follows them, through the damping's dependence on ``e`` too), batch-last:
+    ``q + step_size J_h^T solve(J_h J_h^T + lambda W^-1, e)`` with ``lambda = damping^2 + c |e|_w^2`` per row and
+    ``J_h`` the Jacobian with the columns of held joints zeroed (none unless ``hold_joint_box``)."""
+    weights = torch.tensor(cfg.error_weights, dtype=q.dtype, device=q.device)
+    lam = cfg.damping**2 + cfg.residual_damping * (weights[:, None] * err * err).sum(0)  # (B,)
+    inverse_weights = torch.diag(1.0 / weights)
+
+    def step(jac: torch.Tensor) -> torch.Tensor:
+        system = torch.einsum("ikb,ilb->bkl", jac, jac) + lam[:, None, None] * inverse_weights
+        x, _ = torch.linalg.solve_ex(system, err.T[..., None], check_errors=False)
+        return (jac * x[..., 0].T[None]).sum(1)
+
+    u = step(jac_t)
+    if cfg.hold_joint_box:
+        reached = q + cfg.step_size * u
+        held = (reached < lower) | (reached > upper)
+        u = step(jac_t * (~held)[:, None, :])
+    return q + cfg.step_size * u

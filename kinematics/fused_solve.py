@@ -40,14 +40,14 @@ class KernelInputs:
         key = (numbers, *(t._version for t in sources))
         if key == self._key and all(a is b for a, b in zip(sources, self._sources, strict=True)):
             return self._value
-        damping, step_size, position_tolerance, rotation_tolerance_, input_tolerance = numbers
+        damping, step_size, position_tolerance, rotation_tolerance_, input_tolerance, growth, hold, *weights = numbers
         with torch.no_grad():
             local, revolute, end = chain.kernel_geometry(tcp)
             dtype, device = tcp.dtype, tcp.device
-            damping_sq = damping**2 * torch.eye(6, dtype=dtype, device=device)
+            damping_sq = damping**2 * torch.diag(1.0 / torch.tensor(weights, dtype=dtype, device=device))
             inputs = (local, revolute, end.contiguous(), damping_sq, limits[0].detach(), limits[1].detach())
             values = [step_size, SMALL_SIN_SQ, NEAR_PI_COS, position_tolerance, rotation_tolerance_, input_tolerance]
-            params = torch.tensor(values, dtype=dtype)
+            params = torch.tensor([*values, growth, float(hold), *weights], dtype=dtype)
         self._key, self._sources, self._value = key, sources, (inputs, params)
         return self._value
 
@@ -56,7 +56,7 @@ def settings(ik, cache: KernelInputs):
     """``(inputs, params)`` of ``ik``'s kinematics and settings, from ``cache``."""
     kin, cfg = ik.kinematics, ik.cfg
     numbers = (cfg.damping, cfg.step_size, cfg.position_tolerance, cfg.rotation_tolerance,
-               rotation_tolerance(kin.dtype))  # fmt: skip
+               rotation_tolerance(kin.dtype), cfg.residual_damping, cfg.hold_joint_box, *cfg.error_weights)  # fmt: skip
     return cache.get(kin.model, kin.tcp, (kin.lower, kin.upper), numbers)
 
 
@@ -111,8 +111,8 @@ def fused_solve(ik, cache: KernelInputs, target: torch.Tensor, seed: torch.Tenso
         return None
     grad = torch.is_grad_enabled()
     needs_grad = grad and (target.requires_grad or seed.requires_grad)
-    if (grad and kin.tcp.requires_grad) or (needs_grad and not kin.model.all_revolute):
-        return None
+    if (grad and kin.tcp.requires_grad) or (needs_grad and not (kin.model.all_revolute and not cfg.adaptive)):
+        return None  # the fused backward is the default step's (the opt-in ones differentiate by autograd)
     inputs, params = settings(ik, cache)
     if not needs_grad:
         done = native.ik_solve_evaluate(target, seed, inputs, cfg.max_iterations, params, cfg.enforce_joint_limits)

@@ -9,6 +9,7 @@ iterate. Failed solves return the last iterate with differentiable residuals.
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 
 import torch
@@ -16,7 +17,7 @@ from torch import nn
 
 from kinematics.batch_last import from_batch_last, to_batch_last, transforms_active
 from kinematics.box_qp import solve_box_qp
-from kinematics.dls_step import dls_step
+from kinematics.dls_step import adaptive_dls_step, dls_step
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, UnsupportedTransformError
 from kinematics.fused_solve import KernelInputs, fused_iterations, fused_solve
 from kinematics.implicit import ImplicitIKSolve
@@ -45,10 +46,26 @@ class DifferentiableIKCfg:
     # middle of their range (dq_posture = posture_gain * (middle - q)) while keeping the first level's task motion
     # exactly: J dq = J dq_1 as equality constraints of ``solve_qp`` (a row it cannot solve keeps dq_1).
     posture_gain: float = 0.0
+    # Opt-in (the defaults leave the DLS step as the docs define it):
+    # residual_damping c > 0: Levenberg-Marquardt style, damping^2 + c |e|_w^2 in each row's system (steps shrink
+    # far from the target, the damping falls to ``damping`` near it);
+    # error_weights (m for the three position rows, rad for the three rotation rows): the step minimises
+    # |W^1/2 (J dq - e)|^2 + lambda |dq|^2, so the system is J J^T + lambda W^-1;
+    # hold_joint_box: a joint whose step would leave its limits is held for that step and the step solved again
+    # over the other joints (one more 6x6 solve where a joint is blocked), instead of only projected afterwards.
+    residual_damping: float = 0.0
+    error_weights: tuple[float, float, float, float, float, float] = (1.0, 1.0, 1.0, 1.0, 1.0, 1.0)
+    hold_joint_box: bool = False
     # "unrolled": backpropagate through every iteration. "implicit": differentiate the converged solution with
     # the implicit function theorem (one linear solve on the free joints); memory independent of iterations.
     gradient: str = "unrolled"
     implicit_regularization: float = 1e-9
+
+    @property
+    def adaptive(self) -> bool:
+        """Whether an opt-in option changes the DLS step (``residual_damping``, ``error_weights``,
+        ``hold_joint_box``)."""
+        return self.residual_damping > 0 or self.error_weights != (1.0,) * 6 or self.hold_joint_box
 
     def __post_init__(self) -> None:
         if not isinstance(self.max_iterations, int) or self.max_iterations < 0:
@@ -66,7 +83,15 @@ class DifferentiableIKCfg:
             raise ConfigError(f"qp_iterations must be an int >= 1, got {self.qp_iterations!r}")
         if self.posture_gain > 0 and self.step != "qp":
             raise ConfigError("posture_gain > 0 (the second cascade level) needs step='qp'")
-        for name in ("posture_gain", "implicit_regularization"):
+        weights = self.error_weights
+        if not (isinstance(weights, (tuple, list)) and len(weights) == 6):
+            raise ConfigError(f"error_weights must be 6 numbers (3 position, 3 rotation), got {weights!r}")
+        if not all(isinstance(w, (int, float)) and math.isfinite(w) and w > 0 for w in weights):
+            raise ConfigError(f"error_weights must be finite and > 0, got {weights!r}")
+        object.__setattr__(self, "error_weights", tuple(float(w) for w in weights))
+        if self.hold_joint_box and (self.step != "clamp" or not self.enforce_joint_limits):
+            raise ConfigError("hold_joint_box needs step='clamp' and enforce_joint_limits=True")
+        for name in ("posture_gain", "implicit_regularization", "residual_damping"):
             if not getattr(self, name) >= 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
 
@@ -184,7 +209,10 @@ class DifferentiableIKLayer(nn.Module):
         for _ in range(cfg.max_iterations):
             rot, pos, jac_t = kin.model.fk_and_jacobian_batch_last(q, kin.tcp)
             err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))  # (6, B)
-            if cfg.step == "clamp":
+            if cfg.step == "clamp" and cfg.adaptive:
+                q = adaptive_dls_step(q, jac_t, err, cfg, lower, upper)
+                q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
+            elif cfg.step == "clamp":
                 q = dls_step(q, jac_t, err, damping_sq, cfg.step_size)
                 q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
             else:

@@ -404,12 +404,11 @@ static QP_INLINE void KERNEL(ik_sin_versine)(long count, const REAL *restrict q,
 
 /* At the tile's q: the chain pass, the pose error, J J^T + C (left factored in t->gram), x = (J J^T + C)^-1 e and
    u = J^T x. */
-static QP_INLINE void KERNEL(ik_linearise)(long dof, long T, KERNEL(ik_tile) *t, const REAL *restrict local,
-                                 const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
-                                 REAL small_sin_sq, REAL near_pi_cos) {
-    KERNEL(ik_sin_versine)(dof * T, t->q, t->sine, t->versine);
-    KERNEL(fk_jacobian)(dof, T, t->sine, t->versine, t->q, local, revolute, end, t->rot, t->pos, t->jac);
-    KERNEL(pose_error)(T, t->tr, t->tp, t->rot, t->pos, t->err, small_sin_sq, near_pi_cos);
+/* The damped system at the tile's J and e: J J^T + C, plus (opt-in) the residual damping c |e|_w^2 W^-1 of each
+   row (params[6] = c, params[8..13] = the error weights w), left factored in t->gram; x = (J J^T + ...)^-1 e and
+   u = J^T x. */
+static QP_INLINE void KERNEL(ik_system)(long dof, long T, KERNEL(ik_tile) *t, const REAL *restrict C,
+                                        const REAL *restrict params) {
     long entry = 0;
     for (int r = 0; r < 6; r++) {
         for (int c = r; c < 6; c++, entry++) {
@@ -419,6 +418,14 @@ static QP_INLINE void KERNEL(ik_linearise)(long dof, long T, KERNEL(ik_tile) *t,
                 const REAL *restrict x = t->jac + (6 * i + r) * T, *restrict y = t->jac + (6 * i + c) * T;
                 IVDEP for (long b = 0; b < T; b++) w[b] += x[b] * y[b];
             }
+        }
+    }
+    const REAL growth = params[6], *restrict weight = params + 8;
+    if (growth > 0) {
+        IVDEP for (long b = 0; b < T; b++) {
+            REAL e2 = 0;
+            for (int k = 0; k < 6; k++) e2 += weight[k] * t->err[k * T + b] * t->err[k * T + b];
+            for (int k = 0; k < 6; k++) t->gram[KERNEL(ik_slot)[k][k] * T + b] += growth * e2 / weight[k];
         }
     }
     KERNEL(ik_cholesky)(T, t->gram);
@@ -431,6 +438,33 @@ static QP_INLINE void KERNEL(ik_linearise)(long dof, long T, KERNEL(ik_tile) *t,
             for (int k = 0; k < 6; k++) s += j[k * T + b] * t->x[k * T + b];
             o[b] = s;
         }
+    }
+}
+
+/* At the tile's q: the chain pass, the pose error and the damped system (ik_system). With params[7] (opt-in,
+   the joint box held): a joint whose step q + step u would leave [lower, upper] is held for this step (its
+   Jacobian column zeroed) and the system solved again over the others. */
+static QP_INLINE void KERNEL(ik_linearise)(long dof, long T, KERNEL(ik_tile) *t, const REAL *restrict local,
+                                           const REAL *restrict revolute, const REAL *restrict end,
+                                           const REAL *restrict C, const REAL *restrict params,
+                                           const REAL *restrict lower, const REAL *restrict upper) {
+    KERNEL(ik_sin_versine)(dof * T, t->q, t->sine, t->versine);
+    KERNEL(fk_jacobian)(dof, T, t->sine, t->versine, t->q, local, revolute, end, t->rot, t->pos, t->jac);
+    KERNEL(pose_error)(T, t->tr, t->tp, t->rot, t->pos, t->err, params[1], params[2]);
+    KERNEL(ik_system)(dof, T, t, C, params);
+    if (params[7] != 0) {
+        int blocked_any = 0;
+        for (long i = 0; i < dof; i++) {
+            const REAL l = lower[i], h = upper[i];
+            for (long b = 0; b < T; b++) {
+                REAL v = t->q[i * T + b] + params[0] * t->u[i * T + b];
+                if (v < l || v > h) {
+                    for (int k = 0; k < 6; k++) t->jac[(6 * i + k) * T + b] = 0;
+                    blocked_any = 1;
+                }
+            }
+        }
+        if (blocked_any) KERNEL(ik_system)(dof, T, t, C, params);
     }
 }
 
@@ -448,7 +482,9 @@ static QP_INLINE void KERNEL(ik_update)(long dof, long T, REAL *restrict q, cons
 
 /* q (dof, n) the projected seed, target rotation (3, 3, n) and position (3, n); local (dof, 4, 3, 4), revolute
    (dof), end (3, 4) as fk_jacobian reads them; C (6, 6) the damping; lower, upper (dof) the limits (clamp: 1 to
-   project after each step); params = (step size, small_sin_sq, near_pi_cos); rows [begin, end_row) of the n are
+   project after each step); params as kinematics.fused_solve writes them (step size, small_sin_sq, near_pi_cos,
+   the two tolerances, the input tolerance, the residual damping, the joint-box flag, six error weights); rows
+   [begin, end_row) of the n are
    solved (one thread's share). out (dof, n) the final iterate. Returns 0, or -1 without scratch. */
 DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long iterations, long clamp, const REAL *restrict params,
                                const REAL *restrict q0, const REAL *restrict target_rot,
@@ -466,7 +502,7 @@ DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long 
         KERNEL(ik_gather)(9, n, lo, T, target_rot, t.tr);
         KERNEL(ik_gather)(3, n, lo, T, target_pos, t.tp);
         for (long it = 0; it < iterations; it++) {
-            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
+            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params, lower, upper);
             KERNEL(ik_update)(dof, T, t.q, t.u, step, clamp, lower, upper);
         }
         KERNEL(ik_scatter)(dof, n, lo, T, t.q, out);
@@ -476,8 +512,8 @@ DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long 
 }
 
 /* The whole solve of kinematics.ik in batch-first layout: ik_solve's iterations from the seeds (n, dof) (projected
-   first when clamp) towards the targets (n, 4, 4), then the evaluation at the final iterate. params = (step size,
-   small_sin_sq, near_pi_cos, position tolerance, rotation tolerance, input tolerance). Outputs, batch-first: q (n,
+   first when clamp) towards the targets (n, 4, 4), then the evaluation at the final iterate; params as ik_solve's.
+   Outputs, batch-first: q (n,
    dof), position and rotation error (n, 6), their norms (n, 2), within the limits and success (n, 2) as bytes
    0 / 1; iterates (iterations + 1, dof, n) batch-last, every iterate from the projected seed to the final one,
    or NULL (what ik_solve_vjp reads). Rows [begin, end_row). Returns the number of rows whose inputs fail the
@@ -520,7 +556,7 @@ DISPATCH long KERNEL(ik_solve_evaluate)(long dof, long n, long begin, long end_r
         KERNEL(ik_load_targets)(lo, T, target, t.tr, t.tp);
         for (long it = 0; it < iterations; it++) {
             if (iterates != NULL) KERNEL(ik_scatter)(dof, n, lo, T, t.q, iterates + it * dof * n);
-            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
+            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params, lower, upper);
             KERNEL(ik_update)(dof, T, t.q, t.u, step, clamp, lower, upper);
         }
         if (iterates != NULL) KERNEL(ik_scatter)(dof, n, lo, T, t.q, iterates + iterations * dof * n);
@@ -597,7 +633,7 @@ DISPATCH long KERNEL(ik_solve_vjp)(long dof, long n, long begin, long end_row, l
         for (long k = 0; k < dof * T; k++) g[k] += gq[k];
         for (long it = iterations - 1; it >= 0; it--) {
             KERNEL(ik_gather)(dof, n, lo, T, iterates + it * dof * n, t.q);
-            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params[1], params[2]);
+            KERNEL(ik_linearise)(dof, T, &t, local, revolute, end, C, params, lower, upper);
             for (long i = 0; i < dof; i++) { /* through the projection: g <- mask g; the step's gradient s g */
                 const REAL *restrict q = t.q + i * T, *restrict u = t.u + i * T;
                 REAL *restrict gi = g + i * T;
