@@ -11,9 +11,9 @@ import pytest
 import torch
 
 from kinematics import ConfigError, DifferentiableIKCfg, DifferentiableIKLayer, native
-from kinematics.benchmark.problem import NEAR_SEED, ik_problem, panda_layer
+from kinematics.benchmark.problem import NEAR_SEED, OPT_IN_SETTINGS, ik_problem, panda_layer
 
-OPT_IN = {"damping": 0.02, "residual_damping": 1.0, "step_size": 1.0, "hold_joint_box": True}
+OPT_IN = OPT_IN_SETTINGS
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ import torch
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer
 from kinematics.benchmark.problem import (
     NEAR_SEED_NOISE,
+    OPT_IN_SETTINGS,
     targets_near_seeds_in_joint_box,
     targets_near_seeds_near_ready_pose,
 )
@@ -48,6 +49,7 @@ def near_seed_failures(layer64: KinematicsLayer, batch: int, seed: int, iteratio
                 str(n): _success(layer64, targets, seeds, max_iterations=n) for n in (2 * iterations, 4 * iterations)
             },
             "success_qp_step": _success(layer64, targets, seeds, max_iterations=iterations, step="qp"),
+            "success_opt_in": _success(layer64, targets, seeds, max_iterations=iterations, **OPT_IN_SETTINGS),
             "success_near_ready_pose": {},
         }
         for spread in READY_SPREADS:
@@ -72,7 +74,8 @@ def markdown(doc: dict) -> list[str]:
         f"{doc['failed_on_a_limit']} end with a joint on its limit, {doc['failed_near_singular']} at a near-singular "
         f"pose (smallest singular value of J < {SINGULAR_BELOW}) and {doc['failed_other']} otherwise"
         + (f"; median position error of the failed rows {1e3 * median:.2f} mm." if median is not None else ".")
-        + f" Same rows with {more}; with step='qp' {100 * doc['success_qp_step']:.1f}%. Drawn near the "
+        + f" Same rows with {more}; with step='qp' {100 * doc['success_qp_step']:.1f}%; with the opt-in settings "
+        f"(`ours.opt_in`) {100 * doc['success_opt_in']:.1f}%. Drawn near the "
         f"ready pose instead (seeds ready + N(0, spread), targets N(0, {NEAR_SEED_NOISE} rad) from their seeds, "
         f"{its} iterations; the test suite's distribution at spread 0.3): {ready}.",
         "",

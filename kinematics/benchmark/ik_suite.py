@@ -21,6 +21,7 @@ from kinematics.benchmark.problem import (
     DISTANT_SEED,
     NEAR_SEED,
     NEAR_SEED_NOISE,
+    OPT_IN_SETTINGS,
     TARGET_KINDS,
     ik_problem,
     panda_layer,
@@ -34,6 +35,9 @@ FAILURE_BATCH, FAILURE_BATCH_QUICK = 8192, 64
 METHODS = {
     "ours.forward": "DifferentiableIKLayer.solve under torch.no_grad (fixed iterations, damping 0.05, "
     "step 0.5, joint-limit projection every step)",
+    "ours.opt_in": "DifferentiableIKLayer.solve under torch.no_grad with the opt-in settings (damping 0.02, "
+    "residual_damping 1, step 1, hold_joint_box: a joint whose step would leave its limits is held for that "
+    "step)",
     "ours.forward_backward": "the same solve with autograd, then backward of sum(|position error|^2 + "
     "|rotation error|^2) to the seed and the target",
     "pk.matched": "pytorch_kinematics PseudoInverseIK seeded with our seeds (one retry), same iterations, "
@@ -101,6 +105,17 @@ class Solvers:
 
     def _ours_forward(self, seeds64, targets64, seed) -> Solve:
         seeds, targets, ik = self.cast(seeds64), self.cast(targets64), self.ik
+
+        def run():
+            with torch.no_grad():
+                return ik.solve(targets, seeds).qpos, {}
+
+        return run
+
+    def _ours_opt_in(self, seeds64, targets64, seed) -> Solve:
+        seeds, targets = self.cast(seeds64), self.cast(targets64)
+        ik = DifferentiableIKLayer(self.layer, DifferentiableIKCfg(max_iterations=self.ik.cfg.max_iterations,
+                                                                   **OPT_IN_SETTINGS))  # fmt: skip
 
         def run():
             with torch.no_grad():
@@ -275,7 +290,7 @@ def probe_case(spec: dict) -> tuple[Callable[[], object], Callable[[], object]]:
 def _case(cfg: BenchConfig, solvers: Solvers, mem_mode: str, batch: int, kind: str) -> list[dict]:
     """Every method on one (dtype, batch, target kind): accuracy of a first call, memory, then timings."""
     seeds64, targets64 = ik_problem(solvers.layer64, batch, kind, cfg.seed)
-    names = ["ours.forward", "ours.forward_backward"]
+    names = ["ours.forward", "ours.opt_in", "ours.forward_backward"]
     names += ["pk.matched", "pk.defaults"] if solvers.pk_chain is not None else []
     names += ["pin.dls"] if solvers.pin_arm is not None and batch <= cfg.pin_ik_max_batch else []
     fns = {name: solvers.method(name, seeds64, targets64, cfg.seed) for name in names}

@@ -19,6 +19,8 @@ from kinematics import KinematicsLayer, SerialChainKinematics
 # Standard deviation (rad) of the per-joint noise between a target's configuration and its seed in the IK suite.
 NEAR_SEED_NOISE = 0.05
 NEAR_SEED, DISTANT_SEED = "joint box, near seed", "joint box, distant seed"
+# The opt-in DLS settings the IK suite measures beside the defaults (DifferentiableIKCfg's opt-in options).
+OPT_IN_SETTINGS = {"damping": 0.02, "residual_damping": 1.0, "step_size": 1.0, "hold_joint_box": True}
 TARGET_KINDS = (NEAR_SEED, DISTANT_SEED)
 
 
