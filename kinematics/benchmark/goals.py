@@ -54,11 +54,12 @@ def fk_goals(doc: dict) -> list[dict]:
 
 
 def ik_goals(doc: dict) -> list[dict]:
-    """IK forward against pk.matched, near-seed success and the backward pass's cost (batch 1024, float32)."""
+    """IK forward against pk.matched, near-seed success and the backward pass's cost (batch 1024, float32); the
+    fused solve's times at batch 1, 1024 and 8192; the opt-in settings' success and cost."""
     rows = {(r["dtype"], r["batch"], r["targets"], r["method"]): r for r in doc["solves"]}
 
-    def row(method: str, kind: str = NEAR_SEED) -> dict:
-        return rows.get(("float32", 1024, kind, method), {})
+    def row(method: str, kind: str = NEAR_SEED, batch: int = 1024) -> dict:
+        return rows.get(("float32", batch, kind, method), {})
 
     fwd, bwd, pk = row("ours.forward"), row("ours.forward_backward"), row("pk.matched")
     fwd_d, bwd_d, pk_d = (
@@ -88,7 +89,42 @@ def ik_goals(doc: dict) -> list[dict]:
             False,
             f"distant seeds: {_fmt(_ratio(bwd_d.get('median_s'), fwd_d.get('median_s')))}",
         ),
+        *_time_goals(row),
+        _goal(
+            f"IK batch 1024 float32 {NEAR_SEED}, opt-in settings: success rate >= 0.995",
+            row("ours.opt_in").get("success_rate"),
+            0.995,
+            True,
+            f"distant seeds: {_fmt(row('ours.opt_in', DISTANT_SEED).get('success_rate'))}",
+        ),
+        _goal(
+            f"IK batch 1024 float32 {NEAR_SEED}, opt-in settings: time / default forward time <= 1.3",
+            _ratio(row("ours.opt_in").get("median_s"), fwd.get("median_s")),
+            1.3,
+            False,
+            f"distant seeds: {_fmt(_ratio(row('ours.opt_in', DISTANT_SEED).get('median_s'), fwd_d.get('median_s')))}",
+        ),
     ]
+
+
+def _time_goals(row) -> list[dict]:
+    """The fused solve's absolute times (this machine's 2 cores; noisy)."""
+    limits = [(1, "ours.forward", 150e-6), (1, "ours.forward_backward", 500e-6), (1024, "ours.forward", 2e-3),
+              (8192, "ours.forward", 15e-3)]  # fmt: skip
+    goals = []
+    for batch, method, limit in limits:
+        seconds = row(method, batch=batch).get("median_s")
+        pin = row("pin.dls", batch=batch).get("median_s")
+        goals.append(
+            _goal(
+                f"IK batch {batch} float32 {NEAR_SEED}: {method} time (s) <= {limit:g}",
+                seconds,
+                limit,
+                False,
+                "" if pin is None else f"pin.dls: {_fmt(pin)} s",
+            )
+        )
+    return goals
 
 
 def _fmt(x: float | None) -> str:
