@@ -203,6 +203,22 @@ def test_zero_order_trainer_improves_without_gradients_through_ik(kin64):
     assert trainer.validate()["cost"] < before
 
 
+def _short_run(kind: str, steps: int, validate_every: int):
+    """A short training run of ``kind`` on 512 training goals at lr 3e-3: ``(cfg, kin, validation goals, trainer,
+    history)``."""
+    cfg = dataclasses.replace(
+        SMOKE,
+        sizes=dataclasses.replace(SMOKE.sizes, train=512, validation=128),
+        train=dataclasses.replace(
+            SMOKE.train, steps=steps, batch_size=64, learning_rate=3e-3, validate_every=validate_every
+        ),
+    )
+    kin = franka_kinematics()
+    splits = {name: s.to("cpu", torch.float32) for name, s in make_splits(cfg, kin).items()}
+    trainer = Trainer(kind, cfg, kin, splits["train"], splits["validation"], seed=0)
+    return cfg, kin, splits["validation"], trainer, trainer.run()
+
+
 def test_ik_trained_predictor_beats_heading_on_validation():
     """Regression: a short IK-trained run of the one-yaw network lowers the validation cost far below heading's,
     near a 12-yaw grid's.
@@ -212,16 +228,7 @@ def test_ik_trained_predictor_beats_heading_on_validation():
     get past it in about 3 s. Heading sits near a ridge of the cost, so even gradient ascent first lowers it: the
     grid bound is what only descent meets.
     """
-    cfg = dataclasses.replace(
-        SMOKE,
-        sizes=dataclasses.replace(SMOKE.sizes, train=512, validation=128),
-        train=dataclasses.replace(SMOKE.train, steps=120, batch_size=64, learning_rate=3e-3, validate_every=40),
-    )
-    kin = franka_kinematics()
-    splits = {name: s.to("cpu", torch.float32) for name, s in make_splits(cfg, kin).items()}
-    trainer = Trainer("ik_trained_one_yaw", cfg, kin, splits["train"], splits["validation"], seed=0)
-    history = trainer.run()
-    goals = splits["validation"]
+    cfg, kin, goals, trainer, history = _short_run("ik_trained_one_yaw", steps=120, validate_every=40)
     choosers = {**search_choosers(cfg, kin), "ik_trained": policy_chooser(trainer.best_policy())}
     metrics = {
         name: score_yaws(
@@ -241,16 +248,7 @@ def test_ik_trained_predictor_beats_heading_on_validation():
 def test_four_hypotheses_training_beats_its_untrained_four_yaw_grid_on_validation():
     """The untrained four-hypothesis network is a 4-yaw grid around heading; a short run must do better than it
     on validation and come near the 12-yaw grid."""
-    cfg = dataclasses.replace(
-        SMOKE,
-        sizes=dataclasses.replace(SMOKE.sizes, train=512, validation=128),
-        train=dataclasses.replace(SMOKE.train, steps=60, batch_size=64, learning_rate=3e-3, validate_every=20),
-    )
-    kin = franka_kinematics()
-    splits = {name: s.to("cpu", torch.float32) for name, s in make_splits(cfg, kin).items()}
-    trainer = Trainer("ik_trained", cfg, kin, splits["train"], splits["validation"], seed=0)
-    history = trainer.run()
-    goals = splits["validation"]
+    cfg, kin, goals, trainer, history = _short_run("ik_trained", steps=60, validate_every=20)
     grid = search_choosers(cfg, kin)["angular_grid"](goals.p, goals.q0)
     grid_cost = score_yaws(trainer.eval_ik, goals, grid, cfg.weights, trainer.penalty).means()["cost"]
     print(f"four hypotheses: {history.val_cost[0]:.3f} -> {history.best_val_cost:.3f}, 12-yaw grid {grid_cost:.3f}")
