@@ -29,8 +29,12 @@ def transforms_active() -> bool:
 
     The project's custom autograd Functions and compiled kernels define no forward-mode or batching rule, so while
     this holds every caller runs plain torch ops, which carry both. Two global reads: cheap enough per call.
+    While ``torch.compile`` traces, the interpreter stack is dynamo's own and says nothing; the forward-mode level
+    still does.
     """
-    return _forward_ad._current_level >= 0 or _functorch.peek_interpreter_stack() is not None
+    if _forward_ad._current_level >= 0:
+        return True
+    return not torch.compiler.is_compiling() and _functorch.peek_interpreter_stack() is not None
 
 
 def first_order(backward: Callable) -> Callable:

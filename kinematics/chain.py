@@ -20,6 +20,7 @@ from kinematics import native
 from kinematics.batch_last import cross, from_batch_last, matmul, matmul_constant, to_batch_last, transforms_active
 from kinematics.chain_gradient import RevoluteChainKinematics
 from kinematics.errors import DtypeDeviceMismatchError, LinkNotFoundError, NotAChainError, ShapeError, URDFError
+from kinematics.kernels import Kernel
 
 REVOLUTE, PRISMATIC = 0, 1
 _MOVABLE = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
@@ -269,43 +270,58 @@ class SerialChainKinematics(nn.Module):
     def _batch_last_pass(
         self, q: torch.Tensor, tcp: torch.Tensor | None, with_jacobian: bool
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        buffers = self._buffers  # plain dict reads: nn.Module's attribute lookup costs about 1 us per buffer
-        mask = buffers["revolute_mask"]
-        constant, sine, versine, slide = (
-            buffers["local_constant"],
-            buffers["local_sine"],
-            buffers["local_versine"],
-            buffers["local_slide"],
-        )
-        local, _, end = self.kernel_geometry(tcp)
-        computed = native.fk_jacobian(q, local, mask, end)
-        if computed is not None:
-            return computed if with_jacobian else (*computed[:2], None)
-        s, one_minus_c = torch.sin(q)[:, None, None], (1.0 - torch.cos(q))[:, None, None]
-        local = torch.addcmul(constant[..., None], s, sine[..., None])
-        local = torch.addcmul(local, one_minus_c, versine[..., None])
-        if not self.all_revolute:
-            local = torch.addcmul(local, q[:, None, None], slide[..., None])
-        # Frame i in the root frame: R_{i-1} [R_i^local | p_i^local] = [R_i | p_i - p_{i-1}]; its z column is
-        # joint i's axis. unbind/split rather than indexing: their backward concatenates instead of filling a
-        # zero tensor per slice.
-        frames = local.unbind(0)
-        products = [frames[0]]
-        rot = frames[0].split([3, 1], 1)[0]
-        for frame in frames[1:]:
-            products.append(matmul(rot, frame))
-            rot = products[-1].split([3, 1], 1)[0]
-        _, axes, steps = torch.stack(products).split([2, 1, 1], 2)  # axes, steps: (dof, 3, 1, B)
-        tip_rot, tip_step = matmul_constant(rot, end).split([3, 1], 1)
-        origins = steps.squeeze(2).cumsum(0)  # (dof, 3, B) joint origins
-        position = origins[-1] + tip_step.squeeze(1)
-        if not with_jacobian:
-            return tip_rot, position, None
-        z = axes.squeeze(2)  # (dof, 3, B) joint axes in the root frame
-        arm = position - origins
-        if self.all_revolute:
-            jac_t = torch.cat((cross(z, arm), z), 1)
-        else:
-            rev = mask[:, None, None]
-            jac_t = torch.cat((rev * cross(z, arm) + (1.0 - rev) * z, rev * z), 1)
-        return tip_rot, position, jac_t
+        local, mask, end = self.kernel_geometry(tcp)
+        rot, pos, jac_t = FK_JACOBIAN(q, local, mask, end, self.all_revolute, with_jacobian)
+        return rot, pos, jac_t if with_jacobian else None
+
+
+def fk_jacobian_reference(
+    q: torch.Tensor,
+    local: torch.Tensor,
+    revolute: torch.Tensor,
+    end: torch.Tensor,
+    revolute_only: bool,
+    with_jacobian: bool,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``FK_JACOBIAN`` in torch ops: ``q`` ``(dof, B)``, ``local`` ``(dof, 4, 3, 4)`` (each joint's constant, sine,
+    versine and slide blocks), ``revolute`` ``(dof,)`` 1/0, ``end`` ``(3, 4)`` -> the TCP rotation ``(3, 3, B)``,
+    position ``(3, B)`` and transposed Jacobian ``(dof, 6, B)`` (``(0, 6, B)`` without ``with_jacobian``).
+    ``revolute_only`` says that every entry of ``revolute`` is 1 (the slide blocks are then not read)."""
+    constant, sine, versine, slide = local.unbind(1)
+    s, one_minus_c = torch.sin(q)[:, None, None], (1.0 - torch.cos(q))[:, None, None]
+    frames = torch.addcmul(constant[..., None], s, sine[..., None])
+    frames = torch.addcmul(frames, one_minus_c, versine[..., None])
+    if not revolute_only:
+        frames = torch.addcmul(frames, q[:, None, None], slide[..., None])
+    # Frame i in the root frame: R_{i-1} [R_i^local | p_i^local] = [R_i | p_i - p_{i-1}]; its z column is
+    # joint i's axis. unbind/split rather than indexing: their backward concatenates instead of filling a
+    # zero tensor per slice.
+    frames = frames.unbind(0)
+    products = [frames[0]]
+    rot = frames[0].split([3, 1], 1)[0]
+    for frame in frames[1:]:
+        products.append(matmul(rot, frame))
+        rot = products[-1].split([3, 1], 1)[0]
+    _, axes, steps = torch.stack(products).split([2, 1, 1], 2)  # axes, steps: (dof, 3, 1, B)
+    tip_rot, tip_step = matmul_constant(rot, end).split([3, 1], 1)
+    origins = steps.squeeze(2).cumsum(0)  # (dof, 3, B) joint origins
+    position = origins[-1] + tip_step.squeeze(1)
+    if not with_jacobian:
+        return tip_rot, position, q.new_empty(0, 6, q.shape[1])
+    z = axes.squeeze(2)  # (dof, 3, B) joint axes in the root frame
+    arm = position - origins
+    if revolute_only:
+        jac_t = torch.cat((cross(z, arm), z), 1)
+    else:
+        rev = revolute[:, None, None]
+        jac_t = torch.cat((rev * cross(z, arm) + (1.0 - rev) * z, rev * z), 1)
+    return tip_rot, position, jac_t
+
+
+FK_JACOBIAN = Kernel(
+    "fk_jacobian",
+    "(Tensor q, Tensor local, Tensor revolute, Tensor end, bool revolute_only, bool with_jacobian)"
+    " -> (Tensor, Tensor, Tensor)",
+    fk_jacobian_reference,
+)
+FK_JACOBIAN.implement("cpu", native.fk_jacobian)

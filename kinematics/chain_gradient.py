@@ -19,6 +19,7 @@ import torch
 
 from kinematics import native
 from kinematics.batch_last import cross, first_order, matmul
+from kinematics.kernels import Kernel
 
 
 class RevoluteChainKinematics(torch.autograd.Function):
@@ -38,15 +39,28 @@ class RevoluteChainKinematics(torch.autograd.Function):
     @first_order
     def backward(ctx, grad_rot, grad_pos, grad_jac) -> tuple[torch.Tensor, None]:
         rot, jac_t = ctx.saved_tensors
-        computed = native.chain_vjp(rot, jac_t, grad_rot, grad_pos, grad_jac)
-        if computed is not None:
-            return computed, None
-        linear, axes = jac_t.split([3, 3], 1)  # (dof, 3, B) each
-        grad_linear, grad_axes = grad_jac.split([3, 3], 1)
-        m = matmul(rot, grad_rot.transpose(0, 1))  # R G_R^T: <G_R, [z]x R> = z . omega
-        omega = torch.stack((m[1, 2] - m[2, 1], m[2, 0] - m[0, 2], m[0, 1] - m[1, 0]))
-        later = cross(linear, grad_linear) + cross(axes, grad_axes)
-        after = later.sum(0) - later.cumsum(0)  # sum over i > k
-        upto = cross(grad_linear, axes).cumsum(0)  # sum over i <= k
-        grad_q = (axes * (after + omega)).sum(1) + (linear * (upto + grad_pos)).sum(1)
-        return grad_q, None
+        return CHAIN_VJP(rot, jac_t, grad_rot, grad_pos, grad_jac), None
+
+
+def _chain_vjp_reference(
+    rot: torch.Tensor, jac_t: torch.Tensor, grad_rot: torch.Tensor, grad_pos: torch.Tensor, grad_jac: torch.Tensor
+) -> torch.Tensor:
+    linear, axes = jac_t.split([3, 3], 1)  # (dof, 3, B) each
+    grad_linear, grad_axes = grad_jac.split([3, 3], 1)
+    m = matmul(rot, grad_rot.transpose(0, 1))  # R G_R^T: <G_R, [z]x R> = z . omega
+    omega = torch.stack((m[1, 2] - m[2, 1], m[2, 0] - m[0, 2], m[0, 1] - m[1, 0]))
+    later = cross(linear, grad_linear) + cross(axes, grad_axes)
+    after = later.sum(0) - later.cumsum(0)  # sum over i > k
+    upto = cross(grad_linear, axes).cumsum(0)  # sum over i <= k
+    grad_q = (axes * (after + omega)).sum(1) + (linear * (upto + grad_pos)).sum(1)
+    return grad_q
+
+
+# (dof, B): the gradient to q of an all-revolute chain's rotation (3, 3, B), position (3, B) and transposed
+# Jacobian (dof, 6, B), from the pass's rotation and Jacobian and the three upstream gradients.
+CHAIN_VJP = Kernel(
+    "chain_vjp",
+    "(Tensor rot, Tensor jac_t, Tensor grad_rot, Tensor grad_pos, Tensor grad_jac) -> Tensor",
+    _chain_vjp_reference,
+)
+CHAIN_VJP.implement("cpu", native.chain_vjp)

@@ -16,6 +16,7 @@ import torch
 
 from kinematics import native
 from kinematics.batch_last import first_order, gram, transforms_active
+from kinematics.kernels import Kernel
 
 
 def _solve(damped: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
@@ -24,25 +25,29 @@ def _solve(damped: torch.Tensor, rhs: torch.Tensor) -> torch.Tensor:
     return x[..., 0].T
 
 
-def damped_gram(jac_t: torch.Tensor, damping_sq: torch.Tensor) -> torch.Tensor:
-    """``J J^T + damping^2 I`` as contiguous ``(B, 6, 6)`` matrices (``kinematics.native`` on the CPU)."""
-    damped = native.gram(jac_t, damping_sq)
-    return gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6) if damped is None else damped
+def _damped_gram_reference(jac_t: torch.Tensor, damping_sq: torch.Tensor) -> torch.Tensor:
+    return gram(jac_t, damping_sq).reshape(36, -1).T.reshape(-1, 6, 6)
 
 
-def transposed_product(jac_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
-    """``J^T x`` ``(dof, B)`` for ``x`` ``(B, 6)`` as the batched solve returns it."""
-    step = native.jt_x(jac_t, x)
-    return (jac_t * x.T).sum(1) if step is None else step
+def _transposed_product_reference(jac_t: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    return (jac_t * x.T).sum(1)
+
+
+# J J^T + C as contiguous (B, 6, 6) matrices from jac_t (dof, 6, B) and C (6, 6, 1); J^T x (dof, B) for x (B, 6)
+# as the batched solve returns it.
+DAMPED_GRAM = Kernel("gram", "(Tensor jac_t, Tensor damping_sq) -> Tensor", _damped_gram_reference)
+DAMPED_GRAM.implement("cpu", native.gram)
+TRANSPOSED_PRODUCT = Kernel("jt_x", "(Tensor jac_t, Tensor x) -> Tensor", _transposed_product_reference)
+TRANSPOSED_PRODUCT.implement("cpu", native.jt_x)
 
 
 def _damped_least_squares(jac_t: torch.Tensor, err: torch.Tensor, damping_sq: torch.Tensor):
     """``(J^T x, x, A)``."""
     # The symmetric matrices as contiguous (B, 6, 6) rows, handed over column-major (.mT) as LAPACK stores them.
-    damped = damped_gram(jac_t, damping_sq).mT
+    damped = DAMPED_GRAM(jac_t, damping_sq).mT
     x, _ = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)
     x = x[..., 0]  # (B, 6)
-    return transposed_product(jac_t, x), x.T, damped
+    return TRANSPOSED_PRODUCT(jac_t, x), x.T, damped
 
 
 class _DampedLeastSquares(torch.autograd.Function):
@@ -81,13 +86,24 @@ def dls_step(
     return q + step_size * step
 
 
-def adaptive_dls_step(q: torch.Tensor, jac_t: torch.Tensor, err: torch.Tensor, cfg, lower, upper) -> torch.Tensor:
+def adaptive_dls_step(
+    q: torch.Tensor,
+    jac_t: torch.Tensor,
+    err: torch.Tensor,
+    damping: float,
+    residual_damping: float,
+    error_weights,
+    hold_joint_box: bool,
+    step_size: float,
+    lower: torch.Tensor,
+    upper: torch.Tensor,
+) -> torch.Tensor:
     """The opt-in DLS step of ``DifferentiableIKCfg`` (``residual_damping``, ``error_weights``, ``hold_joint_box``)
     in plain torch ops (autograd follows them, through the damping's dependence on ``e`` too), batch-last:
     ``q + step_size J_h^T solve(J_h J_h^T + lambda W^-1, e)`` with ``lambda = damping^2 + c |e|_w^2`` per row and
     ``J_h`` the Jacobian with the columns of held joints zeroed (none unless ``hold_joint_box``)."""
-    weights = torch.tensor(cfg.error_weights, dtype=q.dtype, device=q.device)
-    lam = cfg.damping**2 + cfg.residual_damping * (weights[:, None] * err * err).sum(0)  # (B,)
+    weights = torch.tensor(error_weights, dtype=q.dtype, device=q.device)
+    lam = damping**2 + residual_damping * (weights[:, None] * err * err).sum(0)  # (B,)
     inverse_weights = torch.diag(1.0 / weights)
 
     def step(jac: torch.Tensor) -> torch.Tensor:
@@ -96,8 +112,8 @@ def adaptive_dls_step(q: torch.Tensor, jac_t: torch.Tensor, err: torch.Tensor, c
         return (jac * x[..., 0].T[None]).sum(1)
 
     u = step(jac_t)
-    if cfg.hold_joint_box:
-        reached = q + cfg.step_size * u
+    if hold_joint_box:
+        reached = q + step_size * u
         held = (reached < lower) | (reached > upper)
         u = step(jac_t * (~held)[:, None, :])
-    return q + cfg.step_size * u
+    return q + step_size * u

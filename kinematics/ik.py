@@ -17,9 +17,8 @@ from torch import nn
 
 from kinematics.batch_last import from_batch_last, to_batch_last, transforms_active
 from kinematics.box_qp import solve_box_qp
-from kinematics.dls_step import adaptive_dls_step, dls_step
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, UnsupportedTransformError
-from kinematics.fused_solve import KernelInputs, fused_iterations, fused_solve
+from kinematics.fused_solve import KernelInputs, dls_iteration, fused_iterations, fused_solve, settings
 from kinematics.implicit import ImplicitIKSolve
 from kinematics.layer import KinematicsLayer, check_tensor
 from kinematics.pose_error import pose_error, pose_error_batch_last
@@ -201,21 +200,21 @@ class DifferentiableIKLayer(nn.Module):
         lower, upper = kin.lower[:, None], kin.upper[:, None]
         q = to_batch_last(seed, 1)
         q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
-        if cfg.step == "clamp":  # every iteration in one compiled call where it applies (kinematics.fused_solve)
-            fused = fused_iterations(self, self._kernel_inputs, target_rot, target_pos, q)
-            if fused is not None:
-                return from_batch_last(fused, batch)
-        damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]
+        recorded = (target_rot, target_pos, q, kin.tcp)
+        graph = torch.is_grad_enabled() and any(t.requires_grad for t in recorded)
+        if cfg.step == "clamp" and not graph and not transforms_active():  # every iteration in one kernel call
+            return from_batch_last(fused_iterations(self, self._kernel_inputs, target_rot, target_pos, q), batch)
+        _, params = settings(self, self._kernel_inputs)
+        damping_sq = cfg.damping**2 * torch.diag(1.0 / torch.tensor(cfg.error_weights, dtype=q.dtype, device=q.device))
         for _ in range(cfg.max_iterations):
             rot, pos, jac_t = kin.model.fk_and_jacobian_batch_last(q, kin.tcp)
-            err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))  # (6, B)
-            if cfg.step == "clamp" and cfg.adaptive:
-                q = adaptive_dls_step(q, jac_t, err, cfg, lower, upper)
-                q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
-            elif cfg.step == "clamp":
-                q = dls_step(q, jac_t, err, damping_sq, cfg.step_size)
-                q = torch.clamp(q, lower, upper) if cfg.enforce_joint_limits else q
+            if cfg.step == "clamp":  # the fused kernels' step, here with the graph of the chain's own pass
+                clamp = cfg.enforce_joint_limits
+                q = dls_iteration(
+                    q, target_rot, target_pos, rot, pos, jac_t, params, damping_sq[..., None], lower, upper, clamp
+                )
             else:
+                err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))  # (6, B)
                 q = self._qp_step(q.T, jac_t.permute(2, 1, 0), err.T).T
         return from_batch_last(q, batch)
 

@@ -197,11 +197,17 @@ def _empty(*shape: int, dtype: torch.dtype) -> torch.Tensor:
 
 
 def fk_jacobian(
-    q: torch.Tensor, local: torch.Tensor, revolute: torch.Tensor, end: torch.Tensor
+    q: torch.Tensor,
+    local: torch.Tensor,
+    revolute: torch.Tensor,
+    end: torch.Tensor,
+    revolute_only: bool,
+    with_jacobian: bool,
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
     """``q`` ``(dof, B)``; ``local`` ``(dof, 4, 3, 4)``: each joint's constant, sine, versine and slide blocks;
     ``revolute`` ``(dof,)`` 1/0; ``end`` ``(3, 4)`` -> TCP rotation ``(3, 3, B)``, position ``(3, B)`` and the
-    transposed Jacobian ``(dof, 6, B)``, or ``None``."""
+    transposed Jacobian ``(dof, 6, B)`` (``(0, 6, B)`` without ``with_jacobian``), or ``None``
+    (``kinematics.chain.FK_JACOBIAN``; the kernel reads ``revolute`` itself)."""
     if q.ndim != 2:
         return None
     dof, n = q.shape
@@ -213,7 +219,7 @@ def fk_jacobian(
     rot, pos, jac_t = _empty(3, 3, n, dtype=q.dtype), _empty(3, n, dtype=q.dtype), _empty(dof, 6, n, dtype=q.dtype)
     args = (sine, versine, q, local.contiguous(), revolute.contiguous(), end.contiguous(), rot, pos, jac_t)
     kernel(dof, n, *(t.data_ptr() for t in args))
-    return rot, pos, jac_t
+    return rot, pos, jac_t if with_jacobian else jac_t[:0]
 
 
 def gram(jac_t: torch.Tensor, constant: torch.Tensor) -> torch.Tensor | None:
@@ -308,7 +314,19 @@ def _split_rows(n: int, run: Callable[[int, int], int], name: str) -> int:
     return sum(codes)
 
 
-IKGeometry = tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
+IKGeometry = list[torch.Tensor]
+
+
+def _settings_tensor(params: list[float], dtype: torch.dtype) -> torch.Tensor:
+    """The fused kernels' settings as the ``REAL`` array they read, one tensor per distinct list (a few)."""
+    key = (tuple(params), dtype)
+    cache = _state.setdefault("settings", {})
+    tensor = cache.get(key)
+    if tensor is None:
+        if len(cache) > 64:
+            cache.clear()
+        tensor = cache[key] = torch.tensor(params, dtype=dtype)
+    return tensor
 
 
 def ik_solve(
@@ -317,13 +335,13 @@ def ik_solve(
     target_pos: torch.Tensor,
     inputs: IKGeometry,
     iterations: int,
-    params: torch.Tensor,
+    params: list[float],
     clamp: bool,
 ) -> torch.Tensor | None:
     """Every iteration of the DLS solve in one call per thread, batch-last: ``q0`` ``(dof, B)`` the projected
     seed, the target rotation ``(3, 3, B)`` and position ``(3, B)`` -> the final iterate ``(dof, B)``, or
-    ``None``. ``inputs = (local (dof, 4, 3, 4), revolute (dof,), end (3, 4), damping_sq (6, 6), lower (dof,),
-    upper (dof,))``; ``params`` = step size, ``SMALL_SIN_SQ``, ``NEAR_PI_COS`` (``kinematics.fused_solve``)."""
+    ``None``. ``inputs = [local (dof, 4, 3, 4), revolute (dof,), end (3, 4), damping_sq (6, 6), lower (dof,),
+    upper (dof,)]``; ``params``: the settings list of ``kinematics.fused_solve``."""
     if q0.ndim != 2:
         return None
     dof, n = q0.shape
@@ -333,8 +351,8 @@ def ik_solve(
     if kernel is None or n == 0:
         return None
     out = _empty(dof, n, dtype=q0.dtype)
-    held = [t.contiguous() for t in tensors]  # alive until the kernel has run: the pointers below are theirs
-    pointers = [t.data_ptr() for t in (params, *held, out)]
+    held = [_settings_tensor(params, q0.dtype)] + [t.contiguous() for t in tensors]  # alive until the kernel ran
+    pointers = [t.data_ptr() for t in (*held, out)]
     _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers), "ik_solve")
     return out
 
@@ -347,45 +365,61 @@ def _evaluate_kernel(target: torch.Tensor, seed: torch.Tensor, inputs: IKGeometr
     return _kernel("ik_solve_evaluate", (target, seed, *inputs), shapes) if n else None
 
 
-def ik_solve_evaluate_accepts(target: torch.Tensor, seed: torch.Tensor, inputs: IKGeometry) -> bool:
-    """Whether ``ik_solve_evaluate`` takes these tensors (checked without running it)."""
-    return _evaluate_kernel(target, seed, inputs) is not None
-
-
 def ik_solve_evaluate(
     target: torch.Tensor,
     seed: torch.Tensor,
     inputs: IKGeometry,
     iterations: int,
-    params: torch.Tensor,
+    params: list[float],
     clamp: bool,
-    keep_iterates: bool = False,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None, int] | None:
+    keep_iterates: bool,
+) -> tuple[torch.Tensor, ...] | None:
     """The whole solve, batch-first: ``target`` ``(B, 4, 4)``, ``seed`` ``(B, dof)`` (projected in the kernel when
     ``clamp``) -> the final iterate ``(B, dof)``, the position and rotation errors ``(B, 6)``, their norms ``(B,
     2)``, within-limits and success ``(B, 2)`` bool, every iterate ``(iterations + 1, dof, B)`` with
-    ``keep_iterates`` (what ``ik_solve_vjp`` reads) and the number of rows whose inputs fail the checks; or
-    ``None``. ``params`` also holds the two tolerances and the input tolerance (``kinematics.fused_solve``)."""
+    ``keep_iterates`` (what ``ik_solve_vjp`` reads; else ``(0, dof, B)``) and the number of rows whose inputs
+    fail the checks (an int64 scalar tensor); or ``None``."""
     kernel = _evaluate_kernel(target, seed, inputs)
     if kernel is None:
         return None
     (n, dof), dtype, tensors = seed.shape, seed.dtype, (target, seed, *inputs)
     q, errors, norms = _empty(n, dof, dtype=dtype), _empty(n, 6, dtype=dtype), _empty(n, 2, dtype=dtype)
     flags = torch.empty(n, 2, dtype=torch.bool, device=_CPU)
-    iterates = _empty(iterations + 1, dof, n, dtype=dtype) if keep_iterates else None
-    held = [t.contiguous() for t in tensors]  # alive until the kernel has run: the pointers below are theirs
-    pointers = [t.data_ptr() for t in (params, *held, q, errors, norms, flags)]
-    pointers.append(0 if iterates is None else iterates.data_ptr())
+    iterates = _empty(iterations + 1 if keep_iterates else 0, dof, n, dtype=dtype)
+    held = [_settings_tensor(params, dtype)] + [t.contiguous() for t in tensors]  # alive until the kernel ran
+    pointers = [t.data_ptr() for t in (*held, q, errors, norms, flags)]
+    pointers.append(iterates.data_ptr() if keep_iterates else 0)
     run = lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers)  # noqa: E731
     invalid = _split_rows(n, run, "ik_solve_evaluate")
-    return q, errors, norms, flags, iterates, invalid
+    return q, errors, norms, flags, iterates, torch.tensor(invalid)
+
+
+def _ik_solve_evaluate_accepts(target, seed, inputs, *_settings) -> bool:
+    """Whether ``ik_solve_evaluate`` takes these tensors, from their metadata only (fake tensors too)."""
+    if seed.ndim != 2 or seed.shape[0] == 0 or target.ndim != 3:
+        return False
+    n, dof = seed.shape
+    shapes = ((n, 4, 4), (n, dof), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
+    dtype = seed.dtype
+    metadata = all(
+        t.device.type == "cpu" and t.dtype is dtype and t.shape == shape and t.layout is torch.strided
+        for t, shape in zip((target, seed, *inputs), shapes, strict=True)
+    )
+    if not metadata or dtype not in _SUFFIX:
+        return False
+    if "lib" not in _state and not torch.compiler.is_compiling():  # (dynamo cannot trace the build's lock)
+        library()
+    return _state.get("lib") is not None
+
+
+ik_solve_evaluate.accepts = _ik_solve_evaluate_accepts
 
 
 def ik_solve_vjp(
     iterates: torch.Tensor,
     target: torch.Tensor,
     inputs: IKGeometry,
-    params: torch.Tensor,
+    params: list[float],
     clamp: bool,
     grad: torch.Tensor,
     grad_errors: torch.Tensor,
@@ -400,8 +434,8 @@ def ik_solve_vjp(
     if kernel is None or n == 0:
         return None
     outs = (_empty(n, dof, dtype=grad.dtype), _empty(n, 4, 4, dtype=grad.dtype))
-    held = [t.contiguous() for t in tensors]  # alive until the kernel has run: the pointers below are theirs
-    pointers = [t.data_ptr() for t in (params, *held, *outs)]
+    held = [_settings_tensor(params, grad.dtype)] + [t.contiguous() for t in tensors]  # alive until the kernel ran
+    pointers = [t.data_ptr() for t in (*held, *outs)]
     _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, steps - 1, int(clamp), *pointers), "ik_solve_vjp")
     return outs
 

@@ -7,6 +7,7 @@ import torch
 from kinematics import native
 from kinematics.batch_last import first_order, from_batch_last, matmul, to_batch_last, transforms_active
 from kinematics.errors import DtypeDeviceMismatchError, ShapeError
+from kinematics.kernels import Kernel
 from kinematics.rotations import so3_log_matrix_first, so3_log_matrix_first_vjp
 
 
@@ -59,13 +60,38 @@ def pose_error_batch_last(
     return _pose_error(*inputs)
 
 
+def _pose_error_reference(
+    target_rot: torch.Tensor, target_pos: torch.Tensor, rot: torch.Tensor, pos: torch.Tensor
+) -> torch.Tensor:
+    return torch.cat((target_pos - pos, so3_log_matrix_first(matmul(target_rot, rot.transpose(0, 1)))))
+
+
+def _pose_error_vjp_reference(
+    target_rot: torch.Tensor, rot: torch.Tensor, grad_rotation: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    grad_error = so3_log_matrix_first_vjp(matmul(target_rot, rot.transpose(0, 1)), grad_rotation)
+    # log(R_t R^T): d/dR_t = G R, d/dR = G^T R_t (summed over a broadcast batch axis by autograd).
+    return matmul(grad_error, rot), matmul(grad_error.transpose(0, 1), target_rot)
+
+
+# (6, B): the position error then log(R_target R^T), from rotations (3, 3, B) and positions (3, B); and the
+# gradients (3, 3, B) of the rotation error to R_target and R for an upstream gradient (3, B).
+POSE_ERROR = Kernel(
+    "pose_error", "(Tensor target_rot, Tensor target_pos, Tensor rot, Tensor pos) -> Tensor", _pose_error_reference
+)
+POSE_ERROR.implement("cpu", native.pose_error)
+POSE_ERROR_VJP = Kernel(
+    "pose_error_vjp", "(Tensor target_rot, Tensor rot, Tensor grad_rotation) -> (Tensor, Tensor)",
+    _pose_error_vjp_reference,
+)  # fmt: skip
+POSE_ERROR_VJP.implement("cpu", native.pose_error_vjp)
+
+
 def _pose_error(
     target_rot: torch.Tensor, target_pos: torch.Tensor, rot: torch.Tensor, pos: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    computed = native.pose_error(target_rot, target_pos, rot, pos)
-    if computed is not None:
-        return computed[:3], computed[3:]
-    return target_pos - pos, so3_log_matrix_first(matmul(target_rot, rot.transpose(0, 1)))
+    computed = POSE_ERROR(target_rot, target_pos, rot, pos)
+    return computed[:3], computed[3:]
 
 
 class _PoseError(torch.autograd.Function):
@@ -81,9 +107,5 @@ class _PoseError(torch.autograd.Function):
     @first_order
     def backward(ctx, grad_position, grad_rotation):
         target_rot, rot = ctx.saved_tensors
-        computed = native.pose_error_vjp(target_rot, rot, grad_rotation)
-        if computed is None:
-            grad_error = so3_log_matrix_first_vjp(matmul(target_rot, rot.transpose(0, 1)), grad_rotation)
-            # log(R_t R^T): d/dR_t = G R, d/dR = G^T R_t (summed over a broadcast batch axis by autograd).
-            computed = matmul(grad_error, rot), matmul(grad_error.transpose(0, 1), target_rot)
+        computed = POSE_ERROR_VJP(target_rot, rot, grad_rotation)
         return computed[0], grad_position, computed[1], -grad_position

@@ -45,7 +45,9 @@ from typing import NamedTuple
 
 import torch
 
+from kinematics import native
 from kinematics.errors import DtypeDeviceMismatchError, ShapeError
+from kinematics.kernels import Kernel
 
 SOLVED = 0
 INFEASIBLE = 1
@@ -157,25 +159,25 @@ class _Problem(NamedTuple):
     ub: torch.Tensor
 
 
-def _ipm(pb: _Problem, iterations: int, elastic: float, native: bool = True):
+def _prox(dtype: torch.dtype) -> float:
+    return 1e-10 if dtype == torch.float64 else 1e-6
+
+
+def _ipm(pb: _Problem, iterations: int, elastic: float):
     """Mehrotra predictor-corrector interior point steps on the elastic problem (dual regularisation ``elastic``
     on every constraint row): ``A x - elastic y = b``, ``G x - elastic z + s = h``, ``x - elastic zu + su = ub``,
-    ``-x - elastic zl + sl = -lb``, ``s, z >= 0``. Returns the inequality and bound slacks and multipliers.
+    ``-x - elastic zl + sl = -lb``, ``s, z >= 0``. Returns ``(x, y, z, s, zu, su, zl, sl)``: the point and the
+    inequality and bound slacks and multipliers (``QP_IPM``: the compiled kernel ``kinematics.native.qp_ipm`` does
+    the same arithmetic row by row where it is available)."""
+    return QP_IPM(*pb, iterations, elastic)
 
-    The compiled kernel ``kinematics.native.qp_ipm`` does the same arithmetic row by row where it is available
-    (``native=False``, or a build without a compiler, runs these torch ops)."""
-    P, q, A, b, G, h, lb, ub = pb
+
+def _ipm_reference(P, q, A, b, G, h, lb, ub, iterations: int, elastic: float):
     nb, n = q.shape
     me, mi = A.shape[1], G.shape[1]
     dt = q.dtype
     d = elastic
-    prox = 1e-10 if dt == torch.float64 else 1e-6
-    if native:
-        from kinematics import native as _native
-
-        done = _native.qp_ipm(P, q, A, b, G, h, lb, ub, iterations, elastic, prox)
-        if done is not None:
-            return done
+    prox = _prox(dt)
     fin_u, fin_l = torch.isfinite(ub).to(dt), torch.isfinite(lb).to(dt)
     ubf, lbf = torch.nan_to_num(ub, posinf=0.0, neginf=0.0), torch.nan_to_num(lb, posinf=0.0, neginf=0.0)
     count = (mi + fin_u.sum(-1) + fin_l.sum(-1)).clamp_min(1.0)
@@ -370,18 +372,12 @@ def _scales(pb: _Problem) -> tuple[torch.Tensor, torch.Tensor]:
 def _solve(pb: _Problem, cfg: dict):
     """The whole forward solve on flat ``(nb, ...)`` tensors, without autograd: the solution, and the final active
     set with, per row, whether the original system's point was kept (``_backward_system`` needs both)."""
-    from kinematics import native
-
     n, me, mi = pb.q.shape[1], pb.A.shape[1], pb.G.shape[1]
     elastic = cfg["elastic"]
     interior = _ipm(pb, cfg["iterations"], elastic)[2:]
     steps = max(1, cfg["polish_steps"])
-    done = native.qp_polish(
-        pb, interior, steps, cfg["refinements"], elastic, cfg["tolerance"], cfg["infeasibility_tolerance"]
-    )
-    if done is None:
-        return _polish_torch(pb, interior, cfg, steps)
-    sol, w, flags, rows = done
+    tolerances = (elastic, cfg["tolerance"], cfg["infeasibility_tolerance"])
+    sol, w, flags, rows = QP_POLISH(*pb, *interior, steps, cfg["refinements"], *tolerances)
     xs, ys, zs = _split(sol, n, me)
     act = _ActiveSet(flags[:, :mi] > 0, flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0)
     active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
@@ -389,20 +385,19 @@ def _solve(pb: _Problem, cfg: dict):
     return out, (act, rows[:, 3] > 0)
 
 
-def _polish_torch(pb: _Problem, interior, cfg: dict, steps: int):
+def _polish_reference(P, q, A, b, G, h, lb, ub, z, sz, zu, su, zl, sl, steps, refinements, elastic, tolerance,
+                      infeasibility_tolerance):  # fmt: skip
     """``_solve``'s active-set polish and status tests as torch ops (the compiled ``native.qp_polish`` does the
-    same arithmetic, the systems in symmetric form, where it is available)."""
-    P, q, A, b, G, h, lb, ub = pb
+    same arithmetic, the systems in symmetric form, where it is available): ``QP_POLISH``'s packed outputs."""
+    pb = _Problem(P, q, A, b, G, h, lb, ub)
     n, me = q.shape[1], A.shape[1]
-    elastic = cfg["elastic"]
-    z, sz, zu, su, zl, sl = interior
+    tol = tolerance
     # the interior point's guess: a side is active where its multiplier exceeds its slack
     contra = lb > ub
     act = _ActiveSet(z > sz, (zu > su) & (zu >= zl) | contra, (zl > sl) & (zl > zu) | contra)
     scale_p, scale_d = _scales(pb)
-    tol = cfg["tolerance"]
     for step in range(steps):
-        sol_d, sol, fixed = _polish(pb, act, elastic, cfg["refinements"])
+        sol_d, sol, fixed = _polish(pb, act, elastic, refinements)
         if step + 1 < steps:
             # the next guess from the refined point where it is finite, else from the elastic one
             good = torch.isfinite(sol).all(-1, keepdim=True)
@@ -433,17 +428,43 @@ def _polish_torch(pb: _Problem, interior, cfg: dict, steps: int):
     w = _bound_multiplier(pb, xs, ys, zs, fixed)
     viol = _violation(pb, xs)
     dual_res = _inf_norm(_mv(P, xs) + q + _mtv(A, ys) + _mtv(G, zs) + w)
-    infeasible = viol_d > cfg["infeasibility_tolerance"] * scale_p
+    infeasible = viol_d > infeasibility_tolerance * scale_p
     status = torch.where(
         ok_exact | ok_elastic,
         SOLVED,
         torch.where(infeasible, INFEASIBLE, NOT_CONVERGED),
     ).to(torch.int8)
-    active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
     # within-tolerance wrong signs (the SOLVED test allows them) are clipped: z >= 0, w >= 0 at ub, w <= 0 at lb
     zs = zs.clamp_min(0.0)
     w = torch.where(act.upper & ~act.lower, w.clamp_min(0.0), torch.where(act.lower & ~act.upper, w.clamp_max(0.0), w))
-    return QPSolution(xs, ys, zs, w, act.ineq, active_bounds, status, viol, dual_res), (act, ok_exact)
+    flags = torch.cat((act.ineq, act.upper, act.lower), 1).to(q.dtype)
+    rows = torch.stack((status.to(q.dtype), viol, dual_res, ok_exact.to(q.dtype)), 1)
+    return torch.cat((xs, ys, zs), 1), w, flags, rows
+
+
+def _qp_ipm_cpu(P, q, A, b, G, h, lb, ub, iterations, elastic):
+    return native.qp_ipm(P, q, A, b, G, h, lb, ub, iterations, elastic, _prox(q.dtype))
+
+
+def _qp_polish_cpu(P, q, A, b, G, h, lb, ub, z, sz, zu, su, zl, sl, *settings):
+    return native.qp_polish((P, q, A, b, G, h, lb, ub), (z, sz, zu, su, zl, sl), *settings)
+
+
+_PROBLEM = "Tensor P, Tensor q, Tensor A, Tensor b, Tensor G, Tensor h, Tensor lb, Tensor ub"
+# The interior point (x, y, z, s, zu, su, zl, sl) and the polish's packed outputs (sol = [x; y; z], the signed
+# bound multipliers, the active flags, per row status / primal / dual residual / original point kept), on flat
+# batch-first float64 problems.
+QP_IPM = Kernel(
+    "qp_ipm", f"({_PROBLEM}, int iterations, float elastic) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, "
+    "Tensor, Tensor)", _ipm_reference,
+)  # fmt: skip
+QP_IPM.implement("cpu", _qp_ipm_cpu)
+QP_POLISH = Kernel(
+    "qp_polish", f"({_PROBLEM}, Tensor z, Tensor sz, Tensor zu, Tensor su, Tensor zl, Tensor sl, int steps, "
+    "int refinements, float elastic, float tolerance, float infeasibility_tolerance) -> (Tensor, Tensor, Tensor, "
+    "Tensor)", _polish_reference,
+)  # fmt: skip
+QP_POLISH.implement("cpu", _qp_polish_cpu)
 
 
 def _backward_system(pb: _Problem, act: _ActiveSet, use_exact: torch.Tensor, elastic: float):

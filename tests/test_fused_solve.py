@@ -11,6 +11,7 @@ import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer, SerialChainKinematics, native
 from kinematics.benchmark.problem import DISTANT_SEED, NEAR_SEED, ik_problem, panda_layer
+from kinematics.fused_solve import IK_SOLVE, IK_SOLVE_EVALUATE, IK_SOLVE_VJP
 
 pytestmark = pytest.mark.skipif(native.library() is None, reason="no compiled kernels here")
 
@@ -22,21 +23,23 @@ def rows():
     return {kind: ik_problem(layer64, 1000, kind, seed=5) for kind in (NEAR_SEED, DISTANT_SEED)}
 
 
-def _count_kernel_calls(monkeypatch) -> list:
-    """Calls of either fused forward kernel that ran (the no-graph solve takes ``ik_solve_evaluate``)."""
+def _count_calls(monkeypatch, *kernels) -> list:
+    """Calls of the kernels' CPU implementations that ran (did not decline)."""
     calls = []
+    for kernel in kernels:
 
-    def counted(kernel):
-        def run(*args):
-            out = kernel(*args)
-            calls.extend([] if out is None else [kernel.__name__])
+        def run(*args, _implementation=kernel.implementations["cpu"], _name=kernel.name):
+            out = _implementation(*args)
+            calls.extend([] if out is None else [_name])
             return out
 
-        return run
-
-    for name in ("ik_solve", "ik_solve_evaluate"):
-        monkeypatch.setattr(native, name, counted(getattr(native, name)))
+        monkeypatch.setitem(kernel.implementations, "cpu", run)
     return calls
+
+
+def _count_kernel_calls(monkeypatch) -> list:
+    """Calls of either fused forward kernel that ran (the no-graph solve takes ``ik_solve_evaluate``)."""
+    return _count_calls(monkeypatch, IK_SOLVE, IK_SOLVE_EVALUATE)
 
 
 def _solve(dtype, seeds, targets, torch_ops: bool, cfg=None):
@@ -72,8 +75,7 @@ def test_the_fused_solve_equals_the_torch_ops(rows, dtype, threads, monkeypatch)
 
 
 def test_the_fused_backward_equals_the_torch_ops_and_passes_gradcheck(rows, monkeypatch):
-    calls = []
-    monkeypatch.setattr(native, "ik_solve_vjp", lambda *a, _f=native.ik_solve_vjp: calls.append(1) or _f(*a))
+    calls = _count_calls(monkeypatch, IK_SOLVE_VJP)
     ik = DifferentiableIKLayer(panda_layer(dtype=torch.float64))
     weights = torch.randn(256, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     for seeds, targets in rows.values():

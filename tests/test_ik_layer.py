@@ -370,16 +370,22 @@ def test_iterations_follow_the_dls_update(panda64, ready_pose, cfg):
 
 
 def test_each_iteration_computes_fk_and_jacobian_once(panda64, monkeypatch):
-    model = panda64.model
-    calls = []
-    original = type(model).fk_and_jacobian_batch_last
-
-    def counting(self, q, tcp=None, with_jacobian=True):
-        calls.append(with_jacobian)
-        return original(self, q, tcp, with_jacobian)
+    """Counted at the chain pass's kernel (``FK_JACOBIAN``), whichever implementation answers it."""
+    from kinematics.chain import FK_JACOBIAN
 
     targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 4, seed=8)
-    monkeypatch.setattr(type(model), "fk_and_jacobian_batch_last", counting)
+    calls = []
+    for name, function in (("reference", FK_JACOBIAN.reference), ("cpu", FK_JACOBIAN.implementations["cpu"])):
+
+        def counting(*args, _function=function):
+            out = _function(*args)
+            calls.extend([] if out is None else [args[5]])  # with_jacobian
+            return out
+
+        if name == "reference":
+            monkeypatch.setattr(FK_JACOBIAN, "reference", counting)
+        else:
+            monkeypatch.setitem(FK_JACOBIAN.implementations, "cpu", counting)
     ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=5))
     with native.disabled():  # the torch ops
         ik.solve(targets, seeds)

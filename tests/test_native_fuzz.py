@@ -22,7 +22,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer, ProjectError, native, pose_error
 from kinematics.batch_last import to_batch_last
-from kinematics.dls_step import damped_gram, dls_step, transposed_product
+from kinematics.dls_step import DAMPED_GRAM, TRANSPOSED_PRODUCT, dls_step
 from kinematics.pose_error import pose_error_batch_last
 
 F32, F64 = torch.float32, torch.float64
@@ -383,11 +383,11 @@ class Cases:
             fn = lambda j, e, q, d: [dls_step(q, j, e, d, 0.5)]  # noqa: E731
         elif function == "damped_gram":
             inputs = [jac_t, self.prepare(damping_sq, "damping_sq", kin.dtype, notes, None, grad=False)]
-            fn = lambda j, d: [damped_gram(j, d)]  # noqa: E731
+            fn = lambda j, d: [DAMPED_GRAM(j, d)]  # noqa: E731
         else:
             x = torch.randn(n, 6, generator=self.gen, dtype=F64)
             inputs = [jac_t, self.prepare(x, "x", kin.dtype, notes, 2)]
-            fn = lambda j, x: [transposed_product(j, x)]  # noqa: E731
+            fn = lambda j, x: [TRANSPOSED_PRODUCT(j, x)]  # noqa: E731
         mode = self.mode(notes, ("plain", "dual", "fake") if jac_t.is_floating_point() else ("plain",))
         return Case(f"{function} {notes}", fn, inputs, False, mode)
 

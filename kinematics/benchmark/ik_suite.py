@@ -27,7 +27,7 @@ from kinematics.benchmark.problem import (
     panda_layer,
 )
 from kinematics.benchmark.timing import measure
-from kinematics.dls_step import damped_gram, dls_step, transposed_product
+from kinematics.dls_step import DAMPED_GRAM, TRANSPOSED_PRODUCT, dls_step
 from kinematics.pose_error import pose_error_batch_last
 
 PK_DEFAULT_RETRIES = 10
@@ -219,7 +219,7 @@ class Solvers:
         damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]
         rot, pos, jac_t = model.fk_and_jacobian_batch_last(q, tcp)
         err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))
-        damped = damped_gram(jac_t, damping_sq).mT
+        damped = DAMPED_GRAM(jac_t, damping_sq).mT
         x = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)[0][..., 0]
 
         def update(jac_t, err):
@@ -232,9 +232,9 @@ class Solvers:
         return {
             "fk_and_jacobian": lambda: model.fk_and_jacobian_batch_last(q, tcp),
             "pose_error": lambda: torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos)),
-            "jjt_damped": lambda: damped_gram(jac_t, damping_sq),
+            "jjt_damped": lambda: DAMPED_GRAM(jac_t, damping_sq),
             "solve_ex": lambda: torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False),
-            "jt_x": lambda: transposed_product(jac_t, x),
+            "jt_x": lambda: TRANSPOSED_PRODUCT(jac_t, x),
             "dls_update": lambda: update(jac_t, err),
             "iteration": iteration,
         }
