@@ -11,7 +11,8 @@ by default); a cached library that does not load, or lacks a kernel, is rebuilt 
 and may carry arguments (``CC="ccache gcc"``). Without a working compiler (or with ``GRASP_YAW_IK_NATIVE=0``)
 the torch ops run instead, with a warning saying why.
 
-Each wrapper below returns ``None`` (the caller then runs its torch ops) unless ``_kernel`` accepts every tensor:
+Each wrapper below is a CPU implementation of a ``kinematics.kernels.Kernel`` and returns ``None`` (the kernel then
+runs its torch reference) unless ``_kernel`` accepts every tensor:
 plain CPU strided tensors of one float32/float64 dtype with exactly the shapes the C code reads, no autograd
 graph recorded through them, no forward-mode AD level, ``torch.func`` transform or dispatch mode active.
 """
@@ -441,7 +442,7 @@ def ik_solve_vjp(
 
 
 # ------------------------------------------------------------------------------------------- KinematicTree
-# The tree's kernels (kinematics.tree): nodes are ``(m + 1, 3, 4, B)`` batch-last (slot 0 the base). Index
+# The tree's kernels (kinematics.tree_kernels): nodes are ``(m + 1, 3, 4, B)`` batch-last (slot 0 the base). Index
 # arguments are the tree's own int64 buffers; ``_indices`` checks them like ``_kernel`` checks the real ones.
 
 

@@ -25,14 +25,13 @@ multiply-adds over contiguous rows of ``B`` values); nothing syncs with the devi
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
-from kinematics import free_flyer, native
-from kinematics.batch_last import cross
+from kinematics import free_flyer
 from kinematics.errors import (
     DtypeDeviceMismatchError,
     FrameNotFoundError,
@@ -40,6 +39,7 @@ from kinematics.errors import (
     MissingInertialError,
     ShapeError,
 )
+from kinematics.tree_kernels import TREE_COM, TREE_FRAME_JACOBIAN, TREE_FRAMES, TREE_NODES
 from kinematics.urdf_tree import REVOLUTE, TreeDescription, close_names, describe_tree
 
 __all__ = ["QUATERNION_TOLERANCE", "KinematicTree", "TreeState"]
@@ -50,7 +50,7 @@ QUATERNION_TOLERANCE = 1e-3
 
 @dataclass
 class TreeState:
-    """One forward pass: every node's aligned frame in the batch-last layout, and lazily derived quantities.
+    """One forward pass: every node's aligned frame in the batch-last layout.
 
     ``nodes``: ``(n_nodes + 1, 3, 4, B)``, index 0 the root (base) frame, then the movable joints' aligned frames
     (z along the joint axis, origin on it) in the tree's level order. Built by ``KinematicTree.forward_kinematics``;
@@ -60,7 +60,6 @@ class TreeState:
     tree_id: int
     batch: torch.Size
     nodes: torch.Tensor
-    cache: dict = field(default_factory=dict)
 
     @property
     def batch_size(self) -> int:
@@ -103,23 +102,9 @@ class KinematicTree(nn.Module):
         order = np.argsort(depth, kind="stable")
         level_of = {int(w): k for k, w in enumerate(order)}  # walk index -> level-order index
         slot = lambda walk: 0 if walk < 0 else level_of[int(walk)] + 1  # noqa: E731  index into TreeState.nodes
-        self._levels = []  # (start, end, parent-index buffer name or None), into the level order
-        start = 0
-        for level in range(int(depth.max()) + 1 if n else 0):
-            members = order[depth[order] == level]
-            end = start + len(members)
-            parents = np.array([slot(d.parent[w]) for w in members])
-            prev_start = 0 if level == 0 else self._levels[-1][0] + 1
-            prev_end = 1 if level == 0 else self._levels[-1][1] + 1
-            local = parents - prev_start  # index into the previous level's tensor
-            same = len(local) == prev_end - prev_start and np.array_equal(local, np.arange(len(local)))
-            name = None
-            if not same:
-                name = f"_level{level}_parent"
-                self.register_buffer(name, torch.as_tensor(local, dtype=torch.long, device=device), persistent=False)
-            self._levels.append((start, end, name))
-            start = end
-        self._levels = tuple(self._levels)
+        # Where each level ends in the level order (a node's parent is in the level before it): the tree kernels
+        # run the pass level by level.
+        self._level_ends = [int(np.sum(depth <= level)) for level in range(int(depth.max()) + 1 if n else 0)]
 
         as_t = lambda a: _t(a, dtype, device)  # noqa: E731
         long_t = lambda a: torch.as_tensor(np.asarray(a, dtype=np.int64), device=device)  # noqa: E731
@@ -129,7 +114,6 @@ class KinematicTree(nn.Module):
         self.register_buffer("node_multiplier", as_t(d.multiplier[order]))
         self.register_buffer("node_offset", as_t(d.offset[order]))
         self.register_buffer("node_revolute", as_t((d.kind[order] == REVOLUTE).astype(float)))
-        self._identity_map = not self.has_mimic and np.array_equal(d.dof[order], np.arange(n))
         # For the compiled pass (kinematics.native): each node's q column, constant frame (n, 3, 4), parent slot.
         self.register_buffer("_node_q_column", long_t(d.dof[order] + self.base_nq), persistent=False)
         self.register_buffer("_node_origin34", as_t(origins[:, :3, :]), persistent=False)
@@ -139,23 +123,18 @@ class KinematicTree(nn.Module):
         self._frame_slots = tuple(slot(w) for w in d.frame_node)
         self.register_buffer("frame_slot", long_t(self._frame_slots))
         self.register_buffer("frame_offset", as_t(d.frame_offset))  # (n_frames, 4, 4)
-        # Ancestor nodes of each frame (level-order indices), their dofs and multipliers.
-        self._frame_ancestors = []
+        # Each frame's ancestor nodes (their slots), their dofs, multipliers and kinds: what its Jacobian reads.
         for f, owner in enumerate(d.frame_node):
             chain, w = [], int(owner)
             while w >= 0:
                 chain.append(level_of[w])
                 w = int(d.parent[w])
             chain = sorted(chain)
-            names = (f"_frame{f}_nodes", f"_frame{f}_dofs", f"_frame{f}_weights")
-            self.register_buffer(names[0], long_t(chain), persistent=False)
-            self.register_buffer(names[1], long_t(d.dof[order][chain]), persistent=False)
-            self.register_buffer(names[2], as_t(d.multiplier[order][chain]), persistent=False)
             self.register_buffer(f"_frame{f}_slots", long_t(np.asarray(chain, dtype=np.int64) + 1), persistent=False)
+            self.register_buffer(f"_frame{f}_dofs", long_t(d.dof[order][chain]), persistent=False)
+            self.register_buffer(f"_frame{f}_weights", as_t(d.multiplier[order][chain]), persistent=False)
             revolute_chain = (d.kind[order][chain] == REVOLUTE).astype(float)
             self.register_buffer(f"_frame{f}_revolute", as_t(revolute_chain), persistent=False)
-            independent = not np.any(d.is_mimic[order][chain])
-            self._frame_ancestors.append((names, len(chain), independent))
 
         # Mass: first moments per slot (m [c; 1] summed over the links each slot carries) and subtree masses.
         moments = np.zeros((n + 1, 4))
@@ -181,9 +160,6 @@ class KinematicTree(nn.Module):
         neutral = np.clip(np.zeros(len(d.joint_names)), d.lower, d.upper)
         base = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0] if floating_base else []
         self.register_buffer("_neutral", as_t(np.r_[base, neutral]), persistent=False)
-        self.register_buffer("_homogeneous_row", as_t([[0.0, 0.0, 0.0, 1.0]]), persistent=False)
-        self.register_buffer("_identity34", as_t(np.eye(4)[:3, :, None]), persistent=False)
-        self.register_buffer("_e3", as_t(np.eye(4)[3][None, None, :, None]), persistent=False)
 
     @classmethod
     def from_urdf(
@@ -342,17 +318,9 @@ class KinematicTree(nn.Module):
 
     forward = forward_kinematics
 
-    def _root(self, q: torch.Tensor) -> torch.Tensor | None:
-        """The base frame ``(3, 4, B)`` from ``q`` ``(B, nq)``; ``None`` for a fixed base (the identity)."""
-        if not self.floating_base:
-            return None
-        rows = free_flyer.rotation_entries(*q[:, 3:7].unbind(1))
-        entries = [entry for i, row in enumerate(rows) for entry in (*row, q[:, i])]
-        return torch.stack(entries, 0).view(3, 4, q.shape[0])
-
     def _nodes(self, q: torch.Tensor) -> torch.Tensor:
         buffers = self._buffers
-        nodes = native.tree_nodes(
+        return TREE_NODES(
             q,
             self.floating_base,
             buffers["_node_q_column"],
@@ -361,55 +329,8 @@ class KinematicTree(nn.Module):
             buffers["node_revolute"],
             buffers["_node_origin34"],
             buffers["_node_parent_slot"],
+            self._level_ends,
         )
-        if nodes is not None:  # the compiled pass (no autograd graph to record, a CPU tensor)
-            return nodes
-        batch = q.shape[0]
-        root = self._root(q)
-        if root is None:
-            root = buffers["_identity34"].expand(3, 4, batch)
-        if self.n_nodes == 0:
-            return root[None].contiguous()
-        joints = q[:, self.base_nq :].t()  # (n_joints, B)
-        if self._identity_map:
-            values = joints.contiguous()
-        else:
-            values = joints.index_select(0, buffers["node_dof"])
-            if self.has_mimic:
-                values = torch.addcmul(buffers["node_offset"][:, None], values, buffers["node_multiplier"][:, None])
-        # Local frames L = C R_z(q) (C translated by q along its z for a prismatic joint), top rows (n, 3, 4, B):
-        # columns 0 and 1 turn by the angle, columns 2 and 3 are C's (column 3 slides along column 2).
-        origin = buffers["node_origin_top"]  # (n, 3, 4, 1)
-        c0, c1, c23 = origin[:, :, 0], origin[:, :, 1], origin[:, :, 2:]
-        if self.all_revolute:
-            c, s = torch.cos(values)[:, None], torch.sin(values)[:, None]
-            tail = c23.expand(-1, -1, -1, batch)
-        else:
-            revolute = buffers["node_revolute"][:, None]
-            angle = values * revolute
-            c, s = torch.cos(angle)[:, None], torch.sin(angle)[:, None]
-            slid = torch.addcmul(c23[:, :, 1], c23[:, :, 0], (values * (1.0 - revolute))[:, None])
-            tail = torch.stack((c23[:, :, 0].expand(-1, -1, batch), slid), 2)
-        local = torch.cat(
-            (torch.addcmul(c0 * c, c1, s)[:, :, None], torch.addcmul(c1 * c, c0, -s)[:, :, None], tail), 2
-        )
-        e3 = buffers["_e3"]  # (1, 1, 4, 1): the homogeneous row of L
-        nodes, previous = [root[None]], root[None]
-        for level, (start, end, parent_name) in enumerate(self._levels):
-            lo = local[start:end]
-            if level == 0 and not self.floating_base:
-                nodes.append(lo)
-                previous = lo
-                continue
-            p = previous if parent_name is None else previous.index_select(0, buffers[parent_name])
-            if p.shape[0] != end - start:
-                p = p.expand(end - start, -1, -1, -1)
-            out = p[:, :, 0:1] * lo[:, None, 0]
-            out = torch.addcmul(out, p[:, :, 1:2], lo[:, None, 1])
-            out = torch.addcmul(out, p[:, :, 2:3], lo[:, None, 2])
-            previous = torch.addcmul(out, p[:, :, 3:4], e3)
-            nodes.append(previous)
-        return torch.cat(nodes, 0)
 
     def _state(self, q_or_state) -> TreeState:
         if isinstance(q_or_state, TreeState):
@@ -419,128 +340,37 @@ class KinematicTree(nn.Module):
         return self.forward_kinematics(q_or_state)
 
     # ------------------------------------------------------------------------------------------------ frames
-    @staticmethod
-    def _times_constant(x: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
-        """``(n, 3, 4, B) @ (n, 4, 4)`` (``x`` with its homogeneous row implied) -> ``(n, 3, 4, B)``."""
-        out = x[:, :, 0:1] * m[:, None, 0, :, None]
-        for k in (1, 2, 3):
-            out = torch.addcmul(out, x[:, :, k : k + 1], m[:, None, k, :, None])
-        return out
-
-    def _frames(self, state: TreeState) -> torch.Tensor:
-        """Every frame ``(n_frames, 3, 4, B)`` in the world frame (cached on the state)."""
-        frames = state.cache.get("frames")
-        if frames is None:
-            owners = state.nodes.index_select(0, self._buffers["frame_slot"])
-            frames = self._times_constant(owners, self._buffers["frame_offset"])
-            state.cache["frames"] = frames
-        return frames
-
-    def _frame(self, state: TreeState, index: int) -> torch.Tensor:
-        """Frame ``index`` ``(3, 4, B)``."""
-        frames = state.cache.get("frames")
-        if frames is not None:
-            return frames[index]
-        key = ("frame", index)
-        frame = state.cache.get(key)
-        if frame is None:
-            slot = self._frame_slots[index]
-            owner = state.nodes[slot : slot + 1]
-            frame = self._times_constant(owner, self._buffers["frame_offset"][index : index + 1])[0]
-            state.cache[key] = frame
-        return frame
-
     def frame_poses(self, q_or_state) -> torch.Tensor:
         """Every frame's pose in the world frame, ``(..., n_frames, 4, 4)`` in ``frame_names`` order."""
         state = self._state(q_or_state)
         buffers = self._buffers
-        n_frames, batch = len(self._frame_slots), state.batch_size
-        out = native.tree_frames(state.nodes, buffers["frame_offset"], buffers["frame_slot"])
-        if out is None:
-            frames = self._frames(state)
-            out = frames.new_empty(batch, n_frames, 4, 4)
-            out[:, :, :3].copy_(frames.permute(3, 0, 1, 2))
-            out[:, :, 3] = buffers["_homogeneous_row"]
-        return out.view(*state.batch, n_frames, 4, 4)
+        out = TREE_FRAMES(state.nodes, buffers["frame_offset"], buffers["frame_slot"], True)
+        return out.view(*state.batch, len(self._frame_slots), 4, 4)
 
     def frame_pose(self, q_or_state, name: str) -> torch.Tensor:
         """Pose of frame ``name`` in the world frame, ``(..., 4, 4)``."""
         index = self.frame_index(name)
         state = self._state(q_or_state)
         buffers = self._buffers
-        out = native.tree_frames(
-            state.nodes, buffers["frame_offset"][index : index + 1], buffers["frame_slot"][index : index + 1]
-        )
-        if out is not None:
-            return out.view(*state.batch, 4, 4)
-        top = self._frame(state, index).permute(2, 0, 1)
-        row = buffers["_homogeneous_row"].expand(top.shape[0], 1, 4)
-        return torch.cat((top, row), 1).view(*state.batch, 4, 4)
+        offset, slot = buffers["frame_offset"][index : index + 1], buffers["frame_slot"][index : index + 1]
+        return TREE_FRAMES(state.nodes, offset, slot, True).view(*state.batch, 4, 4)
 
     def frame_poses_batch_last(self, q_or_state) -> torch.Tensor:
         """Every frame's pose as its top three rows, batch last: ``(n_frames, 3, 4, B)`` with ``B`` the flattened
-        batch (``state.batch_size``), the layout of a solver that works batch-last (no transpose). The result may
-        be the state's cache: do not modify it in place."""
+        batch (``state.batch_size``), the layout of a solver that works batch-last (no transpose)."""
         state = self._state(q_or_state)
         buffers = self._buffers
-        out = native.tree_frames(state.nodes, buffers["frame_offset"], buffers["frame_slot"], batch_first=False)
-        return self._frames(state) if out is None else out
+        return TREE_FRAMES(state.nodes, buffers["frame_offset"], buffers["frame_slot"], False)
 
     def frame_pose_batch_last(self, q_or_state, name: str) -> torch.Tensor:
         """Frame ``name``'s top three rows, ``(3, 4, B)`` (see ``frame_poses_batch_last``)."""
         index = self.frame_index(name)
         state = self._state(q_or_state)
         buffers = self._buffers
-        out = native.tree_frames(
-            state.nodes,
-            buffers["frame_offset"][index : index + 1],
-            buffers["frame_slot"][index : index + 1],
-            batch_first=False,
-        )
-        return self._frame(state, index) if out is None else out[0]
+        offset, slot = buffers["frame_offset"][index : index + 1], buffers["frame_slot"][index : index + 1]
+        return TREE_FRAMES(state.nodes, offset, slot, False)[0]
 
     # --------------------------------------------------------------------------------------------- Jacobians
-    def _base_block(self, state: TreeState, point: torch.Tensor, rows: int) -> torch.Tensor:
-        """The free flyer's columns ``(6 columns, rows, B)`` for a point ``(3, B)``: the base's linear velocity
-        (base frame) moves the point along the base axes; its angular velocity turns it about the base origin."""
-        root = state.nodes[0]
-        axes = root[:, :3].transpose(0, 1)  # (3 columns, 3, B): base axis k in the world frame
-        arm = (point - root[:, 3])[None].expand(3, -1, -1)
-        turned = cross(axes, arm)
-        if rows == 3:
-            return torch.cat((axes, turned), 0)
-        return torch.cat((torch.cat((axes, torch.zeros_like(axes)), 1), torch.cat((turned, axes), 1)), 0)
-
-    def _assemble(
-        self,
-        state: TreeState,
-        point: torch.Tensor,
-        columns: torch.Tensor,
-        dofs,
-        weights,
-        rows: int,
-        batch_first: bool = True,
-    ):
-        """``(..., rows, nv)`` (``batch_first``; else ``(rows, nv, B)``) from node columns ``(k, rows, B)`` driving
-        joints ``dofs`` (times ``weights`` for mimic joints, or ``None``) and, with a floating base, the base
-        columns at ``point``."""
-        batch = state.batch_size
-        if batch_first:
-            out = columns.new_zeros(batch, rows, self.nv)
-            column_dim, base, source = 2, (2, 1, 0), columns.permute(2, 1, 0)
-        else:
-            out = columns.new_zeros(rows, self.nv, batch)
-            column_dim, base, source = 1, (1, 0, 2), columns.transpose(0, 1)
-            weights = None if weights is None else weights[:, None]
-        if self.base_nv:
-            out.narrow(column_dim, 0, self.base_nv).copy_(self._base_block(state, point, rows).permute(*base))
-        joints = out.narrow(column_dim, self.base_nv, self.nv - self.base_nv)
-        if weights is None:
-            joints.index_copy_(column_dim, dofs, source)
-        else:
-            joints.index_add_(column_dim, dofs, source * weights)
-        return out.view(*state.batch, rows, self.nv) if batch_first else out
-
     def frame_jacobian(self, q_or_state, name: str) -> torch.Tensor:
         """Jacobian of frame ``name``, ``(..., 6, nv)``: linear rows first, world-aligned axes at the frame origin
         (LOCAL_WORLD_ALIGNED), mapping ``v`` (base velocity in the base frame, then joint rates)."""
@@ -554,35 +384,19 @@ class KinematicTree(nn.Module):
         index = self.frame_index(name)
         state = self._state(q_or_state)
         buffers = self._buffers
-        (node_name, dof_name, weight_name), count, independent = self._frame_ancestors[index]
-        jacobian = native.tree_frame_jacobian(
+        jacobian = TREE_FRAME_JACOBIAN(
             state.nodes,
             self._frame_slots[index],
             buffers["frame_offset"][index],
             buffers[f"_frame{index}_slots"],
-            buffers[dof_name],
-            buffers[weight_name],
+            buffers[f"_frame{index}_dofs"],
+            buffers[f"_frame{index}_weights"],
             buffers[f"_frame{index}_revolute"],
             self.nv,
             self.base_nv,
             batch_first,
         )
-        if jacobian is not None:
-            return jacobian.view(*state.batch, 6, self.nv) if batch_first else jacobian
-        point = self._frame(state, index)[:, 3]  # (3, B)
-        if count == 0:
-            columns, dofs, weights = point.new_zeros(0, 6, state.batch_size), buffers[dof_name], None
-        else:
-            ancestors = state.nodes[1:].index_select(0, buffers[node_name])  # (k, 3, 4, B)
-            z, origin = ancestors[:, :, 2], ancestors[:, :, 3]
-            linear = cross(z, point - origin)
-            if self.all_revolute:
-                columns = torch.cat((linear, z), 1)
-            else:
-                revolute = buffers["node_revolute"].index_select(0, buffers[node_name])[:, None, None]
-                columns = torch.cat((torch.lerp(z, linear, revolute), z * revolute), 1)
-            dofs, weights = buffers[dof_name], None if independent else buffers[weight_name]
-        return self._assemble(state, point, columns, dofs, weights, 6, batch_first)
+        return jacobian.view(*state.batch, 6, self.nv) if batch_first else jacobian
 
     # ----------------------------------------------------------------------------------------- centre of mass
     def _require_mass(self) -> None:
@@ -591,20 +405,9 @@ class KinematicTree(nn.Module):
                 "the centre of mass needs link masses, but no link of this URDF has an <inertial> with a positive mass"
             )
 
-    def _moments(self, state: TreeState) -> torch.Tensor:
-        """Mass-weighted positions ``m c`` per node slot, ``(n_nodes + 1, 3, B)`` (cached)."""
-        moments = state.cache.get("moments")
-        if moments is None:
-            nodes, w = state.nodes, self._buffers["slot_moment"]  # w: (n + 1, 4, 1, 1)
-            moments = nodes[:, :, 0] * w[:, 0]
-            for k in (1, 2, 3):
-                moments = torch.addcmul(moments, nodes[:, :, k], w[:, k])
-            state.cache["moments"] = moments
-        return moments
-
-    def _native_com(self, state: TreeState, jacobian: bool, batch_first: bool):
+    def _com(self, state: TreeState, jacobian: bool, batch_first: bool):
         buffers = self._buffers
-        return native.tree_com(
+        return TREE_COM(
             state.nodes,
             buffers["slot_moment"].view(-1, 4),
             buffers["subtree_mass"],
@@ -617,6 +420,7 @@ class KinematicTree(nn.Module):
             self.base_nv,
             jacobian,
             batch_first,
+            self._level_ends,
         )
 
     def center_of_mass(self, q_or_state) -> torch.Tensor:
@@ -631,13 +435,7 @@ class KinematicTree(nn.Module):
     def _center_of_mass(self, q_or_state, batch_first: bool) -> torch.Tensor:
         self._require_mass()
         state = self._state(q_or_state)
-        computed = self._native_com(state, False, batch_first)
-        if computed is not None:
-            com = computed[0]
-        else:
-            com = self._moments(state).sum(0) / self.total_mass  # (3, B)
-            if batch_first:
-                com = com.t()
+        com = self._com(state, False, batch_first)[0]
         return com.reshape(*state.batch, 3) if batch_first else com
 
     def com_jacobian(self, q_or_state) -> torch.Tensor:
@@ -651,25 +449,8 @@ class KinematicTree(nn.Module):
     def _com_jacobian(self, q_or_state, batch_first: bool) -> torch.Tensor:
         self._require_mass()
         state = self._state(q_or_state)
-        computed = self._native_com(state, True, batch_first)
-        if computed is not None:
-            jacobian = computed[1]
-            return jacobian.view(*state.batch, 3, self.nv) if batch_first else jacobian
-        buffers, batch = self._buffers, state.batch_size
-        moments = self._moments(state)
-        com = moments.sum(0) / self.total_mass
-        if self.n_nodes == 0:
-            columns = com.new_zeros(0, 3, batch)
-            return self._assemble(state, com, columns, buffers["node_dof"], None, 3, batch_first)
-        subtree = torch.mm(buffers["subtree"], moments.view(self.n_nodes + 1, 3 * batch)).view(-1, 3, batch)
-        nodes = state.nodes[1:]
-        z, origin = nodes[:, :, 2], nodes[:, :, 3]
-        mass = buffers["subtree_mass"][:, None, None]
-        linear = cross(z, subtree - mass * origin)
-        if not self.all_revolute:
-            linear = torch.lerp(z * mass, linear, buffers["node_revolute"][:, None, None])
-        weights = buffers["node_multiplier"] if self.has_mimic else None
-        return self._assemble(state, com, linear / self.total_mass, buffers["node_dof"], weights, 3, batch_first)
+        jacobian = self._com(state, True, batch_first)[1]
+        return jacobian.view(*state.batch, 3, self.nv) if batch_first else jacobian
 
     def extra_repr(self) -> str:
         return (
