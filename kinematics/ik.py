@@ -204,15 +204,13 @@ class DifferentiableIKLayer(nn.Module):
         graph = torch.is_grad_enabled() and any(t.requires_grad for t in recorded)
         if cfg.step == "clamp" and not graph and not transforms_active():  # every iteration in one kernel call
             return from_batch_last(fused_iterations(self, self._kernel_inputs, target_rot, target_pos, q), batch)
-        _, params = settings(self, self._kernel_inputs)
-        damping_sq = cfg.damping**2 * torch.diag(1.0 / torch.tensor(cfg.error_weights, dtype=q.dtype, device=q.device))
+        inputs, params = settings(self, self._kernel_inputs)
+        damping_sq = inputs[3][..., None]  # damping^2 W^-1 (6, 6, 1), as the fused kernels read it
         for _ in range(cfg.max_iterations):
             rot, pos, jac_t = kin.model.fk_and_jacobian_batch_last(q, kin.tcp)
             if cfg.step == "clamp":  # the fused kernels' step, here with the graph of the chain's own pass
                 clamp = cfg.enforce_joint_limits
-                q = dls_iteration(
-                    q, target_rot, target_pos, rot, pos, jac_t, params, damping_sq[..., None], lower, upper, clamp
-                )
+                q = dls_iteration(q, target_rot, target_pos, rot, pos, jac_t, params, damping_sq, lower, upper, clamp)
             else:
                 err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))  # (6, B)
                 q = self._qp_step(q.T, jac_t.permute(2, 1, 0), err.T).T

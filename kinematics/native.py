@@ -358,12 +358,16 @@ def ik_solve(
     return out
 
 
+def _evaluate_shapes(n: int, dof: int) -> tuple[tuple[int, ...], ...]:
+    """What ``ik_solve_evaluate`` reads: the targets, the seeds and the six ``IKGeometry`` tensors."""
+    return (n, 4, 4), (n, dof), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,)
+
+
 def _evaluate_kernel(target: torch.Tensor, seed: torch.Tensor, inputs: IKGeometry) -> Callable | None:
     if seed.ndim != 2:
         return None
     n, dof = seed.shape
-    shapes = ((n, 4, 4), (n, dof), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
-    return _kernel("ik_solve_evaluate", (target, seed, *inputs), shapes) if n else None
+    return _kernel("ik_solve_evaluate", (target, seed, *inputs), _evaluate_shapes(n, dof)) if n else None
 
 
 def ik_solve_evaluate(
@@ -399,12 +403,10 @@ def _ik_solve_evaluate_accepts(target, seed, inputs, *_settings) -> bool:
     """Whether ``ik_solve_evaluate`` takes these tensors, from their metadata only (fake tensors too)."""
     if seed.ndim != 2 or seed.shape[0] == 0 or target.ndim != 3:
         return False
-    n, dof = seed.shape
-    shapes = ((n, 4, 4), (n, dof), (dof, 4, 3, 4), (dof,), (3, 4), (6, 6), (dof,), (dof,))
     dtype = seed.dtype
     metadata = all(
         t.device.type == "cpu" and t.dtype is dtype and t.shape == shape and t.layout is torch.strided
-        for t, shape in zip((target, seed, *inputs), shapes, strict=True)
+        for t, shape in zip((target, seed, *inputs), _evaluate_shapes(*seed.shape), strict=True)
     )
     if not metadata or dtype not in _SUFFIX:
         return False
