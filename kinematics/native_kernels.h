@@ -1152,7 +1152,9 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
     for (long r0 = 0; r0 < nb; r0 += T) {
         for (long l = 0; l < T; l++) { /* gather: lane l is row r0 + l (the last row again past the end) */
             long r = r0 + l < nb ? r0 + l : nb - 1;
-            for (long i = 0; i < n * n; i++) P[i * T + l] = P_[r * n * n + i];
+            const REAL *restrict Pr = P_ + r * n * n; /* its symmetric part, (P + P^T) / 2 */
+            for (long i = 0; i < n; i++)
+                for (long j = 0; j < n; j++) P[(i * n + j) * T + l] = (REAL)0.5 * (Pr[i * n + j] + Pr[j * n + i]);
             for (long i = 0; i < me * n; i++) A[i * T + l] = A_[r * me * n + i];
             for (long i = 0; i < mi * n; i++) G[i * T + l] = G_[r * mi * n + i];
             for (long i = 0; i < n; i++) {
@@ -1408,11 +1410,50 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
    = [x; y; z], w (nb, n) signed bound multipliers, flags (nb, mi + 2 n) = active inequalities, fixed at ub, fixed
    at lb (1 / 0), rows (nb, 4) = status, primal residual, dual residual, whether the original system's solution
    was kept (1) or the elastic one (0). params = (elastic, tolerance, infeasibility tolerance). */
+static REAL KERNEL(qp_dot)(const REAL *restrict a, const REAL *restrict b, long len) {
+    /* four partial sums: independent chains instead of one that waits on every add */
+    REAL s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    long k = 0;
+    for (; k + 4 <= len; k += 4) {
+        s0 += a[k] * b[k];
+        s1 += a[k + 1] * b[k + 1];
+        s2 += a[k + 2] * b[k + 2];
+        s3 += a[k + 3] * b[k + 3];
+    }
+    for (; k < len; k++) s0 += a[k] * b[k];
+    return (s0 + s1) + (s2 + s3);
+}
+
 static void KERNEL(qp_lower_solve)(const REAL *restrict L, REAL *restrict v, long n) { /* v <- L^-1 v */
+    for (long i = 0; i < n; i++) v[i] = (v[i] - KERNEL(qp_dot)(L + i * n, v, i)) / L[i * n + i];
+}
+
+/* columns c0 .. c1 - 1 of V (n x stride, row-major) <- L^-1 of themselves: every column at once, row by row */
+static void KERNEL(qp_lower_solve_columns)(const REAL *restrict L, REAL *restrict V, long n, long stride, long c0,
+                                           long c1) {
     for (long i = 0; i < n; i++) {
-        REAL t = v[i];
-        for (long k = 0; k < i; k++) t -= L[i * n + k] * v[k];
-        v[i] = t / L[i * n + i];
+        REAL *restrict vi = V + i * stride;
+        for (long k = 0; k < i; k++) {
+            const REAL lik = L[i * n + k], *restrict vk = V + k * stride;
+            if (lik != 0) IVDEP for (long c = c0; c < c1; c++) vi[c] -= lik * vk[c];
+        }
+        const REAL d = L[i * n + i];
+        IVDEP for (long c = c0; c < c1; c++) vi[c] /= d;
+    }
+}
+
+/* rows r0 .. r1 - 1 of M (m x m, lower triangle, row-major) <- those of V^T V, V n x stride */
+static void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restrict M, long n, long stride, long m, long r0,
+                                 long r1) {
+    for (long a = r0; a < r1; a++)
+        for (long b = 0; b <= a; b++) M[a * m + b] = 0;
+    for (long i = 0; i < n; i++) {
+        const REAL *restrict vi = V + i * stride;
+        for (long a = r0; a < r1; a++) {
+            const REAL via = vi[a];
+            REAL *restrict ma = M + a * m;
+            IVDEP for (long b = 0; b <= a; b++) ma[b] += via * vi[b];
+        }
     }
 }
 
@@ -1488,8 +1529,8 @@ static void KERNEL(qp_lu_solve)(const REAL *restrict K, const long *restrict piv
 }
 
 typedef struct {
-    long n, m, dense;
-    REAL *L, *C, *V, *M, *K, *col;
+    long n, m, stride, dense;
+    REAL *L, *C, *V, *M, *K, *col; /* V = L^-1 C^T, n x stride (column k: row k of C) */
     long *piv;
 } KERNEL(qp_factors);
 
@@ -1506,21 +1547,16 @@ static void KERNEL(qp_factored_solve)(const KERNEL(qp_factors) *F, const REAL *f
     }
     for (long i = 0; i < n; i++) x[i] = f[i];
     KERNEL(qp_lower_solve)(F->L, x, n); /* u = L^-1 f */
-    for (long k = 0; k < m; k++) {
-        REAL t = -g[k];
-        const REAL *restrict vk = F->V + k * n;
-        for (long i = 0; i < n; i++) t += vk[i] * x[i];
-        nu[k] = t;
+    for (long k = 0; k < m; k++) nu[k] = -g[k]; /* V^T u - g */
+    for (long i = 0; i < n; i++) {
+        const REAL xi = x[i], *restrict vi = F->V + i * F->stride;
+        IVDEP for (long k = 0; k < m; k++) nu[k] += vi[k] * xi;
     }
     if (m) {
         KERNEL(qp_lower_solve)(F->M, nu, m);
         KERNEL(qp_upper_solve)(F->M, nu, m);
     }
-    for (long k = 0; k < m; k++) {
-        REAL t = nu[k];
-        const REAL *restrict vk = F->V + k * n;
-        IVDEP for (long i = 0; i < n; i++) x[i] -= vk[i] * t;
-    }
+    for (long i = 0; i < n; i++) x[i] -= KERNEL(qp_dot)(F->V + i * F->stride, nu, m);
     KERNEL(qp_upper_solve)(F->L, x, n);
 }
 
@@ -1536,7 +1572,7 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
     const REAL d = params[0], tol = params[1], inf_tol = params[2];
     const REAL rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
     long mmax = me + mi + n, N = n + me + mi, Kmax = n + mmax;
-    long reals = n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 2 * N + 6 * n + mi + 1;
+    long reals = 2 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 2 * N + 6 * n + mi + 1 + me * me;
     REAL *scratch = malloc(sizeof(REAL) * reals);
     long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * mmax);
     if (scratch == 0 || piv == 0 || kind == 0) { /* out of memory: every row's status is -1, for the caller */
@@ -1544,7 +1580,7 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
         for (long r = 0; r < nb; r++) rows_[r * 4] = -1;
         return;
     }
-    KERNEL(qp_factors) F = {n, 0, 0, scratch, 0, 0, 0, 0, 0, piv};
+    KERNEL(qp_factors) F = {n, 0, mmax, 0, scratch, 0, 0, 0, 0, 0, piv};
     F.C = F.L + n * n;
     F.V = F.C + mmax * n;
     F.M = F.V + mmax * n;
@@ -1552,11 +1588,13 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
     F.col = F.K + Kmax * Kmax;
     REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
     REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *stat = dx + n;
-    REAL *c = stat + n, *w_pass = c + n, *gx = w_pass + 2 * n;
+    REAL *c = stat + n, *w_pass = c + n, *gx = w_pass + 2 * n, *M_eq = gx + mi + 1, *P = M_eq + me * me;
     for (long r = 0; r < nb; r++) {
-        const REAL *P = P_ + r * n * n, *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
+        const REAL *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
         const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
         REAL *act = flags_ + r * (mi + 2 * n), *upper = act + mi, *lower = upper + n;
+        for (long i = 0; i < n; i++) /* P's symmetric part, (P + P^T) / 2 */
+            for (long j = 0; j < n; j++) P[i * n + j] = (REAL)0.5 * (P_[r * n * n + i * n + j] + P_[r * n * n + j * n + i]);
         /* the interior point's guess: a side is active where its multiplier exceeds its slack */
         for (long k = 0; k < mi; k++) act[k] = z_[r * mi + k] > s_[r * mi + k];
         for (long i = 0; i < n; i++) {
@@ -1572,6 +1610,19 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
         for (long i = 0; i < n; i++) scale_d = KERNEL(qp_max)(scale_d, FABS(q[i]));
         scale_p += 1, scale_d += 1;
         const REAL slack_p = tol * scale_p, slack_d = tol * scale_d;
+        /* what every step shares: the Cholesky factor of P + elastic I, and the equality rows' part of V and of
+           V^T V (the equalities are the first rows of every step's C) */
+        for (long i = 0; i < n; i++) {
+            for (long j = 0; j <= i; j++) F.L[i * n + j] = P[i * n + j];
+            F.L[i * n + i] += d;
+        }
+        const int factored = KERNEL(qp_cholesky_strict)(F.L, F.col, n, rel);
+        if (factored && me) {
+            for (long i = 0; i < n; i++)
+                for (long k = 0; k < me; k++) F.V[i * mmax + k] = A[k * n + i];
+            KERNEL(qp_lower_solve_columns)(F.L, F.V, n, mmax, 0, me);
+            KERNEL(qp_gram_rows)(F.V, M_eq, n, mmax, me, 0, me);
+        }
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
             /* the active set's rows C, their right-hand sides r and elastic weights D */
             long m = 0;
@@ -1595,27 +1646,15 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
             }
             F.m = m;
             /* the elastic system's factors: Cholesky and Schur complement, else one dense LU */
-            for (long i = 0; i < n; i++) {
-                for (long j = 0; j <= i; j++) F.L[i * n + j] = P[i * n + j];
-                F.L[i * n + i] += d;
-            }
-            F.dense = !KERNEL(qp_cholesky_strict)(F.L, F.col, n, rel);
+            F.dense = !factored;
             if (!F.dense) {
-                for (long k = 0; k < m; k++) {
-                    REAL *vk = F.V + k * n;
-                    for (long j = 0; j < n; j++) vk[j] = F.C[k * n + j];
-                    KERNEL(qp_lower_solve)(F.L, vk, n);
-                }
-                for (long k = 0; k < m; k++) {
-                    const REAL *restrict vk = F.V + k * n;
-                    for (long l = 0; l <= k; l++) {
-                        const REAL *restrict vl = F.V + l * n;
-                        REAL t = 0;
-                        for (long j = 0; j < n; j++) t += vk[j] * vl[j];
-                        F.M[k * m + l] = t;
-                    }
-                    F.M[k * m + k] += D[k];
-                }
+                for (long i = 0; i < n; i++)
+                    for (long k = me; k < m; k++) F.V[i * mmax + k] = F.C[k * n + i];
+                KERNEL(qp_lower_solve_columns)(F.L, F.V, n, mmax, me, m);
+                KERNEL(qp_gram_rows)(F.V, F.M, n, mmax, m, me, m);
+                for (long k = 0; k < me; k++)
+                    for (long l = 0; l <= k; l++) F.M[k * m + l] = M_eq[k * me + l];
+                for (long k = 0; k < m; k++) F.M[k * m + k] += D[k];
                 F.dense = m > 0 && !KERNEL(qp_cholesky_strict)(F.M, F.col, m, rel);
             }
             if (F.dense) {
@@ -1683,13 +1722,21 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
                 /* an active row stays while its multiplier has the right sign, an inactive one enters when
                    violated; a fixed variable is released, never moved straight to the other bound; nothing
                    changes within the KKT test's tolerances */
-                for (long k = 0; k < mi; k++) act[k] = act[k] > 0 ? s[n + me + k] > -slack_d : gx[k] > h[k] + slack_p;
+                int changed = 0;
+                for (long k = 0; k < mi; k++) {
+                    REAL next = act[k] > 0 ? s[n + me + k] > -slack_d : gx[k] > h[k] + slack_p;
+                    changed |= next != act[k];
+                    act[k] = next;
+                }
                 for (long i = 0; i < n; i++) {
                     int up = upper[i] > 0, lo = lower[i] > 0, contra = lb[i] > ub[i];
                     REAL w = up || lo ? -stat[i] : 0;
-                    upper[i] = (up ? w > -slack_d : (!lo && s[i] > ub[i] + slack_p)) || contra;
-                    lower[i] = (lo ? w < slack_d : (!up && s[i] < lb[i] - slack_p)) || contra;
+                    REAL next_up = (up ? w > -slack_d : (!lo && s[i] > ub[i] + slack_p)) || contra;
+                    REAL next_lo = (lo ? w < slack_d : (!up && s[i] < lb[i] - slack_p)) || contra;
+                    changed |= next_up != upper[i] || next_lo != lower[i];
+                    upper[i] = next_up, lower[i] = next_lo;
                 }
+                if (!changed) break; /* the same active set again: every later step would repeat this one */
             }
         }
         /* SOLVED when the refined (else the elastic) point passes the KKT test, as in kinematics.qp._solve */

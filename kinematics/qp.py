@@ -6,8 +6,13 @@ Solves, for every row of a batch (any leading dimensions, broadcast),
 
 with ``P`` symmetric positive semidefinite (its symmetric part is used).
 
-Method (every count is fixed, every decision is a per-row ``torch.where``):
+Method (every count is bounded, every decision is a per-row ``torch.where``):
 
+0. Up to ``active_set_steps`` primal-dual active-set steps (step 2's, below) from the empty active set: no
+   inequality active, no variable at a bound, so the first is the equality-constrained solve. A row whose point
+   passes the SOLVED test there is done (its solution is the problem's: the test is the KKT conditions); every
+   other row is solved again by steps 1 and 2. Most rows of a whole-body step are done after one or two steps,
+   at a fraction of the interior point's cost.
 1. ``iterations`` Mehrotra predictor-corrector interior-point steps on the *elastic* problem: every constraint row
    carries the dual regularisation ``elastic`` (``A x - elastic y = b``, ``G x - elastic z + s = h``, likewise the
    bounds), which is the KKT system of the problem with the quadratic penalty ``1 / (2 elastic)`` on each
@@ -46,7 +51,7 @@ from typing import NamedTuple
 import torch
 
 from kinematics import native
-from kinematics.errors import DtypeDeviceMismatchError, ShapeError
+from kinematics.errors import ConfigError, DtypeDeviceMismatchError, ShapeError
 from kinematics.kernels import Kernel
 
 SOLVED = 0
@@ -163,16 +168,12 @@ def _prox(dtype: torch.dtype) -> float:
     return 1e-10 if dtype == torch.float64 else 1e-6
 
 
-def _ipm(pb: _Problem, iterations: int, elastic: float):
+def _ipm_reference(P, q, A, b, G, h, lb, ub, iterations: int, elastic: float):
     """Mehrotra predictor-corrector interior point steps on the elastic problem (dual regularisation ``elastic``
     on every constraint row): ``A x - elastic y = b``, ``G x - elastic z + s = h``, ``x - elastic zu + su = ub``,
     ``-x - elastic zl + sl = -lb``, ``s, z >= 0``. Returns ``(x, y, z, s, zu, su, zl, sl)``: the point and the
-    inequality and bound slacks and multipliers (``QP_IPM``: the compiled kernel ``kinematics.native.qp_ipm`` does
-    the same arithmetic row by row where it is available)."""
-    return QP_IPM(*pb, iterations, elastic)
-
-
-def _ipm_reference(P, q, A, b, G, h, lb, ub, iterations: int, elastic: float):
+    inequality and bound slacks and multipliers (the compiled ``kinematics.native.qp_ipm`` does the same
+    arithmetic, rows in SIMD lanes)."""
     nb, n = q.shape
     me, mi = A.shape[1], G.shape[1]
     dt = q.dtype
@@ -373,11 +374,9 @@ def _solve(pb: _Problem, cfg: dict):
     """The whole forward solve on flat ``(nb, ...)`` tensors, without autograd: the solution, and the final active
     set with, per row, whether the original system's point was kept (``_backward_system`` needs both)."""
     n, me, mi = pb.q.shape[1], pb.A.shape[1], pb.G.shape[1]
-    elastic = cfg["elastic"]
-    interior = _ipm(pb, cfg["iterations"], elastic)[2:]
-    steps = max(1, cfg["polish_steps"])
-    tolerances = (elastic, cfg["tolerance"], cfg["infeasibility_tolerance"])
-    sol, w, flags, rows = QP_POLISH(*pb, *interior, steps, cfg["refinements"], *tolerances)
+    counts = (cfg["iterations"], max(1, cfg["polish_steps"]), cfg["active_set_steps"], cfg["refinements"])
+    tolerances = (cfg["elastic"], cfg["tolerance"], cfg["infeasibility_tolerance"])
+    sol, w, flags, rows = QP_SOLVE(*pb, *counts, *tolerances)
     xs, ys, zs = _split(sol, n, me)
     act = _ActiveSet(flags[:, :mi] > 0, flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0)
     active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
@@ -388,7 +387,8 @@ def _solve(pb: _Problem, cfg: dict):
 def _polish_reference(P, q, A, b, G, h, lb, ub, z, sz, zu, su, zl, sl, steps, refinements, elastic, tolerance,
                       infeasibility_tolerance):  # fmt: skip
     """``_solve``'s active-set polish and status tests as torch ops (the compiled ``native.qp_polish`` does the
-    same arithmetic, the systems in symmetric form, where it is available): ``QP_POLISH``'s packed outputs."""
+    same arithmetic, the systems in symmetric form, and stops a row's steps once its active set repeats): the
+    packed outputs ``(sol, w, flags, rows)``."""
     pb = _Problem(P, q, A, b, G, h, lb, ub)
     n, me = q.shape[1], A.shape[1]
     tol = tolerance
@@ -442,29 +442,60 @@ def _polish_reference(P, q, A, b, G, h, lb, ub, z, sz, zu, su, zl, sl, steps, re
     return torch.cat((xs, ys, zs), 1), w, flags, rows
 
 
-def _qp_ipm_cpu(P, q, A, b, G, h, lb, ub, iterations, elastic):
-    return native.qp_ipm(P, q, A, b, G, h, lb, ub, iterations, elastic, _prox(q.dtype))
+def _cold_start(q: torch.Tensor, mi: int) -> tuple[torch.Tensor, ...]:
+    """The polish's guess ``(z, s, zu, su, zl, sl)`` of the empty active set: every multiplier 0, every slack 1."""
+    nb, n = q.shape
+    zeros_i, ones_i, zeros_n, ones_n = q.new_zeros(nb, mi), q.new_ones(nb, mi), q.new_zeros(nb, n), q.new_ones(nb, n)
+    return zeros_i, ones_i, zeros_n, ones_n, zeros_n, ones_n
 
 
-def _qp_polish_cpu(P, q, A, b, G, h, lb, ub, z, sz, zu, su, zl, sl, *settings):
-    return native.qp_polish((P, q, A, b, G, h, lb, ub), (z, sz, zu, su, zl, sl), *settings)
+def _solve_reference(P, q, A, b, G, h, lb, ub, iterations, polish_steps, active_set_steps, refinements, elastic,
+                     tolerance, infeasibility_tolerance):  # fmt: skip
+    """``_solve``'s steps 0 to 3 as torch ops, every row through every step (``QP_SOLVE``'s packed outputs: those
+    of ``_polish_reference``). ``P``'s symmetric part is used, as by the compiled kernels."""
+    problem = (0.5 * (P + P.mT), q, A, b, G, h, lb, ub)
+    settings = (refinements, elastic, tolerance, infeasibility_tolerance)
+    interior = _ipm_reference(*problem, iterations, elastic)[2:]
+    second = _polish_reference(*problem, *interior, polish_steps, *settings)
+    if active_set_steps == 0:
+        return second
+    first = _polish_reference(*problem, *_cold_start(q, G.shape[1]), active_set_steps, *settings)
+    done = (first[3][:, 0] == SOLVED)[:, None]
+    return tuple(torch.where(done, a, b) for a, b in zip(first, second, strict=True))
+
+
+def _qp_solve_cpu(P, q, A, b, G, h, lb, ub, iterations, polish_steps, active_set_steps, refinements, elastic,
+                  tolerance, infeasibility_tolerance):  # fmt: skip
+    """The compiled kernels: the active-set start on every row, the interior point and polish on the rows it did
+    not solve only."""
+    problem = (P, q, A, b, G, h, lb, ub)
+    settings = (refinements, elastic, tolerance, infeasibility_tolerance)
+    if active_set_steps > 0:
+        first = native.qp_polish(problem, _cold_start(q, G.shape[1]), active_set_steps, *settings)
+        if first is None:
+            return None
+        retry = torch.nonzero(first[3][:, 0] != SOLVED)[:, 0]
+        if retry.numel() == 0:
+            return first
+        problem = tuple(t.index_select(0, retry) for t in problem)
+    interior = native.qp_ipm(*problem, iterations, elastic, _prox(q.dtype))
+    second = None if interior is None else native.qp_polish(problem, interior[2:], polish_steps, *settings)
+    if active_set_steps == 0 or second is None:
+        return second
+    for out, redone in zip(first, second, strict=True):
+        out.index_copy_(0, retry, redone)
+    return first
 
 
 _PROBLEM = "Tensor P, Tensor q, Tensor A, Tensor b, Tensor G, Tensor h, Tensor lb, Tensor ub"
-# The interior point (x, y, z, s, zu, su, zl, sl) and the polish's packed outputs (sol = [x; y; z], the signed
-# bound multipliers, the active flags, per row status / primal / dual residual / original point kept), on flat
-# batch-first float64 problems.
-QP_IPM = Kernel(
-    "qp_ipm", f"({_PROBLEM}, int iterations, float elastic) -> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, "
-    "Tensor, Tensor)", _ipm_reference,
+# The solve's packed outputs (sol = [x; y; z], the signed bound multipliers, the active flags, per row status /
+# primal / dual residual / original point kept), on flat batch-first float64 problems.
+QP_SOLVE = Kernel(
+    "qp_solve", f"({_PROBLEM}, int iterations, int polish_steps, int active_set_steps, int refinements, "
+    "float elastic, float tolerance, float infeasibility_tolerance) -> (Tensor, Tensor, Tensor, Tensor)",
+    _solve_reference,
 )  # fmt: skip
-QP_IPM.implement("cpu", _qp_ipm_cpu)
-QP_POLISH = Kernel(
-    "qp_polish", f"({_PROBLEM}, Tensor z, Tensor sz, Tensor zu, Tensor su, Tensor zl, Tensor sl, int steps, "
-    "int refinements, float elastic, float tolerance, float infeasibility_tolerance) -> (Tensor, Tensor, Tensor, "
-    "Tensor)", _polish_reference,
-)  # fmt: skip
-QP_POLISH.implement("cpu", _qp_polish_cpu)
+QP_SOLVE.implement("cpu", _qp_solve_cpu)
 
 
 def _backward_system(pb: _Problem, act: _ActiveSet, use_exact: torch.Tensor, elastic: float):
@@ -472,7 +503,7 @@ def _backward_system(pb: _Problem, act: _ActiveSet, use_exact: torch.Tensor, ela
     differentiates (the original one where its point was kept, the elastic one elsewhere; the solve is refined to
     it with those factors), and each stationarity row's weight in it (1 for a free variable, 0 or the elastic
     weight for a fixed one)."""
-    K0, Kd, _, _, fixed, _ = _kkt(pb, act, elastic)
+    K0, Kd, _, _, fixed, _ = _kkt(pb._replace(P=0.5 * (pb.P + pb.P.mT)), act, elastic)
     LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
     K_used = torch.where(use_exact[:, None, None], K0, Kd)
     row_elastic = torch.where(use_exact, 0.0, elastic).to(pb.q.dtype)[:, None]
@@ -499,6 +530,7 @@ def solve_qp(
     iterations: int = 16,
     polish_steps: int = 2,
     refinements: int = 2,
+    active_set_steps: int = 8,
     tolerance: float | None = None,
     infeasibility_tolerance: float | None = None,
     elastic: float | None = None,
@@ -507,8 +539,9 @@ def solve_qp(
 
     Shapes: ``P (..., n, n)``, ``q (..., n)``, ``A (..., m_eq, n)``, ``b (..., m_eq)``, ``G (..., m_in, n)``,
     ``h (..., m_in)``, ``lb``/``ub`` ``(..., n)`` with ``-inf``/``inf`` for missing bounds; leading dimensions
-    broadcast. float32 or float64, all on one device. ``iterations`` interior-point steps, then ``polish_steps`` active-set
-    solves (each refined ``refinements`` times); defaults of ``tolerance`` (the SOLVED test, relative),
+    broadcast. float32 or float64, all on one device. Up to ``active_set_steps`` active-set solves from the empty
+    active set first (0: none); on the rows they leave unsolved, ``iterations`` interior-point steps, then
+    ``polish_steps`` active-set solves (each solve refined ``refinements`` times); defaults of ``tolerance`` (the SOLVED test, relative),
     ``infeasibility_tolerance`` and ``elastic`` (the inverse penalty weight of the elastic problem) depend on the
     dtype of the computation, which is float64 for float32 inputs too (results cast back): 1e-9 / 1e-6 / 1e-9. See the module docstring for the method, the
     status rules and the sign conventions; ``x`` is differentiable w.r.t. every tensor input (first-order reverse
@@ -523,7 +556,13 @@ def solve_qp(
         infeasibility_tolerance=infeasibility_tolerance,
         elastic=elastic,
     )
-    cfg.update(iterations=iterations, polish_steps=polish_steps, refinements=refinements)
+    for name, value in (("iterations", iterations), ("polish_steps", polish_steps), ("refinements", refinements),
+                        ("active_set_steps", active_set_steps)):  # fmt: skip
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"{name} must be an int >= 0, got {value!r}")
+    cfg.update(
+        iterations=iterations, polish_steps=polish_steps, refinements=refinements, active_set_steps=active_set_steps
+    )
     inputs = (P, q, A, b, G, h, lb, ub)
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
     refuse_transforms(needs_grad)
@@ -536,10 +575,8 @@ def solve_qp(
 
 def flatten_problem(batch, P, q, A, b, G, h, lb, ub) -> _Problem:
     n = q.shape[-1]
-    Pf = _flat(P, batch, 2)
-    Pf = 0.5 * (Pf + Pf.mT)
     return _Problem(
-        Pf,
+        _flat(P, batch, 2),
         _flat(q, batch, 1),
         _flat(A, batch, 2),
         _flat(b, batch, 1),
