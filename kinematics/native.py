@@ -45,6 +45,8 @@ _POINTERS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # after (d
 _WITH_THRESHOLDS = ("pose_error", "pose_error_vjp")  # (n, 5 pointers, small_sin_sq, near_pi_cos)
 # KinematicTree's kernels: (number of long arguments, number of pointers), longs first.
 _TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7, 8), "tree_com": (8, 11)}
+# The support polygon's hull edges: (n, k, p), 6 pointers.
+_HULL = {"hull_edges": (3, 6)}
 # solve_qp's kernels (batch-first): (nb, n, m_eq, m_in, iterations), 17 pointers; (nb, n, m_eq, m_in, steps,
 # refinements), 19 pointers
 _QP = {"qp_ipm": (5, 17), "qp_polish": (6, 19)}
@@ -82,7 +84,7 @@ def _load(path: Path) -> ctypes.CDLL:
     for suffix, real in (("float", ctypes.c_float), ("double", ctypes.c_double)):
         signatures = {name: [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * k for name, k in _POINTERS.items()}
         signatures.update({name: [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real] for name in _WITH_THRESHOLDS})
-        longs_first = {**_TREE, **_QP}
+        longs_first = {**_TREE, **_HULL, **_QP}
         signatures.update({name: [ctypes.c_long] * i + [ctypes.c_void_p] * k for name, (i, k) in longs_first.items()})
         signatures.update({name: [ctypes.c_long] * i + [ctypes.c_void_p] * k for name, (i, k) in _IK.items()})
         for name, argtypes in signatures.items():
@@ -123,7 +125,7 @@ def _build() -> ctypes.CDLL:
 def _functions(lib: ctypes.CDLL) -> dict[tuple[str, torch.dtype], Callable]:
     return {
         (name, dtype): getattr(lib, f"{name}_{suffix}")
-        for name in (*_POINTERS, *_WITH_THRESHOLDS, *_TREE, *_QP, *_IK)
+        for name in (*_POINTERS, *_WITH_THRESHOLDS, *_TREE, *_HULL, *_QP, *_IK)
         for dtype, suffix in _SUFFIX.items()
     }
 
@@ -567,6 +569,25 @@ def tree_com(
     tensors = [t.contiguous() for t in reals] + [dof, parent, work, com]
     kernel(m, n, nv, base_nv, *strides, *(t.data_ptr() for t in tensors), None if jac is None else jac.data_ptr())
     return com, jac
+
+
+def hull_edges(
+    xy: torch.Tensor, first: torch.Tensor, second: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """The support polygon's hull edges of the ground points ``xy`` ``(n, k, 2)`` among the corner pairs
+    ``first``, ``second`` ``(p,)``: outward normals ``(n, k, 2)``, offsets ``(n, k)`` and which rows are edges
+    ``(n, k)`` bool (the edges first), or ``None``."""
+    if xy.ndim != 3 or xy.shape[-1] != 2:
+        return None
+    n, k = xy.shape[:2]
+    p = first.shape[0] if first.ndim == 1 else -1
+    kernel = _kernel("hull_edges", (xy,), ((n, k, 2),))
+    if kernel is None or not _indices(first, second) or second.shape != (p,) or p < k or n == 0:
+        return None
+    normal, offset, edge = _empty(n, k, 2, dtype=xy.dtype), _empty(n, k, dtype=xy.dtype), _empty(n, k, dtype=xy.dtype)
+    tensors = (xy.contiguous(), first, second, normal, offset, edge)  # held: a copy lives while the kernel runs
+    kernel(n, k, p, *(t.data_ptr() for t in tensors))
+    return normal, offset, edge > 0
 
 
 _QP_MAX_N = 256  # qp_ipm allocates one tile's factors, QP_LANES rows of about 2 n^2 + 2 (m_eq + m_in) n values

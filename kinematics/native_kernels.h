@@ -1020,6 +1020,52 @@ DISPATCH void KERNEL(tree_com)(long m, long n, long nv, long base_nv, long sb, l
     }
 }
 
+/* The support polygon's hull edges (kinematics.wholebody.support_polygon's reference, the same tests): xy (n, k, 2)
+   batch-first ground points, the candidate edges' corner pairs first[p], second[p]. Per row, the k output rows
+   are the hull edges in pair order, then the other pairs in pair order: normal (n, k, 2) outward unit normals,
+   offset (n, k) with n . x <= offset inside, edge (n, k) 1 / 0. */
+DISPATCH void KERNEL(hull_edges)(long n, long k, long p, const REAL *restrict xy, const long *restrict first,
+                                 const long *restrict second, REAL *restrict normal, REAL *restrict offset,
+                                 REAL *restrict edge) {
+    const REAL tol = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-9);
+    REAL *pair = malloc(sizeof(REAL) * 4 * p); /* per pair: its normal, offset and whether it is an edge */
+    if (pair == 0) { /* out of memory: NaN everywhere */
+        for (long i = 0; i < n * k; i++) normal[2 * i] = normal[2 * i + 1] = offset[i] = edge[i] = (REAL)NAN;
+        return;
+    }
+    for (long r = 0; r < n; r++) {
+        const REAL *pt = xy + r * k * 2;
+        for (long e = 0; e < p; e++) {
+            const REAL ax = pt[2 * first[e]], ay = pt[2 * first[e] + 1];
+            const REAL ux = pt[2 * second[e]] - ax, uy = pt[2 * second[e] + 1] - ay;
+            const REAL length = SQRT(ux * ux + uy * uy), inv = 1 / (length > (REAL)1e-12 ? length : (REAL)1e-12);
+            const REAL length_sq = length * length > (REAL)1e-24 ? length * length : (REAL)1e-24;
+            REAL nx = uy * inv, ny = -ux * inv;
+            const REAL base = nx * ax + ny * ay;
+            int outward = 1, inward = 1;
+            for (long c = 0; c < k; c++) { /* branch-free: every corner's two tests */
+                const REAL side = nx * pt[2 * c] + ny * pt[2 * c + 1] - base;
+                const REAL t = ((pt[2 * c] - ax) * ux + (pt[2 * c + 1] - ay) * uy) / length_sq;
+                const int off_line = FABS(side) > tol, between = (t >= -tol) & (t <= 1 + tol);
+                outward &= (side <= tol) & (off_line | between);
+                inward &= (side >= -tol) & (off_line | between);
+            }
+            if (inward && !outward) nx = -nx, ny = -ny;
+            REAL *out = pair + 4 * e;
+            out[0] = nx, out[1] = ny, out[2] = nx * ax + ny * ay, out[3] = (outward || inward) && length > tol;
+        }
+        REAL *nr = normal + r * k * 2, *orow = offset + r * k, *er = edge + r * k;
+        long out = 0;
+        for (int pass = 0; pass < 2; pass++) /* the edges, then the other pairs, each in pair order */
+            for (long e = 0; e < p && out < k; e++) {
+                const REAL *in = pair + 4 * e;
+                if ((in[3] > 0) != (pass == 0)) continue;
+                nr[2 * out] = in[0], nr[2 * out + 1] = in[1], orow[out] = in[2], er[out++] = in[3];
+            }
+    }
+    free(pair);
+}
+
 /* solve_qp's interior point (kinematics.qp._ipm, the same arithmetic): Mehrotra predictor-corrector steps on the
    elastic QP. Unlike the kernels above these arrays are batch-FIRST and contiguous (one row's P at P + r n n, ...),
    as kinematics.qp holds them. params = (elastic, prox). Outputs x (nb, n), y (nb, me), z, s (nb, mi), zu, su, zl,
@@ -1410,7 +1456,7 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
    = [x; y; z], w (nb, n) signed bound multipliers, flags (nb, mi + 2 n) = active inequalities, fixed at ub, fixed
    at lb (1 / 0), rows (nb, 4) = status, primal residual, dual residual, whether the original system's solution
    was kept (1) or the elastic one (0). params = (elastic, tolerance, infeasibility tolerance). */
-static REAL KERNEL(qp_dot)(const REAL *restrict a, const REAL *restrict b, long len) {
+static QP_INLINE REAL KERNEL(qp_dot)(const REAL *restrict a, const REAL *restrict b, long len) {
     /* four partial sums: independent chains instead of one that waits on every add */
     REAL s0 = 0, s1 = 0, s2 = 0, s3 = 0;
     long k = 0;
@@ -1424,12 +1470,12 @@ static REAL KERNEL(qp_dot)(const REAL *restrict a, const REAL *restrict b, long 
     return (s0 + s1) + (s2 + s3);
 }
 
-static void KERNEL(qp_lower_solve)(const REAL *restrict L, REAL *restrict v, long n) { /* v <- L^-1 v */
+static QP_INLINE void KERNEL(qp_lower_solve)(const REAL *restrict L, REAL *restrict v, long n) { /* v <- L^-1 v */
     for (long i = 0; i < n; i++) v[i] = (v[i] - KERNEL(qp_dot)(L + i * n, v, i)) / L[i * n + i];
 }
 
 /* columns c0 .. c1 - 1 of V (n x stride, row-major) <- L^-1 of themselves: every column at once, row by row */
-static void KERNEL(qp_lower_solve_columns)(const REAL *restrict L, REAL *restrict V, long n, long stride, long c0,
+static QP_INLINE void KERNEL(qp_lower_solve_columns)(const REAL *restrict L, REAL *restrict V, long n, long stride, long c0,
                                            long c1) {
     for (long i = 0; i < n; i++) {
         REAL *restrict vi = V + i * stride;
@@ -1443,7 +1489,7 @@ static void KERNEL(qp_lower_solve_columns)(const REAL *restrict L, REAL *restric
 }
 
 /* rows r0 .. r1 - 1 of M (m x m, lower triangle, row-major) <- those of V^T V, V n x stride */
-static void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restrict M, long n, long stride, long m, long r0,
+static QP_INLINE void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restrict M, long n, long stride, long m, long r0,
                                  long r1) {
     for (long a = r0; a < r1; a++)
         for (long b = 0; b <= a; b++) M[a * m + b] = 0;
@@ -1457,7 +1503,7 @@ static void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restrict M, long 
     }
 }
 
-static void KERNEL(qp_upper_solve)(const REAL *restrict L, REAL *restrict v, long n) { /* v <- L^-T v */
+static QP_INLINE void KERNEL(qp_upper_solve)(const REAL *restrict L, REAL *restrict v, long n) { /* v <- L^-T v */
     for (long i = n - 1; i >= 0; i--) {
         REAL t = v[i] / L[i * n + i];
         v[i] = t;
@@ -1685,13 +1731,9 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
                     IVDEP for (long j = 0; j < n; j++) res_f[j] -= pi[j] * xi;
                 }
                 for (long k = 0; k < m; k++) {
-                    REAL nk = kind[k] >= 0 ? sol[n + kind[k]] : fixed_nu[k], g = rhs[k];
-                    const REAL *restrict ck = F.C + k * n;
-                    for (long j = 0; j < n; j++) {
-                        res_f[j] -= ck[j] * nk;
-                        g -= ck[j] * sol[j];
-                    }
-                    res_g[k] = g;
+                    const REAL nk = kind[k] >= 0 ? sol[n + kind[k]] : fixed_nu[k], *restrict ck = F.C + k * n;
+                    IVDEP for (long j = 0; j < n; j++) res_f[j] -= ck[j] * nk;
+                    res_g[k] = rhs[k] - KERNEL(qp_dot)(ck, sol, n);
                 }
                 KERNEL(qp_factored_solve)(&F, res_f, res_g, dx, nu);
                 for (long i = 0; i < n; i++) sol[i] += dx[i];
@@ -1709,15 +1751,14 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
                     const REAL *restrict pi = P + i * n;
                     IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
                 }
-                for (long k = 0; k < me; k++)
-                    for (long j = 0; j < n; j++) stat[j] += A[k * n + j] * s[n + k];
+                for (long k = 0; k < me; k++) {
+                    const REAL yk = s[n + k], *restrict ak = A + k * n;
+                    IVDEP for (long j = 0; j < n; j++) stat[j] += ak[j] * yk;
+                }
                 for (long k = 0; k < mi; k++) {
-                    REAL t = 0;
-                    for (long j = 0; j < n; j++) {
-                        stat[j] += G[k * n + j] * s[n + me + k];
-                        t += G[k * n + j] * s[j];
-                    }
-                    gx[k] = t;
+                    const REAL zk = s[n + me + k], *restrict gk = G + k * n;
+                    IVDEP for (long j = 0; j < n; j++) stat[j] += gk[j] * zk;
+                    gx[k] = KERNEL(qp_dot)(gk, s, n);
                 }
                 /* an active row stays while its multiplier has the right sign, an inactive one enters when
                    violated; a fixed variable is released, never moved straight to the other bound; nothing
@@ -1740,9 +1781,10 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
             }
         }
         /* SOLVED when the refined (else the elastic) point passes the KKT test, as in kinematics.qp._solve */
-        int ok[2];
-        REAL viol[2], dual[2];
-        for (int pass = 0; pass < 2; pass++) { /* pass 0: the refined point, pass 1: the elastic one */
+        int ok[2] = {0, 0};
+        REAL viol[2] = {0, 0}, dual[2] = {0, 0};
+        for (int pass = 0; pass < 2 && !ok[0]; pass++) { /* pass 0: the refined point, pass 1: the elastic one
+                                                            (needed only where the refined one fails) */
             const REAL *s = pass == 0 ? sol : sol_d;
             REAL *w = w_pass + pass * n, v = 0, sign = 0, st = 0;
             int finite = 1;
@@ -1754,19 +1796,13 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
                 IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
             }
             for (long k = 0; k < me; k++) {
-                REAL t = -b[k];
-                for (long j = 0; j < n; j++) {
-                    stat[j] += A[k * n + j] * s[n + k];
-                    t += A[k * n + j] * s[j];
-                }
-                v = KERNEL(qp_max)(v, FABS(t));
+                const REAL yk = s[n + k], *restrict ak = A + k * n;
+                IVDEP for (long j = 0; j < n; j++) stat[j] += ak[j] * yk;
+                v = KERNEL(qp_max)(v, FABS(KERNEL(qp_dot)(ak, s, n) - b[k]));
             }
             for (long k = 0; k < mi; k++) {
-                REAL t = -h[k], zk = s[n + me + k];
-                for (long j = 0; j < n; j++) {
-                    stat[j] += G[k * n + j] * zk;
-                    t += G[k * n + j] * s[j];
-                }
+                const REAL zk = s[n + me + k], *restrict gk = G + k * n, t = KERNEL(qp_dot)(gk, s, n) - h[k];
+                IVDEP for (long j = 0; j < n; j++) stat[j] += gk[j] * zk;
                 v = KERNEL(qp_max)(v, t > 0 ? t : 0);
                 sign = KERNEL(qp_max)(sign, zk < 0 ? -zk : 0);
             }

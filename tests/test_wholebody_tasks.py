@@ -169,6 +169,31 @@ def test_the_support_polygon_is_the_hull_of_the_sole_corners(g1) -> None:
             assert (ours - line).abs().amax(-1).min() < 1e-9
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_compiled_hull_edges_equal_the_torch_reference(dtype) -> None:
+    """The compiled hull test against its torch reference: random corners, two feet apart, collinear corners
+    (one side of several points is one edge) and coincident ones."""
+    from kinematics import native
+    from kinematics.wholebody.support_polygon import _hull_edges_reference
+
+    if native.library() is None:
+        pytest.skip("no compiled kernels here")
+    polygon = ComInSupportPolygon(_soles())
+    g = torch.Generator().manual_seed(3)
+    xy = torch.rand(400, polygon.size, 2, generator=g, dtype=torch.float64)
+    xy[:100, 4:] = xy[:100, :4] + 0.3
+    xy[100:200, 2] = 0.5 * (xy[100:200, 0] + xy[100:200, 1])
+    xy[200:250, 3] = xy[200:250, 1]
+    xy = xy.to(dtype)
+    compiled = native.hull_edges(xy, polygon._first, polygon._second)
+    assert compiled is not None
+    reference = _hull_edges_reference(xy, polygon._first, polygon._second)
+    assert torch.equal(compiled[2], reference[2])
+    for ours, theirs in zip(compiled[:2], reference[:2], strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-6 if dtype == torch.float32 else 1e-12, rtol=0)
+    assert (compiled[2].sum(-1) >= 3).all() and (compiled[2].sum(-1) <= polygon.size).all()
+
+
 def test_the_polygon_constraint_is_the_linearised_hull_test(g1) -> None:
     q = standing(g1, batch=2, spread=0.05)
     polygon = ComInSupportPolygon(_soles(), margin=0.02)

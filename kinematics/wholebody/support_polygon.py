@@ -8,9 +8,39 @@ from itertools import combinations
 
 import torch
 
+from kinematics import native
 from kinematics.errors import ConfigError
+from kinematics.kernels import Kernel
 from kinematics.tree import KinematicTree, TreeState
 from kinematics.wholebody.constraint import Constraint, Linear
+
+
+def _hull_edges_reference(xy: torch.Tensor, first: torch.Tensor, second: torch.Tensor):
+    """``HULL_EDGES``: the hull edges among the corner pairs ``(first, second)`` of the ground points ``xy``
+    ``(..., k, 2)``, gathered into ``k`` rows, the edges first (see ``ComInSupportPolygon``)."""
+    a, b = xy[..., first, :], xy[..., second, :]
+    along = b - a
+    length = along.norm(dim=-1, keepdim=True)
+    normal = torch.stack((along[..., 1], -along[..., 0]), -1) / length.clamp_min(1e-12)
+    side = torch.einsum("...pd,...kd->...pk", normal, xy) - (normal * a).sum(-1, keepdim=True)
+    tol = 1e-9 if xy.dtype == torch.float64 else 1e-5
+    on_line = side.abs() <= tol
+    t = ((xy[..., None, :, :] - a[..., :, None, :]) * along[..., :, None, :]).sum(-1) / length.square().clamp_min(1e-24)
+    between = (t >= -tol) & (t <= 1.0 + tol)
+    outward = ((side <= tol) & (~on_line | between)).all(-1)  # every corner behind the line: n points out
+    inward = ((side >= -tol) & (~on_line | between)).all(-1)  # every corner in front: flip n
+    edge = (outward | inward) & (length[..., 0] > tol)
+    normal = torch.where(inward[..., None] & ~outward[..., None], -normal, normal)
+    offset = (normal * a).sum(-1)
+    rows = torch.argsort((~edge).to(torch.int8), dim=-1, stable=True)[..., : xy.shape[-2]]  # the edges first
+    normal = normal.gather(-2, rows[..., None].expand(*rows.shape, 2))
+    return normal, offset.gather(-1, rows), edge.gather(-1, rows)
+
+
+HULL_EDGES = Kernel(
+    "hull_edges", "(Tensor xy, Tensor first, Tensor second) -> (Tensor, Tensor, Tensor)", _hull_edges_reference
+)
+HULL_EDGES.implement("cpu", native.hull_edges)
 
 # A row that is not a hull edge becomes ``0 dq <= INACTIVE``: always satisfied, never active, no infinity.
 INACTIVE = 1e3
@@ -41,7 +71,7 @@ class ComInSupportPolygon(Constraint):
             raise ConfigError(f"{name}: needs at least 3 sole corners, each (x, y, z), got {total}")
         self.margin = margin
         pairs = torch.tensor(list(combinations(range(total), 2)))
-        self._first, self._second = pairs[:, 0], pairs[:, 1]
+        self._first, self._second = pairs[:, 0].contiguous(), pairs[:, 1].contiguous()
         self.size = total
 
     def corners_xy(self, tree: KinematicTree, state: TreeState) -> torch.Tensor:
@@ -56,26 +86,7 @@ class ComInSupportPolygon(Constraint):
     def edges(self, tree: KinematicTree, state: TreeState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Outward unit normals ``(..., k, 2)``, offsets ``(..., k)`` (``n . x <= offset`` inside the hull) and
         which of the ``k`` rows (``k`` = the corner count) are hull edges ``(..., k)`` bool, edges first."""
-        xy = self.corners_xy(tree, state)
-        a, b = xy[..., self._first, :], xy[..., self._second, :]
-        along = b - a
-        length = along.norm(dim=-1, keepdim=True)
-        normal = torch.stack((along[..., 1], -along[..., 0]), -1) / length.clamp_min(1e-12)
-        side = torch.einsum("...pd,...kd->...pk", normal, xy) - (normal * a).sum(-1, keepdim=True)
-        tol = 1e-9 if xy.dtype == torch.float64 else 1e-5
-        on_line = side.abs() <= tol
-        t = ((xy[..., None, :, :] - a[..., :, None, :]) * along[..., :, None, :]).sum(-1) / length.square().clamp_min(
-            1e-24
-        )
-        between = (t >= -tol) & (t <= 1.0 + tol)
-        outward = ((side <= tol) & (~on_line | between)).all(-1)  # every corner behind the line: n points out
-        inward = ((side >= -tol) & (~on_line | between)).all(-1)  # every corner in front: flip n
-        edge = (outward | inward) & (length[..., 0] > tol)
-        normal = torch.where(inward[..., None] & ~outward[..., None], -normal, normal)
-        offset = (normal * a).sum(-1)
-        rows = torch.argsort((~edge).to(torch.int8), dim=-1, stable=True)[..., : self.size]  # the edges first
-        normal = normal.gather(-2, rows[..., None].expand(*rows.shape, 2))
-        return normal, offset.gather(-1, rows), edge.gather(-1, rows)
+        return HULL_EDGES(self.corners_xy(tree, state), self._first, self._second)
 
     def inequality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear:
         normal, offset, edge = self.edges(tree, state)
