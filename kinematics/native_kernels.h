@@ -1511,7 +1511,7 @@ static QP_INLINE void KERNEL(qp_upper_solve)(const REAL *restrict L, REAL *restr
     }
 }
 
-static int KERNEL(qp_cholesky_strict)(REAL *restrict L, REAL *restrict col, long n, REAL rel) {
+static QP_INLINE int KERNEL(qp_cholesky_strict)(REAL *restrict L, REAL *restrict col, long n, REAL rel) {
     /* in place, right-looking (the updates are contiguous axpys that vectorise), lower triangle, row-major; col is
        n values of scratch. 0 (L half-written) when a pivot is <= rel (1 + the largest diagonal entry) */
     REAL big = 0;
@@ -1581,7 +1581,7 @@ typedef struct {
 } KERNEL(qp_factors);
 
 /* [x; nu] <- the factored system's solution for the right-hand side [f; g] (x: n values, nu: m) */
-static void KERNEL(qp_factored_solve)(const KERNEL(qp_factors) *F, const REAL *f, const REAL *g, REAL *x, REAL *nu) {
+static QP_INLINE void KERNEL(qp_factored_solve)(const KERNEL(qp_factors) *F, const REAL *f, const REAL *g, REAL *x, REAL *nu) {
     long n = F->n, m = F->m;
     if (F->dense) {
         for (long i = 0; i < n; i++) F->col[i] = f[i];
@@ -1639,8 +1639,9 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
         const REAL *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
         const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
         REAL *act = flags_ + r * (mi + 2 * n), *upper = act + mi, *lower = upper + n;
-        for (long i = 0; i < n; i++) /* P's symmetric part, (P + P^T) / 2 */
-            for (long j = 0; j < n; j++) P[i * n + j] = (REAL)0.5 * (P_[r * n * n + i * n + j] + P_[r * n * n + j * n + i]);
+        for (long i = 0; i < n * n; i++) P[i] = P_[r * n * n + i]; /* read in order, then (P + P^T) / 2 in cache */
+        for (long i = 0; i < n; i++)
+            for (long j = 0; j < i; j++) P[i * n + j] = P[j * n + i] = (REAL)0.5 * (P[i * n + j] + P[j * n + i]);
         /* the interior point's guess: a side is active where its multiplier exceeds its slack */
         for (long k = 0; k < mi; k++) act[k] = z_[r * mi + k] > s_[r * mi + k];
         for (long i = 0; i < n; i++) {
@@ -1664,8 +1665,8 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
         }
         const int factored = KERNEL(qp_cholesky_strict)(F.L, F.col, n, rel);
         if (factored && me) {
-            for (long i = 0; i < n; i++)
-                for (long k = 0; k < me; k++) F.V[i * mmax + k] = A[k * n + i];
+            for (long k = 0; k < me; k++) /* A read in order */
+                for (long i = 0; i < n; i++) F.V[i * mmax + k] = A[k * n + i];
             KERNEL(qp_lower_solve_columns)(F.L, F.V, n, mmax, 0, me);
             KERNEL(qp_gram_rows)(F.V, M_eq, n, mmax, me, 0, me);
         }

@@ -370,13 +370,23 @@ def _scales(pb: _Problem) -> tuple[torch.Tensor, torch.Tensor]:
     return 1.0 + torch.stack((_inf_norm(pb.b), _inf_norm(h))).amax(0), 1.0 + _inf_norm(pb.q)
 
 
-def _solve(pb: _Problem, cfg: dict):
-    """The whole forward solve on flat ``(nb, ...)`` tensors, without autograd: the solution, and the final active
-    set with, per row, whether the original system's point was kept (``_backward_system`` needs both)."""
+def _guess(cfg: dict, batch, nb: int, n: int, mi: int, dtype: torch.dtype, device) -> torch.Tensor:
+    """The active-set steps' first active set, flat ``(nb, mi + 2 n)``: ``cfg["warm_start"]``'s, else empty."""
+    warm = cfg.get("warm_start")
+    if warm is None:
+        return torch.zeros(nb, mi + 2 * n, dtype=dtype, device=device)
+    ineq, bounds = _flat(warm[0], batch, 1), _flat(warm[1], batch, 1)
+    return torch.cat((ineq.to(dtype), (bounds > 0).to(dtype), (bounds < 0).to(dtype)), 1)
+
+
+def _solve(pb: _Problem, cfg: dict, guess: torch.Tensor):
+    """The whole forward solve on flat ``(nb, ...)`` tensors, without autograd, the active-set steps from
+    ``guess``: the solution, and the final active set with, per row, whether the original system's point was
+    kept (``_backward_system`` needs both)."""
     n, me, mi = pb.q.shape[1], pb.A.shape[1], pb.G.shape[1]
     counts = (cfg["iterations"], max(1, cfg["polish_steps"]), cfg["active_set_steps"], cfg["refinements"])
     tolerances = (cfg["elastic"], cfg["tolerance"], cfg["infeasibility_tolerance"])
-    sol, w, flags, rows = QP_SOLVE(*pb, *counts, *tolerances)
+    sol, w, flags, rows = QP_SOLVE(*pb, guess, *counts, *tolerances)
     xs, ys, zs = _split(sol, n, me)
     act = _ActiveSet(flags[:, :mi] > 0, flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0)
     active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
@@ -442,15 +452,18 @@ def _polish_reference(P, q, A, b, G, h, lb, ub, z, sz, zu, su, zl, sl, steps, re
     return torch.cat((xs, ys, zs), 1), w, flags, rows
 
 
-def _cold_start(q: torch.Tensor, mi: int) -> tuple[torch.Tensor, ...]:
-    """The polish's guess ``(z, s, zu, su, zl, sl)`` of the empty active set: every multiplier 0, every slack 1."""
-    nb, n = q.shape
-    zeros_i, ones_i, zeros_n, ones_n = q.new_zeros(nb, mi), q.new_ones(nb, mi), q.new_zeros(nb, n), q.new_ones(nb, n)
-    return zeros_i, ones_i, zeros_n, ones_n, zeros_n, ones_n
+def _start(guess: torch.Tensor, mi: int) -> tuple[torch.Tensor, ...]:
+    """The polish's guess ``(z, s, zu, su, zl, sl)`` for the active set ``guess`` ``(nb, mi + 2 n)`` (active
+    inequalities, at the upper bound, at the lower, 1 / 0): a side is active where its multiplier 1 exceeds its
+    slack 1/2."""
+    half = torch.full_like(guess, 0.5)
+    z, zu, zl = guess.split([mi, (guess.shape[1] - mi) // 2, (guess.shape[1] - mi) // 2], 1)
+    sz, su, sl = half.split([mi, (guess.shape[1] - mi) // 2, (guess.shape[1] - mi) // 2], 1)
+    return z, sz, zu, su, zl, sl
 
 
-def _solve_reference(P, q, A, b, G, h, lb, ub, iterations, polish_steps, active_set_steps, refinements, elastic,
-                     tolerance, infeasibility_tolerance):  # fmt: skip
+def _solve_reference(P, q, A, b, G, h, lb, ub, guess, iterations, polish_steps, active_set_steps, refinements,
+                     elastic, tolerance, infeasibility_tolerance):  # fmt: skip
     """``_solve``'s steps 0 to 3 as torch ops, every row through every step (``QP_SOLVE``'s packed outputs: those
     of ``_polish_reference``). ``P``'s symmetric part is used, as by the compiled kernels."""
     problem = (0.5 * (P + P.mT), q, A, b, G, h, lb, ub)
@@ -459,19 +472,19 @@ def _solve_reference(P, q, A, b, G, h, lb, ub, iterations, polish_steps, active_
     second = _polish_reference(*problem, *interior, polish_steps, *settings)
     if active_set_steps == 0:
         return second
-    first = _polish_reference(*problem, *_cold_start(q, G.shape[1]), active_set_steps, *settings)
+    first = _polish_reference(*problem, *_start(guess, G.shape[1]), active_set_steps, *settings)
     done = (first[3][:, 0] == SOLVED)[:, None]
     return tuple(torch.where(done, a, b) for a, b in zip(first, second, strict=True))
 
 
-def _qp_solve_cpu(P, q, A, b, G, h, lb, ub, iterations, polish_steps, active_set_steps, refinements, elastic,
+def _qp_solve_cpu(P, q, A, b, G, h, lb, ub, guess, iterations, polish_steps, active_set_steps, refinements, elastic,
                   tolerance, infeasibility_tolerance):  # fmt: skip
     """The compiled kernels: the active-set start on every row, the interior point and polish on the rows it did
     not solve only."""
     problem = (P, q, A, b, G, h, lb, ub)
     settings = (refinements, elastic, tolerance, infeasibility_tolerance)
     if active_set_steps > 0:
-        first = native.qp_polish(problem, _cold_start(q, G.shape[1]), active_set_steps, *settings)
+        first = native.qp_polish(problem, _start(guess, G.shape[1]), active_set_steps, *settings)
         if first is None:
             return None
         retry = torch.nonzero(first[3][:, 0] != SOLVED)[:, 0]
@@ -488,10 +501,11 @@ def _qp_solve_cpu(P, q, A, b, G, h, lb, ub, iterations, polish_steps, active_set
 
 
 _PROBLEM = "Tensor P, Tensor q, Tensor A, Tensor b, Tensor G, Tensor h, Tensor lb, Tensor ub"
-# The solve's packed outputs (sol = [x; y; z], the signed bound multipliers, the active flags, per row status /
+# The active-set steps start from ``guess`` (nb, m_in + 2 n) (active inequalities, at ub, at lb: 1 / 0). The solve's
+# packed outputs (sol = [x; y; z], the signed bound multipliers, the active flags, per row status /
 # primal / dual residual / original point kept), on flat batch-first float64 problems.
 QP_SOLVE = Kernel(
-    "qp_solve", f"({_PROBLEM}, int iterations, int polish_steps, int active_set_steps, int refinements, "
+    "qp_solve", f"({_PROBLEM}, Tensor guess, int iterations, int polish_steps, int active_set_steps, int refinements, "
     "float elastic, float tolerance, float infeasibility_tolerance) -> (Tensor, Tensor, Tensor, Tensor)",
     _solve_reference,
 )  # fmt: skip
@@ -531,6 +545,7 @@ def solve_qp(
     polish_steps: int = 2,
     refinements: int = 2,
     active_set_steps: int = 8,
+    warm_start: QPSolution | None = None,
     tolerance: float | None = None,
     infeasibility_tolerance: float | None = None,
     elastic: float | None = None,
@@ -540,7 +555,8 @@ def solve_qp(
     Shapes: ``P (..., n, n)``, ``q (..., n)``, ``A (..., m_eq, n)``, ``b (..., m_eq)``, ``G (..., m_in, n)``,
     ``h (..., m_in)``, ``lb``/``ub`` ``(..., n)`` with ``-inf``/``inf`` for missing bounds; leading dimensions
     broadcast. float32 or float64, all on one device. Up to ``active_set_steps`` active-set solves from the empty
-    active set first (0: none); on the rows they leave unsolved, ``iterations`` interior-point steps, then
+    active set first (0: none), or from ``warm_start``'s (a solution of a problem with the same inequalities and
+    bounds, its ``active_inequalities`` and ``active_bounds`` broadcast to the batch); on the rows they leave unsolved, ``iterations`` interior-point steps, then
     ``polish_steps`` active-set solves (each solve refined ``refinements`` times); defaults of ``tolerance`` (the SOLVED test, relative),
     ``infeasibility_tolerance`` and ``elastic`` (the inverse penalty weight of the elastic problem) depend on the
     dtype of the computation, which is float64 for float32 inputs too (results cast back): 1e-9 / 1e-6 / 1e-9. See the module docstring for the method, the
@@ -563,6 +579,8 @@ def solve_qp(
     cfg.update(
         iterations=iterations, polish_steps=polish_steps, refinements=refinements, active_set_steps=active_set_steps
     )
+    if warm_start is not None:
+        cfg["warm_start"] = _warm_start(warm_start, batch, G.shape[-2], q.shape[-1], q.device)
     inputs = (P, q, A, b, G, h, lb, ub)
     needs_grad = torch.is_grad_enabled() and any(t.requires_grad for t in inputs)
     refuse_transforms(needs_grad)
@@ -571,6 +589,24 @@ def solve_qp(
     else:
         sol = _run(cfg, batch, *inputs)[0]
     return sol
+
+
+def _warm_start(warm, batch, mi: int, n: int, device) -> tuple[torch.Tensor, torch.Tensor]:
+    ineq, bounds = getattr(warm, "active_inequalities", None), getattr(warm, "active_bounds", None)
+    if not isinstance(ineq, torch.Tensor) or not isinstance(bounds, torch.Tensor):
+        raise ShapeError(f"warm_start must be a QPSolution, got {type(warm).__name__}")
+    if ineq.device != device or bounds.device != device:
+        raise DtypeDeviceMismatchError(f"warm_start is on {ineq.device}; the problem is on {device}")
+    try:
+        if ineq.shape[-1] != mi or bounds.shape[-1] != n:
+            raise RuntimeError
+        torch.broadcast_shapes(ineq.shape[:-1], bounds.shape[:-1], batch)
+    except (RuntimeError, IndexError):
+        raise ShapeError(
+            f"warm_start's active sets {tuple(ineq.shape)} and {tuple(bounds.shape)} do not fit this problem: "
+            f"(..., {mi}) and (..., {n}) broadcasting to the batch {tuple(batch)}"
+        ) from None
+    return ineq, bounds
 
 
 def flatten_problem(batch, P, q, A, b, G, h, lb, ub) -> _Problem:
@@ -593,7 +629,8 @@ def _run(cfg, batch, P, q, A, b, G, h, lb, ub):
     with torch.no_grad():
         work = torch.float64
         pb = flatten_problem(batch, *(t.to(work) for t in (P, q, A, b, G, h, lb, ub)))
-        sol, saved = _solve(pb, cfg)
+        (nb, n), mi = pb.q.shape, pb.G.shape[1]
+        sol, saved = _solve(pb, cfg, _guess(cfg, batch, nb, n, mi, work, q.device))
         out = QPSolution(
             *(
                 t.reshape(tuple(batch) + tuple(t.shape[1:])).to(q.dtype if t.is_floating_point() else t.dtype)

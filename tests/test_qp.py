@@ -11,6 +11,7 @@ from optional_dependencies import require_module
 
 from kinematics import (
     INFEASIBLE,
+    ConfigError,
     SOLVED,
     DtypeDeviceMismatchError,
     QPSolution,
@@ -268,6 +269,13 @@ def test_typed_errors():
         solve_qp(t["P"], t["q"], G=t["G"], h=t["h"].float())
     with pytest.raises(DtypeDeviceMismatchError):
         solve_qp(t["P"].long(), t["q"].long())
+    with pytest.raises(ConfigError):
+        solve_qp(t["P"], t["q"], active_set_steps=-1)
+    with pytest.raises(ShapeError):
+        solve_qp(**t, warm_start=(t["h"] > 0, t["lb"]))  # not a QPSolution
+    warm = solve_qp(**t)
+    with pytest.raises(ShapeError):
+        solve_qp(**{k: v for k, v in t.items() if k not in ("G", "h")}, warm_start=warm)  # 3 inequalities, not 0
 
 
 def test_forward_mode_and_create_graph_refused():
@@ -333,3 +341,29 @@ def test_far_inactive_rows_as_in_the_wholebody_layer(dtype):
     assert (sol.status == SOLVED).all() and (ref.status == SOLVED).all()
     torch.testing.assert_close(sol.x, ref.x, atol=1e-6 if dtype == torch.float64 else 1e-3, rtol=0)
     assert not sol.active_inequalities[:, 8:].any()
+
+
+@pytest.mark.parametrize("size", [(35, 12, 8), (20, 5, 10), (15, 0, 20)])
+def test_every_start_gives_the_one_solution(size):
+    """The active-set steps from the empty set, from a warm start (right or wrong) and the interior point alone
+    (``active_set_steps=0``) reach the same solution of a strictly convex QP; a wrong warm start costs steps (or
+    the interior point), never the answer."""
+    n, me, mi = size
+    problem = random_qps(64, n, me, mi, seed=11 + n)
+    t = to_torch(problem)
+    cold = solve_qp(**t)
+    interior = solve_qp(**t, active_set_steps=0)
+    warm = solve_qp(**t, warm_start=cold)
+    everything = cold._replace(
+        active_inequalities=torch.ones_like(cold.active_inequalities),
+        active_bounds=torch.where(torch.isfinite(t["ub"]), 1, 0).to(torch.int8).expand_as(cold.active_bounds),
+    )
+    wrong = solve_qp(**t, warm_start=everything, active_set_steps=2)
+    assert (cold.status == SOLVED).all()
+    for other in (interior, warm, wrong):
+        assert torch.equal(other.status, cold.status)
+        torch.testing.assert_close(other.x, cold.x, atol=1e-7, rtol=0)
+    assert torch.equal(warm.active_inequalities, cold.active_inequalities)
+    for i in range(0, 64, 8):
+        x_ref, _ = reference(problem, i)
+        assert x_ref is None or relative_error(cold.x[i].numpy(), x_ref) <= 1e-6

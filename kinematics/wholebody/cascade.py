@@ -108,7 +108,7 @@ def cascade_step(
     rows = constraint_rows(tree, state, q, constraints, targets)
     eye = torch.eye(tree.nv, dtype=q.dtype, device=q.device)
     kept_A, kept_b, statuses = [], [], []
-    dq = active_in = active_bounds = None
+    dq = active_in = active_bounds = solution = None
     for tasks in levels:
         J, r = weighted_rows(tree, state, q, tasks, targets)
         P = J.transpose(-1, -2) @ J + damping**2 * eye
@@ -125,6 +125,7 @@ def cascade_step(
             rows.lb,
             rows.ub,
             iterations=qp_iterations,
+            warm_start=solution,  # the level above's active set: the same inequalities and bounds
         )
         if dq is None:  # the first level: its least-violation step where it is not solved, inside the bounds
             dq, active_in, active_bounds = solution.x, solution.active_inequalities, solution.active_bounds
