@@ -11,8 +11,8 @@ from optional_dependencies import require_module
 
 from kinematics import (
     INFEASIBLE,
-    ConfigError,
     SOLVED,
+    ConfigError,
     DtypeDeviceMismatchError,
     QPSolution,
     ShapeError,
