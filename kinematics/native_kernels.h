@@ -1067,8 +1067,8 @@ DISPATCH void KERNEL(hull_edges)(long n, long k, long p, const REAL *restrict xy
 }
 
 /* solve_qp's interior point (kinematics.qp._ipm, the same arithmetic): Mehrotra predictor-corrector steps on the
-   elastic QP. Unlike the kernels above these arrays are batch-FIRST and contiguous (one row's P at P + r n n, ...),
-   as kinematics.qp holds them. params = (elastic, prox). Outputs x (nb, n), y (nb, me), z, s (nb, mi), zu, su, zl,
+   elastic QP. Unlike the tree's kernels these arrays are batch-FIRST and contiguous (one row's P at P + r n n, ...),
+   as kinematics.qp holds them; P's symmetric part (P + P^T) / 2 is used. params = (elastic, prox). Outputs x (nb, n), y (nb, me), z, s (nb, mi), zu, su, zl,
    sl (nb, n); zu / zl are 0 where the bound is infinite (NaN everywhere if the scratch cannot be allocated).
 
    The rows are solved QP_LANES at a time: each tile's inputs are gathered into a lane layout (row l's value of
@@ -1443,8 +1443,9 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
     free(scratch);
 }
 #undef LANES
-/* solve_qp's active-set polish (kinematics.qp._solve after the interior point: the same guesses, rules and tests),
-   one row at a time, batch-first like qp_ipm. Each active-set system is solved in its symmetric form: with C the
+/* solve_qp's active-set steps (kinematics.qp._polish_reference: the same guesses, rules and tests), from the
+   guess (z, s, zu, su, zl, sl) (the interior point's, or a given active set's), one row at a time, batch-first like
+   qp_ipm. A row stops once its active set repeats (every later step would repeat the last). Each active-set system is solved in its symmetric form: with C the
    equality rows, the active inequality rows and one unit row per variable fixed at a bound,
 
        [P + elastic I   C^T] [x ]   [-q]        (elastic: D = elastic on every row, half on a contradictory
@@ -1452,7 +1453,8 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
 
    by a Cholesky factor of P + elastic I and one of the Schur complement C (P + elastic I)^-1 C^T + D; where either
    has a pivot too small to trust (a semidefinite P, dependent rows), by an LU factorisation with partial pivoting
-   of the whole matrix. The refinements to the original system reuse the factors. Outputs: sol (nb, n + me + mi)
+   of the whole matrix. The factor of P + elastic I and the equality rows' part of the Schur complement are the
+   same in every step and computed once per row. The refinements to the original system reuse the factors. Outputs: sol (nb, n + me + mi)
    = [x; y; z], w (nb, n) signed bound multipliers, flags (nb, mi + 2 n) = active inequalities, fixed at ub, fixed
    at lb (1 / 0), rows (nb, 4) = status, primal residual, dual residual, whether the original system's solution
    was kept (1) or the elastic one (0). params = (elastic, tolerance, infeasibility tolerance). */

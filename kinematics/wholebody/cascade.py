@@ -106,12 +106,12 @@ def cascade_step(
 ) -> CascadeStep:
     """One step of the cascade at ``q`` ``(B, nq)`` (one flat batch dimension)."""
     rows = constraint_rows(tree, state, q, constraints, targets)
-    eye = torch.eye(tree.nv, dtype=q.dtype, device=q.device)
     kept_A, kept_b, statuses = [], [], []
     dq = active_in = active_bounds = solution = None
     for tasks in levels:
         J, r = weighted_rows(tree, state, q, tasks, targets)
-        P = J.transpose(-1, -2) @ J + damping**2 * eye
+        P = J.transpose(-1, -2) @ J
+        P.diagonal(dim1=-2, dim2=-1).add_(damping**2)  # in place: one pass fewer over (B, nv, nv)
         c = -(J.transpose(-1, -2) @ r[..., None])[..., 0]
         A = [a for a in (rows.A, *kept_A) if a is not None]
         b = [v for v in (rows.b, *kept_b) if v is not None]
