@@ -351,9 +351,9 @@ def test_every_start_gives_the_one_solution(size):
     n, me, mi = size
     problem = random_qps(64, n, me, mi, seed=11 + n)
     t = to_torch(problem)
-    cold = solve_qp(**t)
-    interior = solve_qp(**t, active_set_steps=0)
-    warm = solve_qp(**t, warm_start=cold)
+    cold = solve_qp(**t, active_set_steps=32)
+    interior = solve_qp(**t)
+    warm = solve_qp(**t, warm_start=cold, active_set_steps=32)
     everything = cold._replace(
         active_inequalities=torch.ones_like(cold.active_inequalities),
         active_bounds=torch.where(torch.isfinite(t["ub"]), 1, 0).to(torch.int8).expand_as(cold.active_bounds),

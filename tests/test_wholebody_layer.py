@@ -103,7 +103,7 @@ def test_the_cascade_equals_a_reference_solver_level_by_level_and_is_strict(g1, 
     targets = hand_targets(g1, problem, [[0.3, -0.1, 0.0]])
     q = problem.q_stand[None]
     state = g1.forward_kinematics(q)
-    step = cascade_step(g1, state, q, layer.levels, layer.constraints, targets, layer.cfg.damping, 50)
+    step = cascade_step(g1, state, q, layer.levels, layer.constraints, targets, layer.cfg.damping, 50, 4)
     rows = constraint_rows(g1, state, q, layer.constraints, targets)
     n = lambda t: None if t is None else t[0].numpy()  # noqa: E731
     G, h = n(rows.G), n(rows.h)
@@ -150,7 +150,7 @@ def test_one_weighted_level_equals_pinks_step(g1, problem) -> None:
     targets |= {f: g1.frame_pose(state, f)[0] for f in feet}
     damping = 1e-6
     layer = WholeBodyIKLayer(g1, [ours], [], WholeBodyIKCfg(iterations=1, damping=damping))
-    step = cascade_step(g1, state, q[None], layer.levels, (), {k: v[None] for k, v in targets.items()}, damping, 30)
+    step = cascade_step(g1, state, q[None], layer.levels, (), {k: v[None] for k, v in targets.items()}, damping, 30, 4)
 
     theirs = [PinkFrameTask(HAND, position_cost=1.0, orientation_cost=0.2), PinkComTask(cost=2.0)]
     theirs += [PinkFrameTask(f, position_cost=10.0, orientation_cost=5.0) for f in feet]
@@ -207,7 +207,7 @@ def test_one_cascade_step_passes_gradcheck_wrt_the_hand_target(g1, problem) -> N
         T = targets["right_hand"].clone()
         T = torch.cat((torch.cat((T[:, :3, :3], position[:, :, None]), -1), T[:, 3:]), -2)
         return cascade_step(
-            g1, state, q, layer.levels, layer.constraints, {**targets, "right_hand": T}, layer.cfg.damping, 40
+            g1, state, q, layer.levels, layer.constraints, {**targets, "right_hand": T}, layer.cfg.damping, 40, 4
         ).dq
 
     position = targets["right_hand"][:, :3, 3].clone().requires_grad_(True)

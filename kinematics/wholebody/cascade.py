@@ -103,6 +103,7 @@ def cascade_step(
     targets: Mapping[str, torch.Tensor],
     damping: float,
     qp_iterations: int,
+    qp_active_set_steps: int,
 ) -> CascadeStep:
     """One step of the cascade at ``q`` ``(B, nq)`` (one flat batch dimension)."""
     rows = constraint_rows(tree, state, q, constraints, targets)
@@ -125,6 +126,7 @@ def cascade_step(
             rows.lb,
             rows.ub,
             iterations=qp_iterations,
+            active_set_steps=qp_active_set_steps,
             warm_start=solution,  # the level above's active set: the same inequalities and bounds
         )
         if dq is None:  # the first level: its least-violation step where it is not solved, inside the bounds

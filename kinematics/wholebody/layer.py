@@ -51,7 +51,10 @@ class WholeBodyIKCfg:
         iterations: cascade steps per solve (fixed).
         damping: ``damping^2 |dq|^2`` in every level: the Levenberg-Marquardt term that keeps steps short where a
             level is near-singular (a stretched arm reaching out of range) and the linearisation would fail.
-        qp_iterations: of ``solve_qp`` per level.
+        qp_iterations: of ``solve_qp``'s interior point per level (on the rows its active-set steps leave).
+        qp_active_set_steps: ``solve_qp``'s active-set steps per level, tried first: the first level from the
+            empty active set, each lower one from the level above's. A standing robot's levels have few active
+            constraints, and the steps solve nearly every row.
         position_tolerance, rotation_tolerance: a task succeeds when its position rows' error norm (m) and its
             orientation rows' (rad) are within them (a posture task always counts as succeeded).
         gradient: ``"unrolled"`` or ``"implicit"``.
@@ -61,6 +64,7 @@ class WholeBodyIKCfg:
     iterations: int = 16
     damping: float = 0.05
     qp_iterations: int = 16
+    qp_active_set_steps: int = 4
     position_tolerance: float = 1e-3
     rotation_tolerance: float = 1e-2
     gradient: str = "unrolled"
@@ -71,6 +75,8 @@ class WholeBodyIKCfg:
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{name} must be a positive int, got {value!r}")
+        if not isinstance(self.qp_active_set_steps, int) or self.qp_active_set_steps < 0:
+            raise ConfigError(f"qp_active_set_steps must be an int >= 0, got {self.qp_active_set_steps!r}")
         for name in ("damping", "position_tolerance", "rotation_tolerance"):
             value = getattr(self, name)
             if not (isinstance(value, (int, float)) and math.isfinite(value) and value >= 0):
@@ -197,7 +203,10 @@ class WholeBodyIKLayer(nn.Module):
         """One cascade step at ``q`` ``(B, nq)`` (flat batch; targets flat too): ``(q_next, CascadeStep)``."""
         tree, cfg = self.tree, self.cfg
         state = tree.forward_kinematics(q, validate=False)
-        step = cascade_step(tree, state, q, self.levels, self.constraints, targets, cfg.damping, cfg.qp_iterations)
+        step = cascade_step(
+            tree, state, q, self.levels, self.constraints, targets, cfg.damping, cfg.qp_iterations,
+            cfg.qp_active_set_steps,
+        )  # fmt: skip
         return tree.integrate(q, step.dq), step
 
     def _iterate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor]):
