@@ -1527,7 +1527,7 @@ static QP_INLINE int KERNEL(qp_cholesky_strict)(REAL *restrict L, REAL *restrict
         for (long i = j + 1; i < n; i++) col[i] = L[i * n + j] /= d;
         for (long i = j + 1; i < n; i++) {
             REAL lij = col[i], *restrict row = L + i * n;
-            IVDEP for (long k = j + 1; k <= i; k++) row[k] -= lij * col[k];
+            if (lij != 0) IVDEP for (long k = j + 1; k <= i; k++) row[k] -= lij * col[k]; /* sparse P: skipped */
         }
     }
     return 1;
