@@ -8,8 +8,8 @@ with ``P`` symmetric positive semidefinite (its symmetric part is used).
 
 Method (every count is bounded, every decision is a per-row ``torch.where``):
 
-0. Up to ``active_set_steps`` primal-dual active-set steps (step 2's, below) from the empty active set: no
-   inequality active, no variable at a bound, so the first is the equality-constrained solve. A row whose point
+0. Up to ``active_set_steps`` primal-dual active-set steps (step 2's, below) from ``warm_start``'s active set or
+   the empty one (no inequality active, no variable at a bound: the first is the equality-constrained solve). A row whose point
    passes the SOLVED test there is done (its solution is the problem's: the test is the KKT conditions); every
    other row is solved again by steps 1 and 2. Off by default: a random QP with a dozen active constraints needs
    8 to 32 steps from the empty set, and the interior point is cheaper; a whole-body step, whose levels have few
@@ -457,9 +457,8 @@ def _start(guess: torch.Tensor, mi: int) -> tuple[torch.Tensor, ...]:
     """The polish's guess ``(z, s, zu, su, zl, sl)`` for the active set ``guess`` ``(nb, mi + 2 n)`` (active
     inequalities, at the upper bound, at the lower, 1 / 0): a side is active where its multiplier 1 exceeds its
     slack 1/2."""
-    half = torch.full_like(guess, 0.5)
-    z, zu, zl = guess.split([mi, (guess.shape[1] - mi) // 2, (guess.shape[1] - mi) // 2], 1)
-    sz, su, sl = half.split([mi, (guess.shape[1] - mi) // 2, (guess.shape[1] - mi) // 2], 1)
+    sizes = [mi, (guess.shape[1] - mi) // 2, (guess.shape[1] - mi) // 2]
+    (z, zu, zl), (sz, su, sl) = guess.split(sizes, 1), torch.full_like(guess, 0.5).split(sizes, 1)
     return z, sz, zu, su, zl, sl
 
 
