@@ -3,7 +3,8 @@ the closed-form backward passes, built from ``native_kernels.c`` with the system
 
 The torch pass in ``kinematics.chain`` is about 90 small torch calls per evaluation; at batch 1024 most of its
 time is dispatch. This kernel does the same arithmetic in one call: one loop over the joints and, inside, a loop
-over the batch that the compiler vectorises (an AVX2 clone is dispatched at load time where the CPU has it).
+over the batch that the compiler vectorises (an x86-64-v3 clone, AVX2 with fused multiply-adds, is dispatched at load
+time where the CPU has it; ``-ffp-contract=fast`` lets the compiler fuse a product and a sum).
 It computes the same quantities from the same buffers; the tests compare the two paths and Pinocchio.
 
 It is built once per source, flags, compiler, machine and OS into ``$XDG_CACHE_HOME/grasp-yaw-ik`` (``~/.cache``
@@ -38,7 +39,7 @@ from kinematics.batch_last import transforms_active
 from kinematics.rotations import NEAR_PI_COS, SMALL_SIN_SQ
 
 SOURCES = (Path(__file__).with_name("native_kernels.c"), Path(__file__).with_name("native_kernels.h"))
-_FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99")
+_FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99", "-ffp-contract=fast")
 _LIBRARIES = ("-lm",)
 _SUFFIX = {torch.float32: "float", torch.float64: "double"}
 _POINTERS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # after (dof, n)
@@ -48,11 +49,12 @@ _TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7,
 # The support polygon's hull edges: (n, k, p), 6 pointers.
 _HULL = {"hull_edges": (3, 6)}
 # solve_qp's kernels (batch-first): (nb, n, m_eq, m_in, iterations), 17 pointers; (nb, n, m_eq, m_in, steps,
-# refinements), 19 pointers
-_QP = {"qp_ipm": (5, 17), "qp_polish": (6, 19)}
+# refinements), 19 pointers; its backward: (nb, n, m_eq, m_in, refinements), 11 pointers
+_QP = {"qp_ipm": (5, 17), "qp_polish": (6, 19), "qp_adjoint": (5, 11)}
 # The fused DLS solve (kinematics.ik): (dof, n, begin, end, iterations, clamp), then pointers; they return 0 (the
 # evaluating solve: its count of rows with invalid inputs), or -1 where their scratch could not be allocated.
 _IK = {"ik_solve": (6, 11), "ik_solve_evaluate": (6, 14), "ik_solve_vjp": (6, 13)}
+_RETURNS_CODE = (*_IK, "qp_adjoint")  # 0, or -1 where the kernel could not allocate its scratch
 _TREE_TILE = 32  # TREE_TILE in native_kernels.h: the scratch the Jacobian kernels need per row
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
 _CPU = torch.device("cpu")
@@ -92,7 +94,7 @@ def _load(path: Path) -> ctypes.CDLL:
                 function = getattr(lib, f"{name}_{suffix}")
             except AttributeError as exc:
                 raise OSError(f"{path} has no {name}_{suffix}") from exc
-            function.argtypes, function.restype = argtypes, ctypes.c_long if name in _IK else None
+            function.argtypes, function.restype = argtypes, ctypes.c_long if name in _RETURNS_CODE else None
     return lib
 
 
@@ -306,12 +308,7 @@ def _split_rows(n: int, run: Callable[[int, int], int], name: str) -> int:
     """``run(begin, end)`` on row ranges, one per torch thread (rows in 64s; small batches on this thread); the
     sum of what they return."""
     workers = max(1, min(torch.get_num_threads(), n // 64))
-    if workers == 1:
-        codes = [run(0, n)]
-    else:
-        bounds = [n * i // workers for i in range(workers + 1)]
-        futures = [_qp_pool(workers).submit(run, bounds[i], bounds[i + 1]) for i in range(workers)]
-        codes = [future.result() for future in futures]
+    codes = _in_parallel(run, [n * i // workers for i in range(workers + 1)])
     if any(code < 0 for code in codes):
         raise MemoryError(f"{name} could not allocate its scratch")
     return sum(codes)
@@ -594,14 +591,25 @@ _QP_MAX_N = 256  # qp_ipm allocates one tile's factors, QP_LANES rows of about 2
 _QP_TILE = 8  # a multiple of QP_LANES (native_kernels.c): every thread's share of rows but the last is whole tiles
 
 
-def _qp_pool(workers: int):
-    pool = _state.get("qp_pool")
+def _pool(workers: int):
+    pool = _state.get("pool")
     if pool is None or pool._max_workers != workers:  # noqa: SLF001 - resized when torch's thread count changes
         from concurrent.futures import ThreadPoolExecutor
 
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="qp_ipm")
-        _state["qp_pool"] = pool
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kinematics_kernels")
+        _state["pool"] = pool
     return pool
+
+
+def _in_parallel(run: Callable[[int, int], object], bounds: list[int]) -> list:
+    """``run(bounds[i], bounds[i + 1])`` for every range, the first on this thread and the others on the pool's
+    threads at the same time (ctypes releases the GIL); what they return, in order. This thread works while the
+    others wake (a sleeping thread takes 0.1 to 0.3 ms to wake on the measuring machine)."""
+    if len(bounds) == 2:
+        return [run(bounds[0], bounds[1])]
+    pool = _pool(len(bounds) - 2)
+    futures = [pool.submit(run, bounds[i], bounds[i + 1]) for i in range(1, len(bounds) - 1)]
+    return [run(bounds[0], bounds[1]), *(future.result() for future in futures)]
 
 
 def qp_ipm(
@@ -641,12 +649,7 @@ def qp_ipm(
         pointers = [t[lo:hi].data_ptr() if t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
         kernel(hi - lo, n, me, mi, iterations, params.data_ptr(), *pointers)
 
-    if workers == 1:
-        chunk(0, nb)
-    else:
-        futures = [_qp_pool(workers).submit(chunk, bounds[i], bounds[i + 1]) for i in range(workers)]
-        for future in futures:
-            future.result()
+    _in_parallel(chunk, bounds)
     return tuple(outs)
 
 
@@ -686,12 +689,42 @@ def qp_polish(
         pointers = [t[lo:hi].data_ptr() if t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
         kernel(hi - lo, n, me, mi, steps, refinements, params.data_ptr(), *pointers)
 
-    if workers == 1:
-        chunk(0, nb)
-    else:
-        futures = [_qp_pool(workers).submit(chunk, bounds[i], bounds[i + 1]) for i in range(workers)]
-        for future in futures:
-            future.result()
+    _in_parallel(chunk, bounds)
     if bool((outs[3][:, 0] < 0).any()):
         raise MemoryError("qp_polish could not allocate its scratch")
+    return tuple(outs)
+
+
+def qp_adjoint(
+    P: torch.Tensor,
+    A: torch.Tensor,
+    G: torch.Tensor,
+    flags: torch.Tensor,
+    exact: torch.Tensor,
+    g: torch.Tensor,
+    refinements: int,
+    elastic: float,
+) -> tuple[torch.Tensor, ...] | None:
+    """``kinematics.qp``'s adjoint solve on flat batch-first tensors: the final active set ``flags (nb, m_in + 2 n)``
+    (as ``qp_polish`` writes it), ``exact (nb,)`` (1 where the original system's point was kept), the upstream
+    gradient ``g (nb, n)``. Returns ``(ls, lx, ly, lz)`` (``(nb, n)``, ``(nb, n)``, ``(nb, m_eq)``, ``(nb, m_in)``),
+    or ``None``."""
+    nb, n = g.shape
+    me, mi = A.shape[1], G.shape[1]
+    if nb == 0:
+        return None
+    shapes = ((nb, n, n), (nb, me, n), (nb, mi, n), (nb, mi + 2 * n), (nb,), (nb, n))
+    kernel = _kernel("qp_adjoint", (P, A, G, flags, exact, g), shapes)
+    if kernel is None:
+        return None
+    dtype = g.dtype
+    inputs = [t.contiguous() for t in (P, A, G, flags, exact, g)]
+    params = torch.tensor([elastic], dtype=dtype)
+    outs = [_empty(nb, k, dtype=dtype) for k in (n, n, me, mi)]
+
+    def run(lo: int, hi: int) -> int:
+        pointers = [t[lo:hi].data_ptr() if t.ndim == 1 or t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
+        return kernel(hi - lo, n, me, mi, refinements, params.data_ptr(), *pointers)
+
+    _split_rows(nb, run, "qp_adjoint")
     return tuple(outs)

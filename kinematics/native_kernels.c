@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define DISPATCH __attribute__((target_clones("avx2", "default"))) /* an AVX2 clone, chosen at load time */
+#define DISPATCH __attribute__((target_clones("arch=x86-64-v3", "default"))) /* AVX2 + FMA, chosen at load time */
 #else
 #define DISPATCH
 #endif

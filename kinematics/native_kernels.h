@@ -1608,6 +1608,125 @@ static QP_INLINE void KERNEL(qp_factored_solve)(const KERNEL(qp_factors) *F, con
     KERNEL(qp_upper_solve)(F->L, x, n);
 }
 
+/* The polish's and the adjoint's shared pieces. The factor of P + elastic I (0 when a pivot is too small: the dense
+   LU then), the equality rows' columns of V = L^-1 C^T and their Gram block M_eq (the first me rows of every active
+   set's C), the active set's rows, its factors, and a solve refined to the original system. */
+static QP_INLINE int KERNEL(qp_factor_hessian)(KERNEL(qp_factors) *F, const REAL *restrict P, REAL d, REAL rel) {
+    long n = F->n;
+    for (long i = 0; i < n; i++) {
+        for (long j = 0; j <= i; j++) F->L[i * n + j] = P[i * n + j];
+        F->L[i * n + i] += d;
+    }
+    return KERNEL(qp_cholesky_strict)(F->L, F->col, n, rel);
+}
+
+static QP_INLINE void KERNEL(qp_factor_equalities)(KERNEL(qp_factors) *F, const REAL *restrict A, long me,
+                                                   REAL *restrict M_eq) {
+    long n = F->n;
+    for (long k = 0; k < me; k++) /* A read in order */
+        for (long i = 0; i < n; i++) F->V[i * F->stride + k] = A[k * n + i];
+    KERNEL(qp_lower_solve_columns)(F->L, F->V, n, F->stride, 0, me);
+    KERNEL(qp_gram_rows)(F->V, M_eq, n, F->stride, me, 0, me);
+}
+
+/* the active set's rows into F->C: the equalities, the active inequalities, one unit row per variable fixed at a
+   bound (a contradictory one's at the midpoint, half the weight); their right-hand sides rhs (0 without b), elastic
+   weights D and kinds (k >= 0: slot k of [y; z]; -1 - i: variable i fixed). F->m = their count. */
+static QP_INLINE void KERNEL(qp_active_rows)(KERNEL(qp_factors) *F, long me, long mi, REAL d, const REAL *restrict A,
+                                             const REAL *restrict b, const REAL *restrict G, const REAL *restrict h,
+                                             const REAL *restrict lb, const REAL *restrict ub, const REAL *restrict act,
+                                             REAL *restrict rhs, REAL *restrict D, long *restrict kind) {
+    long n = F->n, m = 0;
+    const REAL *upper = act + mi, *lower = upper + n;
+    for (long k = 0; k < me; k++, m++) {
+        for (long j = 0; j < n; j++) F->C[m * n + j] = A[k * n + j];
+        rhs[m] = b ? b[k] : 0, D[m] = d, kind[m] = k;
+    }
+    for (long k = 0; k < mi; k++)
+        if (act[k] > 0) {
+            for (long j = 0; j < n; j++) F->C[m * n + j] = G[k * n + j];
+            rhs[m] = h ? h[k] : 0, D[m] = d, kind[m++] = me + k;
+        }
+    for (long i = 0; i < n; i++) {
+        int up = upper[i] > 0, lo = lower[i] > 0;
+        if (up || lo) {
+            REAL ubv = ub && isfinite(ub[i]) ? ub[i] : 0, lbv = lb && isfinite(lb[i]) ? lb[i] : 0;
+            for (long j = 0; j < n; j++) F->C[m * n + j] = j == i;
+            rhs[m] = up && lo ? (REAL)0.5 * (lbv + ubv) : (up ? ubv : lbv);
+            D[m] = up && lo ? (REAL)0.5 * d : d, kind[m++] = -1 - i;
+        }
+    }
+    F->m = m;
+}
+
+/* the elastic system's factors for F's rows: the Cholesky factor of the Schur complement C (P + elastic I)^-1 C^T + D
+   (its equality block M_eq computed before), else, where P + elastic I did not factor (factored == 0) or the Schur
+   complement has a pivot too small to trust, one LU with partial pivoting of the whole matrix */
+static QP_INLINE void KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL *restrict P, REAL d,
+                                               const REAL *restrict D, const REAL *restrict M_eq, long me,
+                                               int factored, REAL rel) {
+    long n = F->n, m = F->m, stride = F->stride;
+    F->dense = !factored;
+    if (!F->dense) {
+        for (long i = 0; i < n; i++)
+            for (long k = me; k < m; k++) F->V[i * stride + k] = F->C[k * n + i];
+        KERNEL(qp_lower_solve_columns)(F->L, F->V, n, stride, me, m);
+        KERNEL(qp_gram_rows)(F->V, F->M, n, stride, m, me, m);
+        for (long k = 0; k < me; k++)
+            for (long l = 0; l <= k; l++) F->M[k * m + l] = M_eq[k * me + l];
+        for (long k = 0; k < m; k++) F->M[k * m + k] += D[k];
+        F->dense = m > 0 && !KERNEL(qp_cholesky_strict)(F->M, F->col, m, rel);
+    }
+    if (F->dense) {
+        long K = n + m;
+        for (long i = 0; i < n; i++) {
+            for (long j = 0; j < n; j++) F->K[i * K + j] = P[i * n + j] + (i == j ? d : 0);
+            for (long k = 0; k < m; k++) F->K[i * K + n + k] = F->C[k * n + i];
+        }
+        for (long k = 0; k < m; k++) {
+            for (long j = 0; j < n; j++) F->K[(n + k) * K + j] = F->C[k * n + j];
+            for (long l = 0; l < m; l++) F->K[(n + k) * K + n + l] = k == l ? -D[k] : 0;
+        }
+        KERNEL(qp_lu)(F->K, F->piv, K);
+    }
+}
+
+/* sol_d = the elastic system's solution [x; y; z] (N values; the fixed rows' multipliers in fixed_nu, by row) for
+   the right-hand side [f; rhs], and sol = sol_d refined `refinements` times to the original system (D = 0, no prox)
+   with the same factors: each time [f - P x - C^T nu; rhs - C x] solved and added */
+static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, const REAL *restrict P,
+                                               const REAL *restrict f, const REAL *restrict rhs,
+                                               const long *restrict kind, long refinements, long N,
+                                               REAL *restrict sol_d, REAL *restrict sol, REAL *restrict fixed_nu,
+                                               REAL *restrict res_f, REAL *restrict res_g, REAL *restrict dx,
+                                               REAL *restrict nu) {
+    long n = F->n, m = F->m;
+    KERNEL(qp_factored_solve)(F, f, rhs, dx, nu);
+    for (long i = 0; i < N; i++) sol_d[i] = i < n ? dx[i] : 0;
+    for (long k = 0; k < m; k++)
+        if (kind[k] >= 0) sol_d[n + kind[k]] = nu[k];
+        else fixed_nu[k] = nu[k];
+    for (long i = 0; i < N; i++) sol[i] = sol_d[i];
+    for (long t = 0; t < refinements; t++) {
+        for (long i = 0; i < n; i++) res_f[i] = f[i];
+        for (long i = 0; i < n; i++) {
+            REAL xi = sol[i];
+            const REAL *restrict pi = P + i * n;
+            IVDEP for (long j = 0; j < n; j++) res_f[j] -= pi[j] * xi;
+        }
+        for (long k = 0; k < m; k++) {
+            const REAL nk = kind[k] >= 0 ? sol[n + kind[k]] : fixed_nu[k], *restrict ck = F->C + k * n;
+            IVDEP for (long j = 0; j < n; j++) res_f[j] -= ck[j] * nk;
+            res_g[k] = rhs[k] - KERNEL(qp_dot)(ck, sol, n);
+        }
+        KERNEL(qp_factored_solve)(F, res_f, res_g, dx, nu);
+        for (long i = 0; i < n; i++) sol[i] += dx[i];
+        for (long k = 0; k < m; k++)
+            if (kind[k] >= 0) sol[n + kind[k]] += nu[k];
+            else fixed_nu[k] += nu[k];
+    }
+}
+
 static REAL KERNEL(qp_max)(REAL a, REAL b) { return b > a || b != b ? b : a; } /* nan wins */
 
 DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, long refinements,
@@ -1636,7 +1755,7 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
     F.col = F.K + Kmax * Kmax;
     REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
     REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *stat = dx + n;
-    REAL *c = stat + n, *w_pass = c + n, *gx = w_pass + 2 * n, *M_eq = gx + mi + 1, *P = M_eq + me * me;
+    REAL *neg_q = stat + n, *w_pass = neg_q + n, *gx = w_pass + 2 * n, *M_eq = gx + mi + 1, *P = M_eq + me * me;
     for (long r = 0; r < nb; r++) {
         const REAL *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
         const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
@@ -1661,89 +1780,14 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
         const REAL slack_p = tol * scale_p, slack_d = tol * scale_d;
         /* what every step shares: the Cholesky factor of P + elastic I, and the equality rows' part of V and of
            V^T V (the equalities are the first rows of every step's C) */
-        for (long i = 0; i < n; i++) {
-            for (long j = 0; j <= i; j++) F.L[i * n + j] = P[i * n + j];
-            F.L[i * n + i] += d;
-        }
-        const int factored = KERNEL(qp_cholesky_strict)(F.L, F.col, n, rel);
-        if (factored && me) {
-            for (long k = 0; k < me; k++) /* A read in order */
-                for (long i = 0; i < n; i++) F.V[i * mmax + k] = A[k * n + i];
-            KERNEL(qp_lower_solve_columns)(F.L, F.V, n, mmax, 0, me);
-            KERNEL(qp_gram_rows)(F.V, M_eq, n, mmax, me, 0, me);
-        }
+        const int factored = KERNEL(qp_factor_hessian)(&F, P, d, rel);
+        if (factored && me) KERNEL(qp_factor_equalities)(&F, A, me, M_eq);
+        for (long i = 0; i < n; i++) neg_q[i] = -q[i];
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
-            /* the active set's rows C, their right-hand sides r and elastic weights D */
-            long m = 0;
-            for (long k = 0; k < me; k++, m++) {
-                for (long j = 0; j < n; j++) F.C[m * n + j] = A[k * n + j];
-                rhs[m] = b[k], D[m] = d, kind[m] = k;
-            }
-            for (long k = 0; k < mi; k++)
-                if (act[k] > 0) {
-                    for (long j = 0; j < n; j++) F.C[m * n + j] = G[k * n + j];
-                    rhs[m] = h[k], D[m] = d, kind[m++] = me + k;
-                }
-            for (long i = 0; i < n; i++) {
-                int up = upper[i] > 0, lo = lower[i] > 0;
-                REAL ubv = isfinite(ub[i]) ? ub[i] : 0, lbv = isfinite(lb[i]) ? lb[i] : 0;
-                c[i] = up && lo ? (REAL)0.5 * (lbv + ubv) : (up ? ubv : (lo ? lbv : 0));
-                if (up || lo) { /* contradictory bounds: their midpoint, at half the weight */
-                    for (long j = 0; j < n; j++) F.C[m * n + j] = j == i;
-                    rhs[m] = c[i], D[m] = up && lo ? (REAL)0.5 * d : d, kind[m++] = -1 - i;
-                }
-            }
-            F.m = m;
-            /* the elastic system's factors: Cholesky and Schur complement, else one dense LU */
-            F.dense = !factored;
-            if (!F.dense) {
-                for (long i = 0; i < n; i++)
-                    for (long k = me; k < m; k++) F.V[i * mmax + k] = F.C[k * n + i];
-                KERNEL(qp_lower_solve_columns)(F.L, F.V, n, mmax, me, m);
-                KERNEL(qp_gram_rows)(F.V, F.M, n, mmax, m, me, m);
-                for (long k = 0; k < me; k++)
-                    for (long l = 0; l <= k; l++) F.M[k * m + l] = M_eq[k * me + l];
-                for (long k = 0; k < m; k++) F.M[k * m + k] += D[k];
-                F.dense = m > 0 && !KERNEL(qp_cholesky_strict)(F.M, F.col, m, rel);
-            }
-            if (F.dense) {
-                long K = n + m;
-                for (long i = 0; i < n; i++) {
-                    for (long j = 0; j < n; j++) F.K[i * K + j] = P[i * n + j] + (i == j ? d : 0);
-                    for (long k = 0; k < m; k++) F.K[i * K + n + k] = F.C[k * n + i];
-                }
-                for (long k = 0; k < m; k++) {
-                    for (long j = 0; j < n; j++) F.K[(n + k) * K + j] = F.C[k * n + j];
-                    for (long l = 0; l < m; l++) F.K[(n + k) * K + n + l] = k == l ? -D[k] : 0;
-                }
-                KERNEL(qp_lu)(F.K, F.piv, K);
-            }
+            KERNEL(qp_active_rows)(&F, me, mi, d, A, b, G, h, lb, ub, act, rhs, D, kind);
+            KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel);
             /* the elastic solution, then `refinements` steps toward the original system (D = 0, no prox) */
-            for (long i = 0; i < n; i++) res_f[i] = -q[i];
-            KERNEL(qp_factored_solve)(&F, res_f, rhs, dx, nu);
-            for (long i = 0; i < N; i++) sol_d[i] = i < n ? dx[i] : 0;
-            for (long k = 0; k < m; k++)
-                if (kind[k] >= 0) sol_d[n + kind[k]] = nu[k];
-                else fixed_nu[k] = nu[k];
-            for (long i = 0; i < N; i++) sol[i] = sol_d[i];
-            for (long t = 0; t < refinements; t++) {
-                for (long i = 0; i < n; i++) res_f[i] = -q[i]; /* [-q - P x - C^T nu; r - C x] */
-                for (long i = 0; i < n; i++) {
-                    REAL xi = sol[i];
-                    const REAL *restrict pi = P + i * n;
-                    IVDEP for (long j = 0; j < n; j++) res_f[j] -= pi[j] * xi;
-                }
-                for (long k = 0; k < m; k++) {
-                    const REAL nk = kind[k] >= 0 ? sol[n + kind[k]] : fixed_nu[k], *restrict ck = F.C + k * n;
-                    IVDEP for (long j = 0; j < n; j++) res_f[j] -= ck[j] * nk;
-                    res_g[k] = rhs[k] - KERNEL(qp_dot)(ck, sol, n);
-                }
-                KERNEL(qp_factored_solve)(&F, res_f, res_g, dx, nu);
-                for (long i = 0; i < n; i++) sol[i] += dx[i];
-                for (long k = 0; k < m; k++)
-                    if (kind[k] >= 0) sol[n + kind[k]] += nu[k];
-                    else fixed_nu[k] += nu[k];
-            }
+            KERNEL(qp_solve_refined)(&F, P, neg_q, rhs, kind, refinements, N, sol_d, sol, fixed_nu, res_f, res_g, dx, nu);
             if (step + 1 < steps) { /* the next guess, from the refined point where finite, else the elastic one */
                 int good = 1;
                 for (long i = 0; i < N; i++) good &= isfinite(sol[i]) != 0;
@@ -1834,6 +1878,66 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
         row[1] = viol[kept], row[2] = dual[kept], row[3] = exact;
     }
     free(scratch), free(piv), free(kind);
+}
+
+/* solve_qp's backward (kinematics.qp_gradient): per row, the adjoint system of the final active set (flags_ as
+   qp_polish writes them), in the symmetric form the polish solves,
+
+       [P + elastic I   C^T] [u ]   [g]
+       [C              -D  ] [nu] = [0],
+
+   refined `refinements` times to the original system (D = 0, no prox) on the rows whose original point was kept
+   (exact_ > 0), the elastic system's solution on the others. Outputs, in the convention of the KKT matrix the
+   gradient differentiates (kinematics.qp._kkt): lx (nb, n) = u on free variables and the fixed row's multiplier
+   nu on fixed ones, ls (nb, n) = lx weighted as that matrix weighs each stationarity row (1 free, 0 fixed on exact
+   rows, D fixed on elastic ones), ly (nb, me), lz (nb, mi) (0 on inactive rows). params = (elastic). Returns 0, or -1
+   where its scratch could not be allocated. */
+DISPATCH long KERNEL(qp_adjoint)(long nb, long n, long me, long mi, long refinements, const REAL *restrict params,
+                                 const REAL *restrict P_, const REAL *restrict A_, const REAL *restrict G_,
+                                 const REAL *restrict flags_, const REAL *restrict exact_, const REAL *restrict g_,
+                                 REAL *restrict ls_, REAL *restrict lx_, REAL *restrict ly_, REAL *restrict lz_) {
+    const REAL d = params[0], rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
+    long mmax = me + mi + n, N = n + me + mi, Kmax = n + mmax;
+    long reals = 2 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 2 * N + 3 * n + me * me;
+    REAL *scratch = malloc(sizeof(REAL) * reals);
+    long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * mmax);
+    if (scratch == 0 || piv == 0 || kind == 0) { /* out of memory: -1, for the caller */
+        free(scratch), free(piv), free(kind);
+        return -1;
+    }
+    KERNEL(qp_factors) F = {n, 0, mmax, 0, scratch, 0, 0, 0, 0, 0, piv};
+    F.C = F.L + n * n;
+    F.V = F.C + mmax * n;
+    F.M = F.V + mmax * n;
+    F.K = F.M + mmax * mmax;
+    F.col = F.K + Kmax * Kmax;
+    REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
+    REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *M_eq = dx + n;
+    REAL *P = M_eq + me * me;
+    for (long r = 0; r < nb; r++) {
+        const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n);
+        for (long i = 0; i < n * n; i++) P[i] = P_[r * n * n + i];
+        for (long i = 0; i < n; i++)
+            for (long j = 0; j < i; j++) P[i * n + j] = P[j * n + i] = (REAL)0.5 * (P[i * n + j] + P[j * n + i]);
+        const int factored = KERNEL(qp_factor_hessian)(&F, P, d, rel);
+        if (factored && me) KERNEL(qp_factor_equalities)(&F, A, me, M_eq);
+        KERNEL(qp_active_rows)(&F, me, mi, d, A, 0, G, 0, 0, 0, act, rhs, D, kind);
+        KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel);
+        int exact = exact_[r] > 0;
+        KERNEL(qp_solve_refined)(&F, P, g_ + r * n, rhs, kind, exact ? refinements : 0, N, sol_d, sol, fixed_nu,
+                                 res_f, res_g, dx, nu);
+        REAL *ls = ls_ + r * n, *lx = lx_ + r * n;
+        for (long i = 0; i < n; i++) ls[i] = lx[i] = sol[i];
+        for (long k = 0; k < F.m; k++)
+            if (kind[k] < 0) {
+                lx[-1 - kind[k]] = fixed_nu[k];
+                ls[-1 - kind[k]] = exact ? 0 : D[k] * fixed_nu[k];
+            }
+        for (long k = 0; k < me; k++) ly_[r * me + k] = sol[n + k];
+        for (long k = 0; k < mi; k++) lz_[r * mi + k] = sol[n + me + k];
+    }
+    free(scratch), free(piv), free(kind);
+    return 0;
 }
 
 #undef QP_TINY

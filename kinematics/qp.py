@@ -382,8 +382,8 @@ def _guess(cfg: dict, batch, nb: int, n: int, mi: int, dtype: torch.dtype, devic
 
 def _solve(pb: _Problem, cfg: dict, guess: torch.Tensor):
     """The whole forward solve on flat ``(nb, ...)`` tensors, without autograd, the active-set steps from
-    ``guess``: the solution, and the final active set with, per row, whether the original system's point was
-    kept (``_backward_system`` needs both)."""
+    ``guess``: the solution, and the final active set's flags with, per row, whether the original system's point
+    was kept (1) or the elastic one (0) (``QP_ADJOINT`` needs both)."""
     n, me, mi = pb.q.shape[1], pb.A.shape[1], pb.G.shape[1]
     counts = (cfg["iterations"], max(1, cfg["polish_steps"]), cfg["active_set_steps"], cfg["refinements"])
     tolerances = (cfg["elastic"], cfg["tolerance"], cfg["infeasibility_tolerance"])
@@ -392,7 +392,7 @@ def _solve(pb: _Problem, cfg: dict, guess: torch.Tensor):
     act = _ActiveSet(flags[:, :mi] > 0, flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0)
     active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
     out = QPSolution(xs, ys, zs, w, act.ineq, active_bounds, rows[:, 0].to(torch.int8), rows[:, 1], rows[:, 2])
-    return out, (act, rows[:, 3] > 0)
+    return out, (flags, rows[:, 3])
 
 
 def _polish_reference(P, q, A, b, G, h, lb, ub, z, sz, zu, su, zl, sl, steps, refinements, elastic, tolerance,
@@ -512,17 +512,46 @@ QP_SOLVE = Kernel(
 QP_SOLVE.implement("cpu", _qp_solve_cpu)
 
 
-def _backward_system(pb: _Problem, act: _ActiveSet, use_exact: torch.Tensor, elastic: float):
-    """What the backward solves: LU factors of the final active set's elastic KKT matrix, the matrix the gradient
-    differentiates (the original one where its point was kept, the elastic one elsewhere; the solve is refined to
-    it with those factors), and each stationarity row's weight in it (1 for a free variable, 0 or the elastic
-    weight for a fixed one)."""
-    K0, Kd, _, _, fixed, _ = _kkt(pb._replace(P=0.5 * (pb.P + pb.P.mT)), act, elastic)
+def _adjoint_reference(P, A, G, flags, exact, g, refinements: int, elastic: float):
+    """The backward's adjoint solve as torch ops: ``K^T lam = [g; 0; 0]`` for the final active set's KKT matrix
+    ``K`` (``_kkt``: the original one on rows whose original point was kept, ``exact > 0``, the elastic one
+    elsewhere), with the elastic system's LU factors and ``refinements`` refinement steps (``K`` differs from it
+    by ``O(elastic)``). Returns ``(ls, lx, ly, lz)``: ``lam``'s parts, ``ls`` = ``lx`` weighted as ``K`` weighs
+    each stationarity row (1 for a free variable, 0 or the elastic weight for a fixed one), ``lz`` 0 on inactive
+    rows (the compiled ``native.qp_adjoint`` solves the same system in its symmetric form)."""
+    nb, n = g.shape
+    me, mi = A.shape[1], G.shape[1]
+    act = _ActiveSet(flags[:, :mi] > 0, flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0)
+    use_exact = exact > 0
+    unused = (g.new_zeros(nb, k) for k in (n, me, mi, n, n))  # q, b, h, lb, ub: the matrices do not read them
+    q, b, h, lb, ub = unused
+    K0, Kd, _, _, fixed, _ = _kkt(_Problem(0.5 * (P + P.mT), q, A, b, G, h, lb, ub), act, elastic)
     LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
-    K_used = torch.where(use_exact[:, None, None], K0, Kd)
-    row_elastic = torch.where(use_exact, 0.0, elastic).to(pb.q.dtype)[:, None]
+    K = torch.where(use_exact[:, None, None], K0, Kd)
+    rhs = torch.cat((g, g.new_zeros(nb, me + mi)), 1)[..., None]
+    lam = torch.linalg.lu_solve(LU, piv, rhs, adjoint=True)
+    for _ in range(refinements):
+        lam = lam + torch.linalg.lu_solve(LU, piv, rhs - K.mT @ lam, adjoint=True)
+    lam = lam[..., 0]
+    lx, ly, lz = lam[:, :n], lam[:, n : n + me], lam[:, n + me :]
+    row_elastic = torch.where(use_exact, 0.0, elastic).to(g.dtype)[:, None]
     weight = torch.where(fixed, row_elastic * torch.where(act.upper & act.lower, 0.5, 1.0), 1.0)
-    return LU, piv, K_used, weight
+    return weight * lx, lx, ly, lz * act.ineq.to(g.dtype)
+
+
+def _adjoint_cpu(P, A, G, flags, exact, g, refinements: int, elastic: float):
+    return native.qp_adjoint(P, A, G, flags, exact, g, refinements, elastic)
+
+
+# solve_qp's backward: the adjoint of the final active set's KKT system for the upstream gradient g (nb, n), on flat
+# batch-first float64 tensors (flags and exact as QP_SOLVE writes them): (ls, lx, ly, lz)
+QP_ADJOINT = Kernel(
+    "qp_adjoint",
+    "(Tensor P, Tensor A, Tensor G, Tensor flags, Tensor exact, Tensor g, int refinements, float elastic) -> "
+    "(Tensor, Tensor, Tensor, Tensor)",
+    _adjoint_reference,
+)
+QP_ADJOINT.implement("cpu", _adjoint_cpu)
 
 
 def _config(dtype, **kw) -> dict:

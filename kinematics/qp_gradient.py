@@ -10,9 +10,11 @@ system's weights), the equalities, the active inequalities, ``z_k = 0`` for inac
     grad_q = -lambda_s,  grad_P = -sym(lambda_s x^T),  grad_A = -(lambda_y x^T + y lambda_s^T),  grad_b = lambda_y,
     grad_G = -(lambda_z x^T + z lambda_s^T) (active rows),  grad_h = lambda_z,  grad_{lb|ub} = lambda_x (fixed)
 
-The backward factors the final active set's elastic KKT system (LU; ``K`` differs from it by ``O(elastic)`` on
-SOLVED rows, so the solve is refined to ``K`` in two steps); no host synchronisation. First-order reverse
-mode only.
+The adjoint solve is one kernel, ``kinematics.qp.QP_ADJOINT``: it factors the final active set's elastic KKT
+system (``K`` differs from it by ``O(elastic)`` on SOLVED rows, so the solve is refined to ``K`` in two steps); the
+torch reference by LU, the compiled CPU kernel in the symmetric form the forward's polish solves (a Cholesky factor
+of ``P + elastic I`` and one of the Schur complement, the LU only where those fail). No host synchronisation.
+First-order reverse mode only.
 """
 
 from __future__ import annotations
@@ -39,19 +41,19 @@ class QPFunction(torch.autograd.Function):
     def forward(ctx, cfg, batch, P, q, A, b, G, h, lb, ub):
         from kinematics.qp import _run
 
-        out, pb, (act, use_exact) = _run(cfg, batch, P, q, A, b, G, h, lb, ub)
+        out, pb, (flags, exact) = _run(cfg, batch, P, q, A, b, G, h, lb, ub)
         nb, n, me, mi = *pb.q.shape, pb.A.shape[1], pb.G.shape[1]
         ctx.save_for_backward(
-            *pb,
-            use_exact,
+            pb.P,
+            pb.A,
+            pb.G,
+            flags,
+            exact,
             out.x.reshape(nb, n),
             out.eq_multipliers.reshape(nb, me),  # (nb, 0) without equalities: -1 would be ambiguous
             out.ineq_multipliers.reshape(nb, mi),
-            act.ineq,
-            act.upper,
-            act.lower,
         )
-        ctx.batch, ctx.n, ctx.me, ctx.refinements = batch, n, me, max(2, cfg["refinements"])
+        ctx.batch, ctx.n, ctx.refinements = batch, n, max(2, cfg["refinements"])
         ctx.elastic = cfg["elastic"]
         ctx.shapes = tuple(t.shape for t in (P, q, A, b, G, h, lb, ub))
         ctx.dtype = q.dtype
@@ -61,25 +63,14 @@ class QPFunction(torch.autograd.Function):
     @staticmethod
     @first_order
     def backward(ctx, grad_x, *_):
-        from kinematics.qp import _ActiveSet, _backward_system, _Problem
+        from kinematics.qp import QP_ADJOINT
 
-        *problem, use_exact, x, y, z, act_in, upper, lower = ctx.saved_tensors
-        LU, piv, K, weight = _backward_system(
-            _Problem(*problem), _ActiveSet(act_in, upper, lower), use_exact, ctx.elastic
-        )
-        batch, n, me, dtype = ctx.batch, ctx.n, ctx.me, ctx.dtype
-        nb = x.shape[0]
-        g = grad_x.reshape(nb, n).to(LU.dtype)  # the factors are float64 for float32 inputs too
-        rhs = torch.cat((g, g.new_zeros(nb, LU.shape[-1] - n)), 1)
-        # K^T lam = rhs with the factors of the elastic system (K differs from it by O(elastic) on SOLVED rows):
-        # one solve and ``refinements`` refinement steps
-        lam = torch.linalg.lu_solve(LU, piv, rhs[..., None], adjoint=True)
-        for _ in range(ctx.refinements):
-            lam = lam + torch.linalg.lu_solve(LU, piv, rhs[..., None] - K.mT @ lam, adjoint=True)
-        lam = lam[..., 0]
-        lx, ly, lz = lam[:, :n], lam[:, n : n + me], lam[:, n + me :]
-        ls = weight * lx
-        lz = lz * act_in.to(x.dtype)
+        P, A, G, flags, exact, x, y, z = ctx.saved_tensors
+        batch, n, dtype = ctx.batch, ctx.n, ctx.dtype
+        nb, mi = x.shape[0], G.shape[1]
+        g = grad_x.reshape(nb, n).to(P.dtype)  # the problem is float64 for float32 inputs too
+        ls, lx, ly, lz = QP_ADJOINT(P, A, G, flags, exact, g.contiguous(), ctx.refinements, ctx.elastic)
+        upper, lower = flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0
         grad_P = -ls[:, :, None] * x[:, None, :]
         share = torch.where(upper & lower, 0.5 * lx, lx)
         grads = (

@@ -367,3 +367,50 @@ def test_every_start_gives_the_one_solution(size):
     for i in range(0, 64, 8):
         x_ref, _ = reference(problem, i)
         assert x_ref is None or relative_error(cold.x[i].numpy(), x_ref) <= 1e-6
+
+
+def _final_active_set(problem: dict):
+    from kinematics.qp import _config, _run
+
+    t = to_torch(problem)
+    cfg = _config(torch.float64)
+    cfg.update(iterations=16, polish_steps=2, refinements=2, active_set_steps=0)
+    sol, pb, (flags, exact) = _run(cfg, t["q"].shape[:1], *(t[k] for k in ("P", "q", "A", "b", "G", "h", "lb", "ub")))
+    return sol, pb, flags, exact, cfg["elastic"]
+
+
+@pytest.mark.parametrize("kind", ["feasible", "infeasible", "semidefinite", "contradictory"])
+@pytest.mark.parametrize("size", [(7, 2, 4), (35, 12, 8), (15, 0, 20), (60, 24, 40)])
+def test_compiled_adjoint_equals_torch_reference(size, kind):
+    """The backward's adjoint solve (``QP_ADJOINT``): the compiled kernel (symmetric form, Cholesky and Schur
+    complement, the dense LU where they fail) against its LU reference on SOLVED rows (refined to the original
+    system), INFEASIBLE ones (the elastic system), semidefinite Hessians and contradictory bounds."""
+    from kinematics import native
+    from kinematics.qp import _adjoint_reference
+
+    if native.library() is None:
+        pytest.skip("no compiled kernels here")
+    n, me, mi = size
+    problem = random_qps(24, n, me, mi, seed=90 + n, infeasible=kind == "infeasible")
+    problem["lb"] = np.where(np.isinf(problem["lb"]), -5.0, problem["lb"])
+    problem["ub"] = np.where(np.isinf(problem["ub"]), 5.0, problem["ub"])
+    if kind == "semidefinite":
+        problem["P"][:, :, n // 2 :] = problem["P"][:, n // 2 :, :] = 0.0
+    if kind == "contradictory":
+        problem["lb"][:, 0], problem["ub"][:, 0] = 1.0, -1.0
+    sol, pb, flags, exact, elastic = _final_active_set(problem)
+    if kind == "infeasible":
+        assert (sol.status == INFEASIBLE).all() and not exact.any()
+    elif kind == "feasible":
+        assert exact.all()
+    g = torch.randn(24, n, dtype=torch.float64, generator=torch.Generator().manual_seed(n))
+    compiled = native.qp_adjoint(pb.P, pb.A, pb.G, flags, exact, g, 2, elastic)
+    assert compiled is not None
+    # rows refined to the original system agree to rounding; the elastic system's condition number is about
+    # 1 / elastic, so two factorisations of it agree to about 1e-7 relative
+    tolerance = torch.where(exact > 0, 1e-9, 1e-5)[:, None]
+    for ours, theirs in zip(compiled, _adjoint_reference(pb.P, pb.A, pb.G, flags, exact, g, 2, elastic), strict=True):
+        assert ours.shape == theirs.shape
+        if theirs.numel():
+            scale = 1.0 + theirs.abs().amax(-1, keepdim=True)
+            assert ((ours - theirs).abs() <= tolerance * scale).all(), (ours - theirs).abs().amax()

@@ -26,6 +26,8 @@ from kinematics.tree import KinematicTree, TreeState
 from kinematics.wholebody.constraint import Constraint
 from kinematics.wholebody.task import Task
 
+_WORK = torch.float64  # solve_qp's working precision
+
 
 @dataclass(frozen=True)
 class CascadeStep:
@@ -79,11 +81,15 @@ def _kept_rows(task: Task) -> torch.Tensor | None:
 def weighted_rows(
     tree: KinematicTree, state: TreeState, q: torch.Tensor, tasks: Sequence[Task], targets: Mapping
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """A level's stacked ``W J`` ``(..., m, nv)`` and ``W gain e`` ``(..., m)`` (rows of zero cost left out)."""
+    """A level's stacked ``W J`` ``(..., m, nv)`` and ``W gain e`` ``(..., m)`` (rows of zero cost left out), in
+    float64. Where every task's Jacobian is the same for the whole batch (a posture task's), ``W J`` is one
+    ``(1, m, nv)`` matrix, not a copy per row."""
     jacobians, residuals = [], []
-    for task in tasks:
-        jac = task.jacobian(tree, state, q)
-        err = task.error(tree, state, q, targets[task.name])
+    found = [task.jacobian(tree, state, q) for task in tasks]
+    constant = all(_constant(jac) for jac in found)
+    for task, jac in zip(tasks, found, strict=True):
+        jac = (jac.reshape(-1, *jac.shape[-2:])[:1] if constant else jac).to(_WORK)
+        err = task.error(tree, state, q, targets[task.name]).to(_WORK)
         w = task.cost(jac)
         jac, err = w[:, None] * jac, task.gain * w * err
         if (rows := _kept_rows(task)) is not None:
@@ -92,6 +98,17 @@ def weighted_rows(
         jacobians.append(jac)
         residuals.append(err)
     return torch.cat(jacobians, -2), torch.cat(residuals, -1)
+
+
+def _constant(jac: torch.Tensor) -> bool:
+    """Whether ``jac`` is one matrix broadcast over the batch (every batch stride 0)."""
+    return all(stride == 0 for stride in jac.stride()[:-2])
+
+
+def _float64(rows: ConstraintRows) -> ConstraintRows:
+    return ConstraintRows(
+        *(None if t is None else t.to(_WORK) for t in (rows.A, rows.b, rows.G, rows.h, rows.lb, rows.ub))
+    )
 
 
 def cascade_step(
@@ -105,15 +122,22 @@ def cascade_step(
     qp_iterations: int,
     qp_active_set_steps: int,
 ) -> CascadeStep:
-    """One step of the cascade at ``q`` ``(B, nq)`` (one flat batch dimension)."""
-    rows = constraint_rows(tree, state, q, constraints, targets)
+    """One step of the cascade at ``q`` ``(B, nq)`` (one flat batch dimension). The levels' QPs are built in
+    float64, as ``solve_qp`` solves them (its float32 inputs would be converted there, ``P`` once per level);
+    the step comes back in ``q``'s dtype."""
+    rows = _float64(constraint_rows(tree, state, q, constraints, targets))
+    batch = q.shape[0]
     kept_A, kept_b, statuses = [], [], []
     dq = active_in = active_bounds = solution = None
-    for tasks in levels:
+    for index, tasks in enumerate(levels):
         J, r = weighted_rows(tree, state, q, tasks, targets)
         P = J.transpose(-1, -2) @ J
         P.diagonal(dim1=-2, dim2=-1).add_(damping**2)  # in place: one pass fewer over (B, nv, nv)
-        c = -(J.transpose(-1, -2) @ r[..., None])[..., 0]
+        if J.shape[0] == batch:
+            c = -(J.transpose(-1, -2) @ r[..., None])[..., 0]
+        else:  # one W J for the batch: P once, c as one (B, m) x (m, nv) product
+            P, J = P.expand(batch, *P.shape[1:]), J.expand(batch, *J.shape[1:])
+            c = -(r @ J[0])
         A = [a for a in (rows.A, *kept_A) if a is not None]
         b = [v for v in (rows.b, *kept_b) if v is not None]
         solution = solve_qp(
@@ -143,7 +167,8 @@ def cascade_step(
             if active_in is not None:
                 active_in = torch.where(solved[..., None], solution.active_inequalities, active_in)
             active_bounds = torch.where(solved[..., None], solution.active_bounds, active_bounds)
-        kept_A.append(J)
-        kept_b.append((J @ dq[..., None])[..., 0])
         statuses.append(solution.status)
-    return CascadeStep(dq, torch.stack(statuses, -1), active_in, active_bounds)
+        if index + 1 < len(levels):  # what this level achieved, kept by the levels below
+            kept_A.append(J)
+            kept_b.append((J @ dq[..., None])[..., 0])
+    return CascadeStep(dq.to(q.dtype), torch.stack(statuses, -1), active_in, active_bounds)
