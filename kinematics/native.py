@@ -48,9 +48,10 @@ _WITH_THRESHOLDS = ("pose_error", "pose_error_vjp")  # (n, 5 pointers, small_sin
 _TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7, 8), "tree_com": (8, 11)}
 # The support polygon's hull edges: (n, k, p), 6 pointers.
 _HULL = {"hull_edges": (3, 6)}
-# solve_qp's kernels (batch-first): (nb, n, m_eq, m_in, iterations), 17 pointers; (nb, n, m_eq, m_in, steps,
-# refinements), 19 pointers; its backward: (nb, n, m_eq, m_in, refinements), 11 pointers
-_QP = {"qp_ipm": (5, 17), "qp_polish": (6, 19), "qp_adjoint": (5, 11)}
+# solve_qp's kernels (batch-first): (nb, n, m_eq, m_in, iterations, P's row stride), 17 pointers; (nb, n, m_eq,
+# m_in, steps, refinements, P's row stride), 19 pointers; its backward: (nb, n, m_eq, m_in, refinements, P's row
+# stride), 11 pointers
+_QP = {"qp_ipm": (6, 17), "qp_polish": (7, 19), "qp_adjoint": (6, 11)}
 # The fused DLS solve (kinematics.ik): (dof, n, begin, end, iterations, clamp), then pointers; they return 0 (the
 # evaluating solve: its count of rows with invalid inputs), or -1 where their scratch could not be allocated.
 _IK = {"ik_solve": (6, 11), "ik_solve_evaluate": (6, 14), "ik_solve_vjp": (6, 13)}
@@ -601,6 +602,15 @@ def _pool(workers: int):
     return pool
 
 
+def _hessian(P: torch.Tensor) -> tuple[torch.Tensor, int]:
+    """``P (nb, n, n)`` as the QP kernels read it, and its row stride: one matrix broadcast over the batch (batch
+    stride 0, a constant Hessian) is read in place, once, not copied per row; any other ``P`` contiguously."""
+    n = P.shape[-1]
+    if P.stride(0) == 0 and P.stride(1) == n and P.stride(2) == 1:
+        return P, 0
+    return P.contiguous(), n * n
+
+
 def _in_parallel(run: Callable[[int, int], object], bounds: list[int]) -> list:
     """``run(bounds[i], bounds[i + 1])`` for every range, the first on this thread and the others on the pool's
     threads at the same time (ctypes releases the GIL); what they return, in order. This thread works while the
@@ -639,7 +649,8 @@ def qp_ipm(
     if kernel is None:
         return None
     dtype = q.dtype
-    inputs = [t.contiguous() for t in (P, q, A, b, G, h, lb, ub)]
+    P, p_stride = _hessian(P)
+    inputs = [P, *(t.contiguous() for t in (q, A, b, G, h, lb, ub))]
     params = torch.tensor([elastic, prox], dtype=dtype)
     outs = [_empty(nb, k, dtype=dtype) for k in (n, me, mi, mi, n, n, n, n)]
     workers = max(1, min(torch.get_num_threads(), nb // 16 or 1))
@@ -647,7 +658,7 @@ def qp_ipm(
 
     def chunk(lo: int, hi: int) -> None:
         pointers = [t[lo:hi].data_ptr() if t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
-        kernel(hi - lo, n, me, mi, iterations, params.data_ptr(), *pointers)
+        kernel(hi - lo, n, me, mi, iterations, p_stride, params.data_ptr(), *pointers)
 
     _in_parallel(chunk, bounds)
     return tuple(outs)
@@ -679,7 +690,8 @@ def qp_polish(
     if kernel is None:
         return None
     dtype = q.dtype
-    inputs = [t.contiguous() for t in (*problem, *interior)]
+    P, p_stride = _hessian(P)
+    inputs = [P, *(t.contiguous() for t in (*problem[1:], *interior))]
     params = torch.tensor([elastic, tolerance, infeasibility_tolerance], dtype=dtype)
     outs = [_empty(nb, k, dtype=dtype) for k in (n + me + mi, n, mi + 2 * n, 4)]
     workers = max(1, min(torch.get_num_threads(), nb // 16 or 1))
@@ -687,7 +699,7 @@ def qp_polish(
 
     def chunk(lo: int, hi: int) -> None:
         pointers = [t[lo:hi].data_ptr() if t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
-        kernel(hi - lo, n, me, mi, steps, refinements, params.data_ptr(), *pointers)
+        kernel(hi - lo, n, me, mi, steps, refinements, p_stride, params.data_ptr(), *pointers)
 
     _in_parallel(chunk, bounds)
     if bool((outs[3][:, 0] < 0).any()):
@@ -718,13 +730,14 @@ def qp_adjoint(
     if kernel is None:
         return None
     dtype = g.dtype
-    inputs = [t.contiguous() for t in (P, A, G, flags, exact, g)]
+    P, p_stride = _hessian(P)
+    inputs = [P, *(t.contiguous() for t in (A, G, flags, exact, g))]
     params = torch.tensor([elastic], dtype=dtype)
     outs = [_empty(nb, k, dtype=dtype) for k in (n, n, me, mi)]
 
     def run(lo: int, hi: int) -> int:
         pointers = [t[lo:hi].data_ptr() if t.ndim == 1 or t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
-        return kernel(hi - lo, n, me, mi, refinements, params.data_ptr(), *pointers)
+        return kernel(hi - lo, n, me, mi, refinements, p_stride, params.data_ptr(), *pointers)
 
     _split_rows(nb, run, "qp_adjoint")
     return tuple(outs)

@@ -1068,7 +1068,8 @@ DISPATCH void KERNEL(hull_edges)(long n, long k, long p, const REAL *restrict xy
 
 /* solve_qp's interior point (kinematics.qp._ipm, the same arithmetic): Mehrotra predictor-corrector steps on the
    elastic QP. Unlike the tree's kernels these arrays are batch-FIRST and contiguous (one row's P at P + r n n, ...),
-   as kinematics.qp holds them; P's symmetric part (P + P^T) / 2 is used. params = (elastic, prox). Outputs x (nb, n), y (nb, me), z, s (nb, mi), zu, su, zl,
+   as kinematics.qp holds them, except that row r's P starts at P + r p_stride (n n, or 0: one P for every row, a
+   constant Hessian read once instead of copied per row; qp_polish and qp_adjoint take it too); P's symmetric part (P + P^T) / 2 is used. params = (elastic, prox). Outputs x (nb, n), y (nb, me), z, s (nb, mi), zu, su, zl,
    sl (nb, n); zu / zl are 0 where the bound is infinite (NaN everywhere if the scratch cannot be allocated).
 
    The rows are solved QP_LANES at a time: each tile's inputs are gathered into a lane layout (row l's value of
@@ -1155,7 +1156,7 @@ static QP_INLINE void KERNEL(qp_upper_solve_lanes)(const REAL *restrict L, REAL 
     }
 }
 
-DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations, const REAL *restrict params,
+DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations, long p_stride, const REAL *restrict params,
                              const REAL *restrict P_, const REAL *restrict q_, const REAL *restrict A_,
                              const REAL *restrict b_, const REAL *restrict G_, const REAL *restrict h_,
                              const REAL *restrict lb_, const REAL *restrict ub_, REAL *restrict x_, REAL *restrict y_,
@@ -1198,7 +1199,7 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
     for (long r0 = 0; r0 < nb; r0 += T) {
         for (long l = 0; l < T; l++) { /* gather: lane l is row r0 + l (the last row again past the end) */
             long r = r0 + l < nb ? r0 + l : nb - 1;
-            const REAL *restrict Pr = P_ + r * n * n; /* its symmetric part, (P + P^T) / 2 */
+            const REAL *restrict Pr = P_ + r * p_stride; /* its symmetric part, (P + P^T) / 2 */
             for (long i = 0; i < n; i++)
                 for (long j = 0; j < n; j++) P[(i * n + j) * T + l] = (REAL)0.5 * (Pr[i * n + j] + Pr[j * n + i]);
             for (long i = 0; i < me * n; i++) A[i * T + l] = A_[r * me * n + i];
@@ -1729,7 +1730,7 @@ static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, cons
 
 static REAL KERNEL(qp_max)(REAL a, REAL b) { return b > a || b != b ? b : a; } /* nan wins */
 
-DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, long refinements,
+DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, long refinements, long p_stride,
                                 const REAL *restrict params, const REAL *restrict P_, const REAL *restrict q_,
                                 const REAL *restrict A_, const REAL *restrict b_, const REAL *restrict G_,
                                 const REAL *restrict h_, const REAL *restrict lb_, const REAL *restrict ub_,
@@ -1760,7 +1761,7 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
         const REAL *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
         const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
         REAL *act = flags_ + r * (mi + 2 * n), *upper = act + mi, *lower = upper + n;
-        for (long i = 0; i < n * n; i++) P[i] = P_[r * n * n + i]; /* read in order, then (P + P^T) / 2 in cache */
+        for (long i = 0; i < n * n; i++) P[i] = P_[r * p_stride + i]; /* in order, then (P + P^T) / 2 in cache */
         for (long i = 0; i < n; i++)
             for (long j = 0; j < i; j++) P[i * n + j] = P[j * n + i] = (REAL)0.5 * (P[i * n + j] + P[j * n + i]);
         /* the interior point's guess: a side is active where its multiplier exceeds its slack */
@@ -1892,7 +1893,8 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
    nu on fixed ones, ls (nb, n) = lx weighted as that matrix weighs each stationarity row (1 free, 0 fixed on exact
    rows, D fixed on elastic ones), ly (nb, me), lz (nb, mi) (0 on inactive rows). params = (elastic). Returns 0, or -1
    where its scratch could not be allocated. */
-DISPATCH long KERNEL(qp_adjoint)(long nb, long n, long me, long mi, long refinements, const REAL *restrict params,
+DISPATCH long KERNEL(qp_adjoint)(long nb, long n, long me, long mi, long refinements, long p_stride,
+                                 const REAL *restrict params,
                                  const REAL *restrict P_, const REAL *restrict A_, const REAL *restrict G_,
                                  const REAL *restrict flags_, const REAL *restrict exact_, const REAL *restrict g_,
                                  REAL *restrict ls_, REAL *restrict lx_, REAL *restrict ly_, REAL *restrict lz_) {
@@ -1916,7 +1918,7 @@ DISPATCH long KERNEL(qp_adjoint)(long nb, long n, long me, long mi, long refinem
     REAL *P = M_eq + me * me;
     for (long r = 0; r < nb; r++) {
         const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n);
-        for (long i = 0; i < n * n; i++) P[i] = P_[r * n * n + i];
+        for (long i = 0; i < n * n; i++) P[i] = P_[r * p_stride + i];
         for (long i = 0; i < n; i++)
             for (long j = 0; j < i; j++) P[i * n + j] = P[j * n + i] = (REAL)0.5 * (P[i * n + j] + P[j * n + i]);
         const int factored = KERNEL(qp_factor_hessian)(&F, P, d, rel);

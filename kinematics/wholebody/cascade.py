@@ -121,6 +121,8 @@ def cascade_step(
     damping: float,
     qp_iterations: int,
     qp_active_set_steps: int,
+    *,
+    qp_refinements: int = 1,
 ) -> CascadeStep:
     """One step of the cascade at ``q`` ``(B, nq)`` (one flat batch dimension). The levels' QPs are built in
     float64, as ``solve_qp`` solves them (its float32 inputs would be converted there, ``P`` once per level);
@@ -151,6 +153,7 @@ def cascade_step(
             rows.ub,
             iterations=qp_iterations,
             active_set_steps=qp_active_set_steps,
+            refinements=qp_refinements,
             warm_start=solution,  # the level above's active set: the same inequalities and bounds
         )
         if dq is None:  # the first level: its least-violation step where it is not solved, inside the bounds
