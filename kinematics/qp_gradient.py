@@ -70,22 +70,31 @@ class QPFunction(torch.autograd.Function):
         nb, mi = x.shape[0], G.shape[1]
         g = grad_x.reshape(nb, n).to(P.dtype)  # the problem is float64 for float32 inputs too
         ls, lx, ly, lz = QP_ADJOINT(P, A, G, flags, exact, g.contiguous(), ctx.refinements, ctx.elastic)
-        upper, lower = flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0
-        grad_P = -ls[:, :, None] * x[:, None, :]
-        share = torch.where(upper & lower, 0.5 * lx, lx)
-        grads = (
-            0.5 * (grad_P + grad_P.mT),
-            -ls,
-            -(ly[:, :, None] * x[:, None, :] + y[:, :, None] * ls[:, None, :]),
-            ly,
-            -(lz[:, :, None] * x[:, None, :] + z[:, :, None] * ls[:, None, :]),
-            lz,
-            torch.where(lower, share, 0.0),
-            torch.where(upper, share, 0.0),
+
+        def grad_P():
+            outer = -ls[:, :, None] * x[:, None, :]
+            return 0.5 * (outer + outer.mT)
+
+        def grad_bound(side: int):  # 0: lb, 1: ub; a contradictory pair's midpoint shares lx between them
+            upper, lower = flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0
+            share = torch.where(upper & lower, 0.5 * lx, lx)
+            return torch.where(upper if side else lower, share, 0.0)
+
+        grads = (  # each built only where its input needs it (a (B, n, n) outer product costs four passes)
+            grad_P,
+            lambda: -ls,
+            lambda: -(ly[:, :, None] * x[:, None, :] + y[:, :, None] * ls[:, None, :]),
+            lambda: ly,
+            lambda: -(lz[:, :, None] * x[:, None, :] + z[:, :, None] * ls[:, None, :]),
+            lambda: lz,
+            lambda: grad_bound(0),
+            lambda: grad_bound(1),
         )
         out = [None, None]
         for grad, shape, needed in zip(grads, ctx.shapes, ctx.needs_input_grad[2:], strict=True):
-            out.append(
-                grad.reshape(tuple(batch) + tuple(grad.shape[1:])).sum_to_size(shape).to(dtype) if needed else None
-            )
+            if needed:
+                grad = grad()
+                out.append(grad.reshape(tuple(batch) + tuple(grad.shape[1:])).sum_to_size(shape).to(dtype))
+            else:
+                out.append(None)
         return tuple(out)

@@ -113,3 +113,29 @@ def test_constrained_suite_reports_modes_and_gradient_agreement(results):
     for row in implicit:
         assert row["solved_rows"] > 0 and -1.0 <= row["target_cosine_mean"] <= 1.0
     assert (results / "constrained.md").read_text().startswith("# QP step")
+
+
+def test_wholebody_targets_read_one_runs_numbers():
+    """The whole-body suite's targets table: each target from the row it names, met or not by its threshold, not
+    measured where the run lacks the row."""
+    from kinematics.benchmark.wholebody_suite import goals, markdown
+
+    def row(batch, op, method, per_row_us):
+        return {"batch": batch, "op": op, "method": method, "median_s": per_row_us * 1e-6 * batch,
+                "per_row_s": per_row_us * 1e-6}  # fmt: skip
+
+    results = [row(1024, "step", "ours", 40.0), row(1024, "step", "pink.loop", 300.0),
+               row(1024, "step+bwd", "ours", 100.0)]  # fmt: skip
+    memory = [{"gradient": "implicit", "iterations": 16, "peak_bytes": 2_000_000},
+              {"gradient": "implicit", "iterations": 128, "peak_bytes": 2_100_000}]  # fmt: skip
+    found = {g["goal"].split(": ")[-1]: (round(g["value"], 3), g["met"]) for g in goals(results, memory)}
+    assert found == {
+        "<= 50 us per row": (40.0, True),
+        ">= 10x faster per row than pink's loop": (7.5, False),
+        "forward+backward <= 3x forward": (2.5, True),
+        "implicit backward memory flat (within 10%) from 16 to 128 iterations": (0.048, True),
+    }
+    assert {g["met"] for g in goals(results[:1], [])} == {True, None}
+    doc = {"robot": "g1.urdf", "dtype": "float32", "results": results, "memory": memory, "notes": [],
+           "methods": {}, "goals": goals(results, memory)}  # fmt: skip
+    assert "## Targets" in markdown(doc) and "| NOT met |" in markdown(doc)

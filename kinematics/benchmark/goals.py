@@ -6,12 +6,12 @@ from __future__ import annotations
 from kinematics.benchmark.problem import DISTANT_SEED, NEAR_SEED
 
 
-def _goal(text: str, value: float | None, threshold: float, higher_is_better: bool, detail: str = "") -> dict:
+def goal(text: str, value: float | None, threshold: float, higher_is_better: bool, detail: str = "") -> dict:
     met = None if value is None else (value >= threshold if higher_is_better else value <= threshold)
     return {"goal": text, "value": value, "threshold": threshold, "met": met, "detail": detail}
 
 
-def _ratio(num: float | None, den: float | None) -> float | None:
+def ratio(num: float | None, den: float | None) -> float | None:
     return None if num is None or not den else num / den
 
 
@@ -27,13 +27,13 @@ def fk_goals(doc: dict) -> list[dict]:
         ours, raw = t(batch, "ours.layer"), t(batch, "ours.raw")
         pk, one = t(batch, "pk"), t(batch, "pk.one_pass")
         detail = (
-            f"ours.raw: {_fmt(_ratio(pk, raw))}; vs pk.one_pass (FK and J in one call): "
-            f"{_fmt(_ratio(one, ours))} (ours.raw {_fmt(_ratio(one, raw))})"
+            f"ours.raw: {_fmt(ratio(pk, raw))}; vs pk.one_pass (FK and J in one call): "
+            f"{_fmt(ratio(one, ours))} (ours.raw {_fmt(ratio(one, raw))})"
         )
         goals.append(
-            _goal(
+            goal(
                 f"FK+J batch {batch} float32: pk time / ours time >= {need:g}",
-                _ratio(pk, ours),
+                ratio(pk, ours),
                 need,
                 True,
                 detail,
@@ -41,13 +41,13 @@ def fk_goals(doc: dict) -> list[dict]:
         )
     ours, raw, pin = t(1024, "ours.layer"), t(1024, "ours.raw"), t(1024, "pin.single_x_batch")
     goals.append(
-        _goal(
+        goal(
             "FK+J batch 1024 float32: 1024 x Pinocchio single-config time / ours time >= 1",
-            _ratio(pin, ours),
+            ratio(pin, ours),
             1.0,
             True,
-            f"ours.raw: {_fmt(_ratio(pin, raw))}; Pinocchio time from a Python-bound tight loop "
-            f"(includes call overhead); vs pin.loop: {_fmt(_ratio(t(1024, 'pin.loop'), ours))}",
+            f"ours.raw: {_fmt(ratio(pin, raw))}; Pinocchio time from a Python-bound tight loop "
+            f"(includes call overhead); vs pin.loop: {_fmt(ratio(t(1024, 'pin.loop'), ours))}",
         )
     )
     return goals
@@ -68,41 +68,41 @@ def ik_goals(doc: dict) -> list[dict]:
         row("pk.matched", DISTANT_SEED),
     )
     return [
-        _goal(
+        goal(
             f"IK forward batch 1024 float32 {NEAR_SEED}: pk.matched time / ours time >= 5",
-            _ratio(pk.get("median_s"), fwd.get("median_s")),
+            ratio(pk.get("median_s"), fwd.get("median_s")),
             5.0,
             True,
-            f"distant seeds: {_fmt(_ratio(pk_d.get('median_s'), fwd_d.get('median_s')))}",
+            f"distant seeds: {_fmt(ratio(pk_d.get('median_s'), fwd_d.get('median_s')))}",
         ),
-        _goal(
+        goal(
             f"IK batch 1024 float32 {NEAR_SEED}: success rate >= 0.99",
             fwd.get("success_rate"),
             0.99,
             True,
             f"pk.matched: {_fmt(pk.get('success_rate'))}; distant seeds: {_fmt(fwd_d.get('success_rate'))}",
         ),
-        _goal(
+        goal(
             f"IK batch 1024 float32 {NEAR_SEED}: forward+backward time / forward time <= 4",
-            _ratio(bwd.get("median_s"), fwd.get("median_s")),
+            ratio(bwd.get("median_s"), fwd.get("median_s")),
             4.0,
             False,
-            f"distant seeds: {_fmt(_ratio(bwd_d.get('median_s'), fwd_d.get('median_s')))}",
+            f"distant seeds: {_fmt(ratio(bwd_d.get('median_s'), fwd_d.get('median_s')))}",
         ),
         *_time_goals(row),
-        _goal(
+        goal(
             f"IK batch 1024 float32 {NEAR_SEED}, opt-in settings: success rate >= 0.995",
             row("ours.opt_in").get("success_rate"),
             0.995,
             True,
             f"distant seeds: {_fmt(row('ours.opt_in', DISTANT_SEED).get('success_rate'))}",
         ),
-        _goal(
+        goal(
             f"IK batch 1024 float32 {NEAR_SEED}, opt-in settings: time / default forward time <= 1.3",
-            _ratio(row("ours.opt_in").get("median_s"), fwd.get("median_s")),
+            ratio(row("ours.opt_in").get("median_s"), fwd.get("median_s")),
             1.3,
             False,
-            f"distant seeds: {_fmt(_ratio(row('ours.opt_in', DISTANT_SEED).get('median_s'), fwd_d.get('median_s')))}",
+            f"distant seeds: {_fmt(ratio(row('ours.opt_in', DISTANT_SEED).get('median_s'), fwd_d.get('median_s')))}",
         ),
     ]
 
@@ -116,7 +116,7 @@ def _time_goals(row) -> list[dict]:
         seconds = row(method, batch=batch).get("median_s")
         pin = row("pin.dls", batch=batch).get("median_s")
         goals.append(
-            _goal(
+            goal(
                 f"IK batch {batch} float32 {NEAR_SEED}: {method} time (s) <= {limit:g}",
                 seconds,
                 limit,

@@ -17,6 +17,7 @@ import torch
 import assets
 from kinematics import KinematicTree
 from kinematics.benchmark import peers
+from kinematics.benchmark.goals import goal, ratio
 from kinematics.benchmark.memory import hwm_supported, rss_peak_delta_hwm
 from kinematics.benchmark.provenance import provenance_line
 from kinematics.benchmark.report import _table, fmt_time, fmt_x
@@ -28,6 +29,7 @@ HAND = "right_hand"
 METHODS = {
     "step": "WholeBodyIKLayer: one strict-cascade step (hand level, posture level; contacts, polygon, limits as "
     "constraints), no graph",
+    "step+bwd": "the same step with autograd, then backward to the hand target",
     "solve": "a full solve of `iterations` steps, no graph",
     "solve+bwd.unrolled": "the same with autograd through every step, then backward to the hand target",
     "solve+bwd.implicit": "forward without a graph, backward by the implicit adjoint (one step's graph)",
@@ -51,11 +53,6 @@ def _targets(problem, tree: KinematicTree, batch: int, seed: int) -> dict[str, t
 def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool) -> dict:
     layer, seed = problem.layer, problem.q_stand
     one = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=1)).layer
-    fns = {"step": lambda: one.solve(targets, seed)}
-    if not full_solve:
-        return fns
-    unrolled = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations)).layer
-    implicit = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations, gradient="implicit"))
 
     def backward(model):
         def run():
@@ -66,6 +63,11 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
 
         return run
 
+    fns = {"step": lambda: one.solve(targets, seed), "step+bwd": backward(one)}
+    if not full_solve:
+        return fns
+    unrolled = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations)).layer
+    implicit = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations, gradient="implicit"))
     fns["solve"] = lambda: unrolled.solve(targets, seed)
     fns["solve+bwd.unrolled"] = backward(unrolled)
     fns["solve+bwd.implicit"] = backward(implicit.layer)
@@ -108,6 +110,7 @@ def _memory(tree: KinematicTree, problem, targets: dict, counts=(16, 128)) -> li
                 with torch.enable_grad():
                     layer.solve({**targets, HAND: hand}, problem.q_stand).q.sum().backward()
 
+            run()  # once before: what the first call allocates for good (caches, pools) is not the backward's
             rows.append({"gradient": gradient, "iterations": iterations, "peak_bytes": rss_peak_delta_hwm(run)})
     return rows
 
@@ -164,6 +167,7 @@ def run(
     ]
     return {
         "suite": "wholebody",
+        "goals": goals(results, memory),
         "robot": ROBOT.urdf_file,
         "dtype": dtype_name,
         "iterations": iterations,
@@ -174,7 +178,27 @@ def run(
     }
 
 
+def goals(results: list[dict], memory: list[dict]) -> list[dict]:
+    """The issue's targets for the whole-body step, from one run's numbers (where measured)."""
+    per_row = {(r["batch"], r["op"], r["method"]): r["per_row_s"] for r in results}
+    step, pink = per_row.get((1024, "step", "ours")), per_row.get((1024, "step", "pink.loop"))
+    backward = per_row.get((1024, "step+bwd", "ours"))
+    peaks = {m["iterations"]: m["peak_bytes"] for m in memory if m["gradient"] == "implicit"}
+    low, high = peaks.get(16), peaks.get(128)
+    return [
+        goal("one cascade step at batch 1024: <= 50 us per row", None if step is None else step * 1e6, 50, False),
+        goal("one cascade step at batch 1024: >= 10x faster per row than pink's loop", ratio(pink, step), 10, True,
+              "pink.loop per row / ours per row"),
+        goal("one cascade step at batch 1024: forward+backward <= 3x forward", ratio(backward, step), 3, False),
+        goal("implicit backward memory flat (within 10%) from 16 to 128 iterations",
+              None if not low or not high else abs(high - low) / max(low, high), 0.1, False,
+              "the peaks differ by this fraction of the larger"),
+    ]  # fmt: skip
+
+
 def markdown(doc: dict) -> str:
+    from kinematics.benchmark.report import _goals
+
     index = {(r["batch"], r["op"], r["method"]): r for r in doc["results"]}
     lines = [f"# Whole-body layer: {doc['robot'].split('/')[-1]} standing, right hand reaching ({doc['dtype']})", ""]
     if "meta" in doc:
@@ -182,11 +206,11 @@ def markdown(doc: dict) -> str:
     rows = []
     for batch in sorted({r["batch"] for r in doc["results"]}):
         pink = index.get((batch, "step", "pink.loop"))
-        for op in ("step", "solve", "solve+bwd.unrolled", "solve+bwd.implicit"):
+        for op in ("step", "step+bwd", "solve", "solve+bwd.unrolled", "solve+bwd.implicit"):
             r = index.get((batch, op, "ours"))
             if r is None:
                 continue
-            ratio = fmt_x(pink["per_row_s"] / r["per_row_s"]) if pink and op == "step" else ""
+            pink_ratio = fmt_x(pink["per_row_s"] / r["per_row_s"]) if pink and op == "step" else ""
             rows.append(
                 [
                     str(batch),
@@ -194,7 +218,7 @@ def markdown(doc: dict) -> str:
                     fmt_time(r["median_s"]),
                     fmt_time(r["per_row_s"]),
                     fmt_time(pink["per_row_s"]) if pink and op == "step" else "",
-                    ratio,
+                    pink_ratio,
                 ]
             )
     lines.append(_table(["batch", "op", "ours total", "ours / row", "pink.loop / row", "pink ratio"], rows))
@@ -206,6 +230,8 @@ def markdown(doc: dict) -> str:
                 [[m["gradient"], str(m["iterations"]), f"{m['peak_bytes'] / 2**20:.1f}"] for m in doc["memory"]],
             )
         )
+    if doc.get("goals"):
+        lines += ["", "## Targets", "", _goals(doc["goals"])]
     lines += ["", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["Methods:", "", *[f"- `{k}`: {v}" for k, v in doc["methods"].items()], ""]
     return "\n".join(lines)
