@@ -3,8 +3,8 @@ the closed-form backward passes, built from ``native_kernels.c`` with the system
 
 The torch pass in ``kinematics.chain`` is about 90 small torch calls per evaluation; at batch 1024 most of its
 time is dispatch. This kernel does the same arithmetic in one call: one loop over the joints and, inside, a loop
-over the batch that the compiler vectorises (an x86-64-v3 clone, AVX2 with fused multiply-adds, is dispatched at load
-time where the CPU has it; ``-ffp-contract=fast`` lets the compiler fuse a product and a sum).
+over the batch that the compiler vectorises (an x86-64-v3 clone, AVX2 and FMA, is dispatched at load time where the
+CPU has it; the QP kernels let the compiler fuse a product and a sum, the others keep ISO rounding).
 It computes the same quantities from the same buffers; the tests compare the two paths and Pinocchio.
 
 It is built once per source, flags, compiler, machine and OS into ``$XDG_CACHE_HOME/grasp-yaw-ik`` (``~/.cache``
@@ -39,7 +39,7 @@ from kinematics.batch_last import transforms_active
 from kinematics.rotations import NEAR_PI_COS, SMALL_SIN_SQ
 
 SOURCES = (Path(__file__).with_name("native_kernels.c"), Path(__file__).with_name("native_kernels.h"))
-_FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99", "-ffp-contract=fast")
+_FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99")
 _LIBRARIES = ("-lm",)
 _SUFFIX = {torch.float32: "float", torch.float64: "double"}
 _POINTERS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # after (dof, n)

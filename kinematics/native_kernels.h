@@ -1066,6 +1066,13 @@ DISPATCH void KERNEL(hull_edges)(long n, long k, long p, const REAL *restrict xy
     free(pair);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+/* solve_qp's kernels, to the end of this file: a product and a sum fused into one FMA where the target has it (the
+   x86-64-v3 clone). The chain and tree kernels above keep ISO rounding, so their results equal the torch ops'
+   bit for bit where the tests ask it. */
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=fast")
+#endif
 /* solve_qp's interior point (kinematics.qp._ipm, the same arithmetic): Mehrotra predictor-corrector steps on the
    elastic QP. Unlike the tree's kernels these arrays are batch-FIRST and contiguous (one row's P at P + r n n, ...),
    as kinematics.qp holds them, except that row r's P starts at P + r p_stride (n n, or 0: one P for every row, a
@@ -1943,3 +1950,6 @@ DISPATCH long KERNEL(qp_adjoint)(long nb, long n, long me, long mi, long refinem
 }
 
 #undef QP_TINY
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif

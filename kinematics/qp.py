@@ -377,7 +377,7 @@ def _guess(cfg: dict, batch, nb: int, n: int, mi: int, dtype: torch.dtype, devic
     if warm is None:
         return torch.zeros(nb, mi + 2 * n, dtype=dtype, device=device)
     ineq, bounds = _flat(warm[0], batch, 1), _flat(warm[1], batch, 1)
-    return torch.cat((ineq.to(dtype), (bounds > 0).to(dtype), (bounds < 0).to(dtype)), 1)
+    return torch.cat((ineq, bounds > 0, bounds < 0), 1).to(dtype)
 
 
 def _solve(pb: _Problem, cfg: dict, guess: torch.Tensor):
@@ -389,9 +389,9 @@ def _solve(pb: _Problem, cfg: dict, guess: torch.Tensor):
     tolerances = (cfg["elastic"], cfg["tolerance"], cfg["infeasibility_tolerance"])
     sol, w, flags, rows = QP_SOLVE(*pb, guess, *counts, *tolerances)
     xs, ys, zs = _split(sol, n, me)
-    act = _ActiveSet(flags[:, :mi] > 0, flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0)
-    active_bounds = act.upper.to(torch.int8) - act.lower.to(torch.int8)
-    out = QPSolution(xs, ys, zs, w, act.ineq, active_bounds, rows[:, 0].to(torch.int8), rows[:, 1], rows[:, 2])
+    active_bounds = (flags[:, mi : mi + n] - flags[:, mi + n :]).to(torch.int8)  # flags are 1 / 0: +1 / -1 / 0
+    status = rows[:, 0].to(torch.int8)
+    out = QPSolution(xs, ys, zs, w, flags[:, :mi] > 0, active_bounds, status, rows[:, 1], rows[:, 2])
     return out, (flags, rows[:, 3])
 
 
