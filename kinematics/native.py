@@ -39,7 +39,9 @@ from kinematics.batch_last import transforms_active
 from kinematics.rotations import NEAR_PI_COS, SMALL_SIN_SQ
 
 SOURCES = (Path(__file__).with_name("native_kernels.c"), Path(__file__).with_name("native_kernels.h"))
-_FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99")
+_FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99", "-fopenmp")
+# left out of a second build where the compiler has no OpenMP: the row-parallel kernels then run on one thread
+_OPENMP = "-fopenmp"
 _LIBRARIES = ("-lm",)
 _SUFFIX = {torch.float32: "float", torch.float64: "double"}
 _POINTERS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # after (dof, n)
@@ -48,13 +50,14 @@ _WITH_THRESHOLDS = ("pose_error", "pose_error_vjp")  # (n, 5 pointers, small_sin
 _TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7, 8), "tree_com": (8, 11)}
 # The support polygon's hull edges: (n, k, p), 6 pointers.
 _HULL = {"hull_edges": (3, 6)}
-# solve_qp's kernels (batch-first): (nb, n, m_eq, m_in, iterations, P's row stride), 17 pointers; (nb, n, m_eq,
-# m_in, steps, refinements, P's row stride), 19 pointers; its backward: (nb, n, m_eq, m_in, refinements, P's row
-# stride), 11 pointers
-_QP = {"qp_ipm": (6, 17), "qp_polish": (7, 19), "qp_adjoint": (6, 11)}
-# The fused DLS solve (kinematics.ik): (dof, n, begin, end, iterations, clamp), then pointers; they return 0 (the
-# evaluating solve: its count of rows with invalid inputs), or -1 where their scratch could not be allocated.
-_IK = {"ik_solve": (6, 11), "ik_solve_evaluate": (6, 14), "ik_solve_vjp": (6, 13)}
+# solve_qp's kernels (batch-first), each splitting its rows over an OpenMP team of `threads`: (nb, threads, n, m_eq,
+# m_in, iterations, P's row stride), 17 pointers; (nb, threads, n, m_eq, m_in, steps, refinements, P's row stride),
+# 19 pointers; its backward: (nb, threads, n, m_eq, m_in, refinements, P's row stride), 11 pointers
+_QP = {"qp_ipm": (7, 17), "qp_polish": (8, 19), "qp_adjoint": (7, 11)}
+# The fused DLS solve (kinematics.ik), its rows split over an OpenMP team of `threads`: (dof, n, threads, iterations,
+# clamp), then pointers; they return 0 (the evaluating solve: its count of rows with invalid inputs), or -1 where
+# their scratch could not be allocated.
+_IK = {"ik_solve": (5, 11), "ik_solve_evaluate": (5, 14), "ik_solve_vjp": (5, 13)}
 _RETURNS_CODE = (*_IK, "qp_adjoint")  # 0, or -1 where the kernel could not allocate its scratch
 _TREE_TILE = 32  # TREE_TILE in native_kernels.h: the scratch the Jacobian kernels need per row
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
@@ -105,6 +108,9 @@ def _compile(compiler: list[str], library: Path) -> ctypes.CDLL:
         built = Path(scratch) / "chain.so"
         command = [*compiler, *_FLAGS, "-o", str(built), str(SOURCES[0]), *_LIBRARIES]
         result = subprocess.run(command, capture_output=True, text=True)
+        if result.returncode != 0:
+            command.remove(_OPENMP)
+            result = subprocess.run(command, capture_output=True, text=True)
         if result.returncode != 0:
             raise OSError(f"{shlex.join(compiler)} failed: {result.stderr.strip()[:500]}")
         # Loaded under its own name: the dynamic loader would answer a second open of the cache path with a
@@ -305,14 +311,12 @@ def chain_vjp(
     return grad_q
 
 
-def _split_rows(n: int, run: Callable[[int, int], int], name: str) -> int:
-    """``run(begin, end)`` on row ranges, one per torch thread (rows in 64s; small batches on this thread); the
-    sum of what they return."""
-    workers = max(1, min(torch.get_num_threads(), n // 64))
-    codes = _in_parallel(run, [n * i // workers for i in range(workers + 1)])
-    if any(code < 0 for code in codes):
+def _checked(code: int, name: str) -> int:
+    """A row-parallel kernel's return value (its rows split over ``torch.get_num_threads()`` OpenMP threads, at
+    least 64 rows each): what it counts, or ``MemoryError`` where a thread could not allocate its scratch."""
+    if code < 0:
         raise MemoryError(f"{name} could not allocate its scratch")
-    return sum(codes)
+    return code
 
 
 IKGeometry = list[torch.Tensor]
@@ -354,7 +358,7 @@ def ik_solve(
     out = _empty(dof, n, dtype=q0.dtype)
     held = [_settings_tensor(params, q0.dtype)] + [t.contiguous() for t in tensors]  # alive until the kernel ran
     pointers = [t.data_ptr() for t in (*held, out)]
-    _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers), "ik_solve")
+    _checked(kernel(dof, n, torch.get_num_threads(), iterations, int(clamp), *pointers), "ik_solve")
     return out
 
 
@@ -394,8 +398,7 @@ def ik_solve_evaluate(
     held = [_settings_tensor(params, dtype)] + [t.contiguous() for t in tensors]  # alive until the kernel ran
     pointers = [t.data_ptr() for t in (*held, q, errors, norms, flags)]
     pointers.append(iterates.data_ptr() if keep_iterates else 0)
-    run = lambda lo, hi: kernel(dof, n, lo, hi, iterations, int(clamp), *pointers)  # noqa: E731
-    invalid = _split_rows(n, run, "ik_solve_evaluate")
+    invalid = _checked(kernel(dof, n, torch.get_num_threads(), iterations, int(clamp), *pointers), "ik_solve_evaluate")
     return q, errors, norms, flags, iterates, torch.tensor(invalid)
 
 
@@ -439,7 +442,7 @@ def ik_solve_vjp(
     outs = (_empty(n, dof, dtype=grad.dtype), _empty(n, 4, 4, dtype=grad.dtype))
     held = [_settings_tensor(params, grad.dtype)] + [t.contiguous() for t in tensors]  # alive until the kernel ran
     pointers = [t.data_ptr() for t in (*held, *outs)]
-    _split_rows(n, lambda lo, hi: kernel(dof, n, lo, hi, steps - 1, int(clamp), *pointers), "ik_solve_vjp")
+    _checked(kernel(dof, n, torch.get_num_threads(), steps - 1, int(clamp), *pointers), "ik_solve_vjp")
     return outs
 
 
@@ -589,17 +592,6 @@ def hull_edges(
 
 
 _QP_MAX_N = 256  # qp_ipm allocates one tile's factors, QP_LANES rows of about 2 n^2 + 2 (m_eq + m_in) n values
-_QP_TILE = 8  # a multiple of QP_LANES (native_kernels.c): every thread's share of rows but the last is whole tiles
-
-
-def _pool(workers: int):
-    pool = _state.get("pool")
-    if pool is None or pool._max_workers != workers:  # noqa: SLF001 - resized when torch's thread count changes
-        from concurrent.futures import ThreadPoolExecutor
-
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kinematics_kernels")
-        _state["pool"] = pool
-    return pool
 
 
 def _hessian(P: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -609,17 +601,6 @@ def _hessian(P: torch.Tensor) -> tuple[torch.Tensor, int]:
     if P.stride(0) == 0 and P.stride(1) == n and P.stride(2) == 1:
         return P, 0
     return P.contiguous(), n * n
-
-
-def _in_parallel(run: Callable[[int, int], object], bounds: list[int]) -> list:
-    """``run(bounds[i], bounds[i + 1])`` for every range, the first on this thread and the others on the pool's
-    threads at the same time (ctypes releases the GIL); what they return, in order. This thread works while the
-    others wake (a sleeping thread takes 0.1 to 0.3 ms to wake on the measuring machine)."""
-    if len(bounds) == 2:
-        return [run(bounds[0], bounds[1])]
-    pool = _pool(len(bounds) - 2)
-    futures = [pool.submit(run, bounds[i], bounds[i + 1]) for i in range(1, len(bounds) - 1)]
-    return [run(bounds[0], bounds[1]), *(future.result() for future in futures)]
 
 
 def qp_ipm(
@@ -636,7 +617,7 @@ def qp_ipm(
     prox: float,
 ) -> tuple[torch.Tensor, ...] | None:
     """``kinematics.qp._ipm`` on flat batch-first ``(nb, ...)`` tensors: ``(x, y, z, s, zu, su, zl, sl)``, or
-    ``None``. The batch is split over ``torch.get_num_threads()`` threads (ctypes releases the GIL), each solving
+    ``None``. The batch is split over ``torch.get_num_threads()`` OpenMP threads (ctypes releases the GIL), each solving
     its rows a tile of ``QP_LANES`` at a time."""
     if q.ndim != 2 or A.ndim != 3 or G.ndim != 3:
         return None
@@ -653,14 +634,8 @@ def qp_ipm(
     inputs = [P, *(t.contiguous() for t in (q, A, b, G, h, lb, ub))]
     params = torch.tensor([elastic, prox], dtype=dtype)
     outs = [_empty(nb, k, dtype=dtype) for k in (n, me, mi, mi, n, n, n, n)]
-    workers = max(1, min(torch.get_num_threads(), nb // 16 or 1))
-    bounds = [min(nb, -(-nb * i // (workers * _QP_TILE)) * _QP_TILE) for i in range(workers + 1)]
-
-    def chunk(lo: int, hi: int) -> None:
-        pointers = [t[lo:hi].data_ptr() if t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
-        kernel(hi - lo, n, me, mi, iterations, p_stride, params.data_ptr(), *pointers)
-
-    _in_parallel(chunk, bounds)
+    pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
+    kernel(nb, torch.get_num_threads(), n, me, mi, iterations, p_stride, *pointers)
     return tuple(outs)
 
 
@@ -694,14 +669,8 @@ def qp_polish(
     inputs = [P, *(t.contiguous() for t in (*problem[1:], *interior))]
     params = torch.tensor([elastic, tolerance, infeasibility_tolerance], dtype=dtype)
     outs = [_empty(nb, k, dtype=dtype) for k in (n + me + mi, n, mi + 2 * n, 4)]
-    workers = max(1, min(torch.get_num_threads(), nb // 16 or 1))
-    bounds = [nb * i // workers for i in range(workers + 1)]
-
-    def chunk(lo: int, hi: int) -> None:
-        pointers = [t[lo:hi].data_ptr() if t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
-        kernel(hi - lo, n, me, mi, steps, refinements, p_stride, params.data_ptr(), *pointers)
-
-    _in_parallel(chunk, bounds)
+    pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
+    kernel(nb, torch.get_num_threads(), n, me, mi, steps, refinements, p_stride, *pointers)
     if bool((outs[3][:, 0] < 0).any()):
         raise MemoryError("qp_polish could not allocate its scratch")
     return tuple(outs)
@@ -734,10 +703,6 @@ def qp_adjoint(
     inputs = [P, *(t.contiguous() for t in (A, G, flags, exact, g))]
     params = torch.tensor([elastic], dtype=dtype)
     outs = [_empty(nb, k, dtype=dtype) for k in (n, n, me, mi)]
-
-    def run(lo: int, hi: int) -> int:
-        pointers = [t[lo:hi].data_ptr() if t.ndim == 1 or t.shape[1] else t.data_ptr() for t in (*inputs, *outs)]
-        return kernel(hi - lo, n, me, mi, refinements, p_stride, params.data_ptr(), *pointers)
-
-    _split_rows(nb, run, "qp_adjoint")
+    pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
+    _checked(kernel(nb, torch.get_num_threads(), n, me, mi, refinements, p_stride, *pointers), "qp_adjoint")
     return tuple(outs)

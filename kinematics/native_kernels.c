@@ -34,6 +34,37 @@
 #define QP_INLINE inline
 #endif
 
+#ifdef _OPENMP
+#include <omp.h>
+/* `call` on each of `threads` OpenMP threads (at most one per min_rows rows) for its share [lo, hi) of nb rows, the
+   shares' bounds multiples of `align`. Where this library shares torch's OpenMP runtime (libgomp.so.1, which torch's
+   wheels load first), the team is torch's intra-op threads: the kernel neither waits for sleeping threads nor competes
+   with threads that spin after torch's last parallel op. */
+#define ROWS_IN_PARALLEL(nb, threads, min_rows, align, call)                                                         \
+    do {                                                                                                            \
+        long most_ = (nb) / (min_rows), team_ = (threads);                                                          \
+        team_ = team_ < most_ ? team_ : most_;                                                                       \
+        _Pragma("omp parallel num_threads(team_ > 1 ? team_ : 1)") {                                                 \
+            long t_ = omp_get_thread_num(), size_ = omp_get_num_threads();                                          \
+            long lo = ((nb) * t_ / size_ + (align) - 1) / (align) * (align);                                       \
+            long hi = ((nb) * (t_ + 1) / size_ + (align) - 1) / (align) * (align);                                 \
+            lo = lo < (nb) ? lo : (nb), hi = hi < (nb) ? hi : (nb);                                                 \
+            if (lo < hi) { call; }                                                                                  \
+        }                                                                                                           \
+    } while (0)
+#define ATOMIC_WRITE _Pragma("omp atomic write")
+#define ATOMIC_UPDATE _Pragma("omp atomic update")
+#else
+#define ROWS_IN_PARALLEL(nb, threads, min_rows, align, call)                                                         \
+    do {                                                                                                            \
+        long lo = 0, hi = (nb);                                                                                     \
+        (void)(threads);                                                                                            \
+        if (lo < hi) { call; }                                                                                      \
+    } while (0)
+#define ATOMIC_WRITE
+#define ATOMIC_UPDATE
+#endif
+
 #define FABS_DOUBLE fabs
 
 #define REAL float

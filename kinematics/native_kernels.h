@@ -486,7 +486,7 @@ static QP_INLINE void KERNEL(ik_update)(long dof, long T, REAL *restrict q, cons
    the two tolerances, the input tolerance, the residual damping, the joint-box flag, six error weights); rows
    [begin, end_row) of the n are
    solved (one thread's share). out (dof, n) the final iterate. Returns 0, or -1 without scratch. */
-DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long iterations, long clamp, const REAL *restrict params,
+static QP_INLINE long KERNEL(ik_solve_rows)(long dof, long n, long begin, long end_row, long iterations, long clamp, const REAL *restrict params,
                                const REAL *restrict q0, const REAL *restrict target_rot,
                                const REAL *restrict target_pos, const REAL *restrict local,
                                const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
@@ -511,6 +511,23 @@ DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long 
     return 0;
 }
 
+DISPATCH long KERNEL(ik_solve)(long dof, long n, long threads, long iterations, long clamp, const REAL *restrict params,
+                               const REAL *restrict q0, const REAL *restrict target_rot,
+                               const REAL *restrict target_pos, const REAL *restrict local,
+                               const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
+                               const REAL *restrict lower, const REAL *restrict upper, REAL *restrict out) {
+    long total = 0, failed = 0; /* rows in shares of at least IK_TILE */
+    ROWS_IN_PARALLEL(n, threads, IK_TILE, 1, {
+        long code = KERNEL(ik_solve_rows)(dof, n, lo, hi, iterations, clamp, params, q0, target_rot, target_pos, local, revolute, end, C, lower, upper, out);
+        if (code < 0) {
+            ATOMIC_WRITE failed = 1;
+        } else {
+            ATOMIC_UPDATE total += code;
+        }
+    });
+    return failed ? -1 : total;
+}
+
 /* The whole solve of kinematics.ik in batch-first layout: ik_solve's iterations from the seeds (n, dof) (projected
    first when clamp) towards the targets (n, 4, 4), then the evaluation at the final iterate; params as ik_solve's.
    Outputs, batch-first: q (n,
@@ -519,7 +536,7 @@ DISPATCH long KERNEL(ik_solve)(long dof, long n, long begin, long end_row, long 
    or NULL (what ik_solve_vjp reads). Rows [begin, end_row). Returns the number of rows whose inputs fail the
    checks of validate_inputs (a non-finite entry of target or seed, a last row off [0 0 0 1] or R^T R off I by
    more than the input tolerance, det R <= 0), or -1 without scratch. */
-DISPATCH long KERNEL(ik_solve_evaluate)(long dof, long n, long begin, long end_row, long iterations, long clamp,
+static QP_INLINE long KERNEL(ik_solve_evaluate_rows)(long dof, long n, long begin, long end_row, long iterations, long clamp,
                                         const REAL *restrict params, const REAL *restrict target,
                                         const REAL *restrict seed, const REAL *restrict local,
                                         const REAL *restrict revolute, const REAL *restrict end,
@@ -590,6 +607,25 @@ DISPATCH long KERNEL(ik_solve_evaluate)(long dof, long n, long begin, long end_r
     return invalid;
 }
 
+DISPATCH long KERNEL(ik_solve_evaluate)(long dof, long n, long threads, long iterations, long clamp,
+                                        const REAL *restrict params, const REAL *restrict target,
+                                        const REAL *restrict seed, const REAL *restrict local,
+                                        const REAL *restrict revolute, const REAL *restrict end,
+                                        const REAL *restrict C, const REAL *restrict lower, const REAL *restrict upper,
+                                        REAL *restrict q_out, REAL *restrict errors, REAL *restrict norms,
+                                        unsigned char *restrict flags, REAL *restrict iterates) {
+    long total = 0, failed = 0; /* rows in shares of at least IK_TILE */
+    ROWS_IN_PARALLEL(n, threads, IK_TILE, 1, {
+        long code = KERNEL(ik_solve_evaluate_rows)(dof, n, lo, hi, iterations, clamp, params, target, seed, local, revolute, end, C, lower, upper, q_out, errors, norms, flags, iterates);
+        if (code < 0) {
+            ATOMIC_WRITE failed = 1;
+        } else {
+            ATOMIC_UPDATE total += code;
+        }
+    });
+    return failed ? -1 : total;
+}
+
 /* The backward of ik_solve_evaluate: iterates (iterations + 1, dof, n) as it stored them, the target (n, 4, 4),
    grad (n, dof) on the final iterate and grad_err (n, 6) on the final errors (position, rotation) -> grad_q0 (n,
    dof) on the projected seed and grad_target (n, 4, 4) (its last row 0), batch-first. First the final evaluation's closed forms, then step by
@@ -597,7 +633,7 @@ DISPATCH long KERNEL(ik_solve_evaluate)(long dof, long n, long begin, long end_r
    bounds included, as torch.clamp), the DLS step's closed form (y = (J J^T + C)^-1 J g, w = J^T y, dJ^T = x (g -
    w)^T - y u^T, de = y), the pose error's and the revolute chain's closed forms above. An all-revolute chain
    only (the caller checks). Returns 0, or -1 without scratch. */
-DISPATCH long KERNEL(ik_solve_vjp)(long dof, long n, long begin, long end_row, long iterations, long clamp, const REAL *restrict params,
+static QP_INLINE long KERNEL(ik_solve_vjp_rows)(long dof, long n, long begin, long end_row, long iterations, long clamp, const REAL *restrict params,
                                    const REAL *restrict iterates, const REAL *restrict target,
                                    const REAL *restrict local,
                                    const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
@@ -683,6 +719,25 @@ DISPATCH long KERNEL(ik_solve_vjp)(long dof, long n, long begin, long end_row, l
     }
     free(scratch);
     return 0;
+}
+
+DISPATCH long KERNEL(ik_solve_vjp)(long dof, long n, long threads, long iterations, long clamp, const REAL *restrict params,
+                                   const REAL *restrict iterates, const REAL *restrict target,
+                                   const REAL *restrict local,
+                                   const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
+                                   const REAL *restrict lower, const REAL *restrict upper, const REAL *restrict grad,
+                                   const REAL *restrict grad_err, REAL *restrict grad_q0,
+                                   REAL *restrict grad_target) {
+    long total = 0, failed = 0; /* rows in shares of at least IK_TILE */
+    ROWS_IN_PARALLEL(n, threads, IK_TILE, 1, {
+        long code = KERNEL(ik_solve_vjp_rows)(dof, n, lo, hi, iterations, clamp, params, iterates, target, local, revolute, end, C, lower, upper, grad, grad_err, grad_q0, grad_target);
+        if (code < 0) {
+            ATOMIC_WRITE failed = 1;
+        } else {
+            ATOMIC_UPDATE total += code;
+        }
+    });
+    return failed ? -1 : total;
 }
 
 /* ---- KinematicTree (kinematics.tree): the level pass, every frame's pose, a frame Jacobian, the CoM and its
@@ -1163,7 +1218,8 @@ static QP_INLINE void KERNEL(qp_upper_solve_lanes)(const REAL *restrict L, REAL 
     }
 }
 
-DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations, long p_stride, const REAL *restrict params,
+static QP_INLINE void KERNEL(qp_ipm_rows)(long lo, long hi, long n, long me, long mi, long iterations, long p_stride,
+                                           const REAL *restrict params,
                              const REAL *restrict P_, const REAL *restrict q_, const REAL *restrict A_,
                              const REAL *restrict b_, const REAL *restrict G_, const REAL *restrict h_,
                              const REAL *restrict lb_, const REAL *restrict ub_, REAL *restrict x_, REAL *restrict y_,
@@ -1181,7 +1237,7 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
         REAL *outs[] = {x_, y_, z_, s_, zu_, su_, zl_, sl_};
         long widths[] = {n, me, mi, mi, n, n, n, n};
         for (int k = 0; k < 8; k++)
-            for (long i = 0; i < nb * widths[k]; i++) outs[k][i] = (REAL)NAN;
+            for (long i = lo * widths[k]; i < hi * widths[k]; i++) outs[k][i] = (REAL)NAN;
         return;
     }
     REAL *next = scratch;
@@ -1203,9 +1259,9 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
     REAL *restrict Wi = QP_TAKE(mi1), *restrict ti = QP_TAKE(mi1), *restrict dz = QP_TAKE(mi1);
     REAL *restrict ds = QP_TAKE(mi1), *restrict rc = QP_TAKE(mi1);
 #undef QP_TAKE
-    for (long r0 = 0; r0 < nb; r0 += T) {
+    for (long r0 = lo; r0 < hi; r0 += T) {
         for (long l = 0; l < T; l++) { /* gather: lane l is row r0 + l (the last row again past the end) */
-            long r = r0 + l < nb ? r0 + l : nb - 1;
+            long r = r0 + l < hi ? r0 + l : hi - 1;
             const REAL *restrict Pr = P_ + r * p_stride; /* its symmetric part, (P + P^T) / 2 */
             for (long i = 0; i < n; i++)
                 for (long j = 0; j < n; j++) P[(i * n + j) * T + l] = (REAL)0.5 * (Pr[i * n + j] + Pr[j * n + i]);
@@ -1431,7 +1487,7 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
                     s[e] += a[l] * ds[e];
                 }
         }
-        for (long l = 0; l < T && r0 + l < nb; l++) { /* scatter the tile's real rows */
+        for (long l = 0; l < T && r0 + l < hi; l++) { /* scatter the tile's real rows */
             long r = r0 + l;
             for (long i = 0; i < n; i++) {
                 long e = i * T + l;
@@ -1449,6 +1505,15 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long n, long me, long mi, long iterations,
         }
     }
     free(scratch);
+}
+
+DISPATCH void KERNEL(qp_ipm)(long nb, long threads, long n, long me, long mi, long iterations, long p_stride, const REAL *restrict params,
+                             const REAL *restrict P_, const REAL *restrict q_, const REAL *restrict A_,
+                             const REAL *restrict b_, const REAL *restrict G_, const REAL *restrict h_,
+                             const REAL *restrict lb_, const REAL *restrict ub_, REAL *restrict x_, REAL *restrict y_,
+                             REAL *restrict z_, REAL *restrict s_, REAL *restrict zu_, REAL *restrict su_,
+                             REAL *restrict zl_, REAL *restrict sl_) {
+    ROWS_IN_PARALLEL(nb, threads, 16, QP_LANES, KERNEL(qp_ipm_rows)(lo, hi, n, me, mi, iterations, p_stride, params, P_, q_, A_, b_, G_, h_, lb_, ub_, x_, y_, z_, s_, zu_, su_, zl_, sl_));
 }
 #undef LANES
 /* solve_qp's active-set steps (kinematics.qp._polish_reference: the same guesses, rules and tests), from the
@@ -1737,7 +1802,8 @@ static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, cons
 
 static REAL KERNEL(qp_max)(REAL a, REAL b) { return b > a || b != b ? b : a; } /* nan wins */
 
-DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, long refinements, long p_stride,
+static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, long mi, long steps, long refinements,
+                                              long p_stride,
                                 const REAL *restrict params, const REAL *restrict P_, const REAL *restrict q_,
                                 const REAL *restrict A_, const REAL *restrict b_, const REAL *restrict G_,
                                 const REAL *restrict h_, const REAL *restrict lb_, const REAL *restrict ub_,
@@ -1752,7 +1818,7 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
     long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * mmax);
     if (scratch == 0 || piv == 0 || kind == 0) { /* out of memory: every row's status is -1, for the caller */
         free(scratch), free(piv), free(kind);
-        for (long r = 0; r < nb; r++) rows_[r * 4] = -1;
+        for (long r = lo; r < hi; r++) rows_[r * 4] = -1;
         return;
     }
     KERNEL(qp_factors) F = {n, 0, mmax, 0, scratch, 0, 0, 0, 0, 0, piv};
@@ -1764,7 +1830,7 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
     REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
     REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *stat = dx + n;
     REAL *neg_q = stat + n, *w_pass = neg_q + n, *gx = w_pass + 2 * n, *M_eq = gx + mi + 1, *P = M_eq + me * me;
-    for (long r = 0; r < nb; r++) {
+    for (long r = lo; r < hi; r++) {
         const REAL *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
         const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
         REAL *act = flags_ + r * (mi + 2 * n), *upper = act + mi, *lower = upper + n;
@@ -1888,6 +1954,18 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
     free(scratch), free(piv), free(kind);
 }
 
+DISPATCH void KERNEL(qp_polish)(long nb, long threads, long n, long me, long mi, long steps, long refinements, long p_stride,
+                                const REAL *restrict params, const REAL *restrict P_, const REAL *restrict q_,
+                                const REAL *restrict A_, const REAL *restrict b_, const REAL *restrict G_,
+                                const REAL *restrict h_, const REAL *restrict lb_, const REAL *restrict ub_,
+                                const REAL *restrict z_, const REAL *restrict s_, const REAL *restrict zu_,
+                                const REAL *restrict su_, const REAL *restrict zl_, const REAL *restrict sl_,
+                                REAL *restrict sol_, REAL *restrict w_, REAL *restrict flags_, REAL *restrict rows_) {
+    ROWS_IN_PARALLEL(nb, threads, 16, 1, KERNEL(qp_polish_rows)(lo, hi, n, me, mi, steps, refinements, p_stride, params, P_, q_,
+                                                       A_, b_, G_, h_, lb_, ub_, z_, s_, zu_, su_, zl_, sl_, sol_, w_,
+                                                       flags_, rows_));
+}
+
 /* solve_qp's backward (kinematics.qp_gradient): per row, the adjoint system of the final active set (flags_ as
    qp_polish writes them), in the symmetric form the polish solves,
 
@@ -1900,7 +1978,8 @@ DISPATCH void KERNEL(qp_polish)(long nb, long n, long me, long mi, long steps, l
    nu on fixed ones, ls (nb, n) = lx weighted as that matrix weighs each stationarity row (1 free, 0 fixed on exact
    rows, D fixed on elastic ones), ly (nb, me), lz (nb, mi) (0 on inactive rows). params = (elastic). Returns 0, or -1
    where its scratch could not be allocated. */
-DISPATCH long KERNEL(qp_adjoint)(long nb, long n, long me, long mi, long refinements, long p_stride,
+static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me, long mi, long refinements,
+                                              long p_stride,
                                  const REAL *restrict params,
                                  const REAL *restrict P_, const REAL *restrict A_, const REAL *restrict G_,
                                  const REAL *restrict flags_, const REAL *restrict exact_, const REAL *restrict g_,
@@ -1923,7 +2002,7 @@ DISPATCH long KERNEL(qp_adjoint)(long nb, long n, long me, long mi, long refinem
     REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
     REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *M_eq = dx + n;
     REAL *P = M_eq + me * me;
-    for (long r = 0; r < nb; r++) {
+    for (long r = lo; r < hi; r++) {
         const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n);
         for (long i = 0; i < n * n; i++) P[i] = P_[r * p_stride + i];
         for (long i = 0; i < n; i++)
@@ -1947,6 +2026,19 @@ DISPATCH long KERNEL(qp_adjoint)(long nb, long n, long me, long mi, long refinem
     }
     free(scratch), free(piv), free(kind);
     return 0;
+}
+
+DISPATCH long KERNEL(qp_adjoint)(long nb, long threads, long n, long me, long mi, long refinements, long p_stride,
+                                 const REAL *restrict params, const REAL *restrict P_, const REAL *restrict A_,
+                                 const REAL *restrict G_, const REAL *restrict flags_, const REAL *restrict exact_,
+                                 const REAL *restrict g_, REAL *restrict ls_, REAL *restrict lx_, REAL *restrict ly_,
+                                 REAL *restrict lz_) {
+    long code = 0;
+    ROWS_IN_PARALLEL(nb, threads, 16, 1, if (KERNEL(qp_adjoint_rows)(lo, hi, n, me, mi, refinements, p_stride, params, P_, A_, G_,
+                                                          flags_, exact_, g_, ls_, lx_, ly_, lz_) < 0) {
+        ATOMIC_WRITE code = -1;
+    });
+    return code;
 }
 
 #undef QP_TINY
