@@ -1173,7 +1173,9 @@ static QP_INLINE void KERNEL(qp_pivot_lanes)(REAL *restrict L, long n, long j, R
         REAL d = djj[l];
         djj[l] = SQRT(d > floor ? d : floor);
     }
-    for (long i = j + 1; i < n; i++) LANES L[(i * n + j) * QP_LANES + l] /= djj[l];
+    REAL inv[QP_LANES]; /* one division per pivot, a product per entry */
+    LANES inv[l] = 1 / djj[l];
+    for (long i = j + 1; i < n; i++) LANES L[(i * n + j) * QP_LANES + l] *= inv[l];
 }
 
 static QP_INLINE void KERNEL(qp_cholesky_lanes)(REAL *restrict L, long n, REAL floor) {
@@ -1559,7 +1561,8 @@ static QP_INLINE void KERNEL(qp_lower_solve_columns)(const REAL *restrict L, REA
             if (lik != 0) IVDEP for (long c = c0; c < c1; c++) vi[c] -= lik * vk[c];
         }
         const REAL d = L[i * n + i];
-        IVDEP for (long c = c0; c < c1; c++) vi[c] /= d;
+        const REAL inv = 1 / d; /* one division per row, a product per column */
+        IVDEP for (long c = c0; c < c1; c++) vi[c] *= inv;
     }
 }
 
@@ -1597,7 +1600,8 @@ static QP_INLINE int KERNEL(qp_cholesky_strict)(REAL *restrict L, REAL *restrict
         if (!(d > floor)) return 0;
         d = SQRT(d);
         L[j * n + j] = d;
-        for (long i = j + 1; i < n; i++) col[i] = L[i * n + j] /= d;
+        const REAL inv = 1 / d; /* one division per pivot, a product per entry */
+        for (long i = j + 1; i < n; i++) col[i] = L[i * n + j] *= inv;
         for (long i = j + 1; i < n; i++) {
             REAL lij = col[i], *restrict row = L + i * n;
             if (lij != 0) IVDEP for (long k = j + 1; k <= i; k++) row[k] -= lij * col[k]; /* sparse P: skipped */
