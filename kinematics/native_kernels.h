@@ -1697,6 +1697,19 @@ static QP_INLINE int KERNEL(qp_factor_hessian)(KERNEL(qp_factors) *F, const REAL
     return KERNEL(qp_cholesky_strict)(F->L, F->col, n, rel);
 }
 
+/* row r's P, symmetrised ((P + P^T) / 2), into P, and the factor of P + elastic I into F->L; returns whether it
+   factored. A P shared by every row (p_stride 0, a constant Hessian) is read and factored once, at the first row
+   (lo) a thread solves: nothing writes P or F->L after. */
+static QP_INLINE int KERNEL(qp_row_hessian)(KERNEL(qp_factors) *F, const REAL *restrict P_, long r, long lo,
+                                            long p_stride, REAL *restrict P, REAL d, REAL rel, int factored) {
+    long n = F->n;
+    if (p_stride == 0 && r > lo) return factored;
+    for (long i = 0; i < n * n; i++) P[i] = P_[r * p_stride + i]; /* in order, then (P + P^T) / 2 in cache */
+    for (long i = 0; i < n; i++)
+        for (long j = 0; j < i; j++) P[i * n + j] = P[j * n + i] = (REAL)0.5 * (P[i * n + j] + P[j * n + i]);
+    return KERNEL(qp_factor_hessian)(F, P, d, rel);
+}
+
 static QP_INLINE void KERNEL(qp_factor_equalities)(KERNEL(qp_factors) *F, const REAL *restrict A, long me,
                                                    REAL *restrict M_eq) {
     long n = F->n;
@@ -1834,13 +1847,11 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
     REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
     REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *stat = dx + n;
     REAL *neg_q = stat + n, *w_pass = neg_q + n, *gx = w_pass + 2 * n, *M_eq = gx + mi + 1, *P = M_eq + me * me;
+    int factored = 0;
     for (long r = lo; r < hi; r++) {
         const REAL *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
         const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
         REAL *act = flags_ + r * (mi + 2 * n), *upper = act + mi, *lower = upper + n;
-        for (long i = 0; i < n * n; i++) P[i] = P_[r * p_stride + i]; /* in order, then (P + P^T) / 2 in cache */
-        for (long i = 0; i < n; i++)
-            for (long j = 0; j < i; j++) P[i * n + j] = P[j * n + i] = (REAL)0.5 * (P[i * n + j] + P[j * n + i]);
         /* the interior point's guess: a side is active where its multiplier exceeds its slack */
         for (long k = 0; k < mi; k++) act[k] = z_[r * mi + k] > s_[r * mi + k];
         for (long i = 0; i < n; i++) {
@@ -1858,7 +1869,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         const REAL slack_p = tol * scale_p, slack_d = tol * scale_d;
         /* what every step shares: the Cholesky factor of P + elastic I, and the equality rows' part of V and of
            V^T V (the equalities are the first rows of every step's C) */
-        const int factored = KERNEL(qp_factor_hessian)(&F, P, d, rel);
+        factored = KERNEL(qp_row_hessian)(&F, P_, r, lo, p_stride, P, d, rel, factored);
         if (factored && me) KERNEL(qp_factor_equalities)(&F, A, me, M_eq);
         for (long i = 0; i < n; i++) neg_q[i] = -q[i];
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
@@ -2006,12 +2017,10 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
     REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
     REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *M_eq = dx + n;
     REAL *P = M_eq + me * me;
+    int factored = 0;
     for (long r = lo; r < hi; r++) {
         const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n);
-        for (long i = 0; i < n * n; i++) P[i] = P_[r * p_stride + i];
-        for (long i = 0; i < n; i++)
-            for (long j = 0; j < i; j++) P[i * n + j] = P[j * n + i] = (REAL)0.5 * (P[i * n + j] + P[j * n + i]);
-        const int factored = KERNEL(qp_factor_hessian)(&F, P, d, rel);
+        factored = KERNEL(qp_row_hessian)(&F, P_, r, lo, p_stride, P, d, rel, factored);
         if (factored && me) KERNEL(qp_factor_equalities)(&F, A, me, M_eq);
         KERNEL(qp_active_rows)(&F, me, mi, d, A, 0, G, 0, 0, 0, act, rhs, D, kind);
         KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel);

@@ -414,3 +414,25 @@ def test_compiled_adjoint_equals_torch_reference(size, kind):
         if theirs.numel():
             scale = 1.0 + theirs.abs().amax(-1, keepdim=True)
             assert ((ours - theirs).abs() <= tolerance * scale).all(), (ours - theirs).abs().amax()
+
+
+@pytest.mark.parametrize("active_set_steps", [0, 8])
+def test_a_batch_constant_hessian_read_in_place_equals_its_copies(active_set_steps):
+    """One ``P`` broadcast over the batch (batch stride 0, as the whole-body layer's posture level passes it) is
+    read, and factored, once by the compiled kernels; the solution and the gradients equal those of a ``P``
+    copied per row (the kernels' per-row path)."""
+    problem = random_qps(40, 20, 5, 10, seed=7)
+    t = to_torch(problem)
+    shared = t["P"][0]
+    solutions, gradients = [], []
+    for P in (shared.expand(40, 20, 20), shared.expand(40, 20, 20).clone()):
+        P = P.detach().requires_grad_(True)
+        q = t["q"].clone().requires_grad_(True)
+        sol = solve_qp(P, q, t["A"], t["b"], t["G"], t["h"], t["lb"], t["ub"], active_set_steps=active_set_steps)
+        solutions.append(sol)
+        gradients.append(torch.autograd.grad((sol.x * torch.linspace(-1, 1, 20, dtype=sol.x.dtype)).sum(), (P, q)))
+    assert (solutions[0].status == SOLVED).all()
+    torch.testing.assert_close(solutions[0].x, solutions[1].x, atol=1e-12, rtol=0)
+    assert torch.equal(solutions[0].active_bounds, solutions[1].active_bounds)
+    for broadcast, copied in zip(gradients[0], gradients[1], strict=True):
+        torch.testing.assert_close(broadcast, copied, atol=1e-10, rtol=0)
