@@ -65,6 +65,22 @@
 #define ATOMIC_UPDATE
 #endif
 
+/* ROWS_IN_PARALLEL for a row function returning a count (>= 0) or -1 (no scratch): `result` = the counts' sum, or -1
+   where any share failed */
+#define COUNTED_ROWS_IN_PARALLEL(result, nb, threads, min_rows, call)                                                \
+    do {                                                                                                            \
+        long failed_ = 0, total_ = 0;                                                                               \
+        ROWS_IN_PARALLEL(nb, threads, min_rows, 1, {                                                                \
+            long code_ = (call);                                                                                    \
+            if (code_ < 0) {                                                                                        \
+                ATOMIC_WRITE failed_ = 1;                                                                           \
+            } else {                                                                                                \
+                ATOMIC_UPDATE total_ += code_;                                                                      \
+            }                                                                                                       \
+        });                                                                                                         \
+        (result) = failed_ ? -1 : total_;                                                                           \
+    } while (0)
+
 #define FABS_DOUBLE fabs
 
 #define REAL float

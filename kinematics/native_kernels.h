@@ -516,16 +516,12 @@ DISPATCH long KERNEL(ik_solve)(long dof, long n, long threads, long iterations, 
                                const REAL *restrict target_pos, const REAL *restrict local,
                                const REAL *restrict revolute, const REAL *restrict end, const REAL *restrict C,
                                const REAL *restrict lower, const REAL *restrict upper, REAL *restrict out) {
-    long total = 0, failed = 0; /* rows in shares of at least IK_TILE */
-    ROWS_IN_PARALLEL(n, threads, IK_TILE, 1, {
-        long code = KERNEL(ik_solve_rows)(dof, n, lo, hi, iterations, clamp, params, q0, target_rot, target_pos, local, revolute, end, C, lower, upper, out);
-        if (code < 0) {
-            ATOMIC_WRITE failed = 1;
-        } else {
-            ATOMIC_UPDATE total += code;
-        }
-    });
-    return failed ? -1 : total;
+    long result; /* rows in shares of at least IK_TILE */
+    COUNTED_ROWS_IN_PARALLEL(result, n, threads, IK_TILE, KERNEL(ik_solve_rows)(dof, n, lo, hi, iterations, clamp,
+                                                                                params, q0, target_rot, target_pos,
+                                                                                local, revolute, end, C, lower, upper,
+                                                                                out));
+    return result;
 }
 
 /* The whole solve of kinematics.ik in batch-first layout: ik_solve's iterations from the seeds (n, dof) (projected
@@ -614,16 +610,13 @@ DISPATCH long KERNEL(ik_solve_evaluate)(long dof, long n, long threads, long ite
                                         const REAL *restrict C, const REAL *restrict lower, const REAL *restrict upper,
                                         REAL *restrict q_out, REAL *restrict errors, REAL *restrict norms,
                                         unsigned char *restrict flags, REAL *restrict iterates) {
-    long total = 0, failed = 0; /* rows in shares of at least IK_TILE */
-    ROWS_IN_PARALLEL(n, threads, IK_TILE, 1, {
-        long code = KERNEL(ik_solve_evaluate_rows)(dof, n, lo, hi, iterations, clamp, params, target, seed, local, revolute, end, C, lower, upper, q_out, errors, norms, flags, iterates);
-        if (code < 0) {
-            ATOMIC_WRITE failed = 1;
-        } else {
-            ATOMIC_UPDATE total += code;
-        }
-    });
-    return failed ? -1 : total;
+    long result; /* rows in shares of at least IK_TILE */
+    COUNTED_ROWS_IN_PARALLEL(result, n, threads, IK_TILE, KERNEL(ik_solve_evaluate_rows)(dof, n, lo, hi, iterations,
+                                                                                         clamp, params, target, seed,
+                                                                                         local, revolute, end, C,
+                                                                                         lower, upper, q_out, errors,
+                                                                                         norms, flags, iterates));
+    return result;
 }
 
 /* The backward of ik_solve_evaluate: iterates (iterations + 1, dof, n) as it stored them, the target (n, 4, 4),
@@ -728,16 +721,13 @@ DISPATCH long KERNEL(ik_solve_vjp)(long dof, long n, long threads, long iteratio
                                    const REAL *restrict lower, const REAL *restrict upper, const REAL *restrict grad,
                                    const REAL *restrict grad_err, REAL *restrict grad_q0,
                                    REAL *restrict grad_target) {
-    long total = 0, failed = 0; /* rows in shares of at least IK_TILE */
-    ROWS_IN_PARALLEL(n, threads, IK_TILE, 1, {
-        long code = KERNEL(ik_solve_vjp_rows)(dof, n, lo, hi, iterations, clamp, params, iterates, target, local, revolute, end, C, lower, upper, grad, grad_err, grad_q0, grad_target);
-        if (code < 0) {
-            ATOMIC_WRITE failed = 1;
-        } else {
-            ATOMIC_UPDATE total += code;
-        }
-    });
-    return failed ? -1 : total;
+    long result; /* rows in shares of at least IK_TILE */
+    COUNTED_ROWS_IN_PARALLEL(result, n, threads, IK_TILE, KERNEL(ik_solve_vjp_rows)(dof, n, lo, hi, iterations, clamp,
+                                                                                    params, iterates, target, local,
+                                                                                    revolute, end, C, lower, upper,
+                                                                                    grad, grad_err, grad_q0,
+                                                                                    grad_target));
+    return result;
 }
 
 /* ---- KinematicTree (kinematics.tree): the level pass, every frame's pose, a frame Jacobian, the CoM and its
@@ -1697,6 +1687,40 @@ static QP_INLINE int KERNEL(qp_factor_hessian)(KERNEL(qp_factors) *F, const REAL
     return KERNEL(qp_cholesky_strict)(F->L, F->col, n, rel);
 }
 
+/* One thread's scratch for the polish and the adjoint: the factors' blocks in F, the vectors both use, and `extra`
+   more values for the caller at W->extra. Returns 0 (nothing held) where it cannot be allocated. */
+typedef struct {
+    KERNEL(qp_factors) F;
+    REAL *scratch, *rhs, *D, *nu, *res_g, *fixed_nu, *sol_d, *sol, *res_f, *dx, *M_eq, *P, *extra;
+    long *kind;
+} KERNEL(qp_workspace);
+
+static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, long me, long mi, long extra) {
+    long mmax = me + mi + n, N = n + me + mi, Kmax = n + mmax;
+    long reals = 2 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 2 * N + 2 * n + me * me;
+    REAL *scratch = malloc(sizeof(REAL) * (reals + extra));
+    long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * mmax);
+    if (scratch == 0 || piv == 0 || kind == 0) {
+        free(scratch), free(piv), free(kind);
+        return 0;
+    }
+    KERNEL(qp_factors) F = {n, 0, mmax, 0, scratch, 0, 0, 0, 0, 0, piv};
+    F.C = F.L + n * n;
+    F.V = F.C + mmax * n;
+    F.M = F.V + mmax * n;
+    F.K = F.M + mmax * mmax;
+    F.col = F.K + Kmax * Kmax;
+    W->F = F, W->scratch = scratch, W->kind = kind;
+    W->rhs = F.col + Kmax, W->D = W->rhs + mmax, W->nu = W->D + mmax, W->res_g = W->nu + mmax;
+    W->fixed_nu = W->res_g + mmax, W->sol_d = W->fixed_nu + mmax, W->sol = W->sol_d + N, W->res_f = W->sol + N;
+    W->dx = W->res_f + n, W->M_eq = W->dx + n, W->P = W->M_eq + me * me, W->extra = W->P + n * n;
+    return 1;
+}
+
+static QP_INLINE void KERNEL(qp_workspace_free)(KERNEL(qp_workspace) *W) {
+    free(W->scratch), free(W->F.piv), free(W->kind);
+}
+
 /* row r's P, symmetrised ((P + P^T) / 2), into P, and the factor of P + elastic I into F->L; returns whether it
    factored. A P shared by every row (p_stride 0, a constant Hessian) is read and factored once, at the first row
    (lo) a thread solves: nothing writes P or F->L after. */
@@ -1829,24 +1853,17 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                                 REAL *restrict sol_, REAL *restrict w_, REAL *restrict flags_, REAL *restrict rows_) {
     const REAL d = params[0], tol = params[1], inf_tol = params[2];
     const REAL rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
-    long mmax = me + mi + n, N = n + me + mi, Kmax = n + mmax;
-    long reals = 2 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 2 * N + 6 * n + mi + 1 + me * me;
-    REAL *scratch = malloc(sizeof(REAL) * reals);
-    long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * mmax);
-    if (scratch == 0 || piv == 0 || kind == 0) { /* out of memory: every row's status is -1, for the caller */
-        free(scratch), free(piv), free(kind);
+    long N = n + me + mi;
+    KERNEL(qp_workspace) W;
+    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, 4 * n + mi + 1)) { /* out of memory: every row's status is -1 */
         for (long r = lo; r < hi; r++) rows_[r * 4] = -1;
         return;
     }
-    KERNEL(qp_factors) F = {n, 0, mmax, 0, scratch, 0, 0, 0, 0, 0, piv};
-    F.C = F.L + n * n;
-    F.V = F.C + mmax * n;
-    F.M = F.V + mmax * n;
-    F.K = F.M + mmax * mmax;
-    F.col = F.K + Kmax * Kmax;
-    REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
-    REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *stat = dx + n;
-    REAL *neg_q = stat + n, *w_pass = neg_q + n, *gx = w_pass + 2 * n, *M_eq = gx + mi + 1, *P = M_eq + me * me;
+    KERNEL(qp_factors) F = W.F;
+    REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *fixed_nu = W.fixed_nu, *sol_d = W.sol_d;
+    REAL *sol = W.sol, *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P;
+    REAL *stat = W.extra, *neg_q = stat + n, *w_pass = neg_q + n, *gx = w_pass + 2 * n;
+    long *kind = W.kind;
     int factored = 0;
     for (long r = lo; r < hi; r++) {
         const REAL *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
@@ -1966,7 +1983,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         row[0] = ok[0] || ok[1] ? 0 : (viol[1] > inf_tol * scale_p ? 1 : 2);
         row[1] = viol[kept], row[2] = dual[kept], row[3] = exact;
     }
-    free(scratch), free(piv), free(kind);
+    KERNEL(qp_workspace_free)(&W);
 }
 
 DISPATCH void KERNEL(qp_polish)(long nb, long threads, long n, long me, long mi, long steps, long refinements, long p_stride,
@@ -2000,23 +2017,13 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
                                  const REAL *restrict flags_, const REAL *restrict exact_, const REAL *restrict g_,
                                  REAL *restrict ls_, REAL *restrict lx_, REAL *restrict ly_, REAL *restrict lz_) {
     const REAL d = params[0], rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
-    long mmax = me + mi + n, N = n + me + mi, Kmax = n + mmax;
-    long reals = 2 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 2 * N + 3 * n + me * me;
-    REAL *scratch = malloc(sizeof(REAL) * reals);
-    long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * mmax);
-    if (scratch == 0 || piv == 0 || kind == 0) { /* out of memory: -1, for the caller */
-        free(scratch), free(piv), free(kind);
-        return -1;
-    }
-    KERNEL(qp_factors) F = {n, 0, mmax, 0, scratch, 0, 0, 0, 0, 0, piv};
-    F.C = F.L + n * n;
-    F.V = F.C + mmax * n;
-    F.M = F.V + mmax * n;
-    F.K = F.M + mmax * mmax;
-    F.col = F.K + Kmax * Kmax;
-    REAL *rhs = F.col + Kmax, *D = rhs + mmax, *nu = D + mmax, *res_g = nu + mmax, *fixed_nu = res_g + mmax;
-    REAL *sol_d = fixed_nu + mmax, *sol = sol_d + N, *res_f = sol + N, *dx = res_f + n, *M_eq = dx + n;
-    REAL *P = M_eq + me * me;
+    long N = n + me + mi;
+    KERNEL(qp_workspace) W;
+    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, 0)) return -1; /* out of memory: -1, for the caller */
+    KERNEL(qp_factors) F = W.F;
+    REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *fixed_nu = W.fixed_nu, *sol_d = W.sol_d;
+    REAL *sol = W.sol, *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P;
+    long *kind = W.kind;
     int factored = 0;
     for (long r = lo; r < hi; r++) {
         const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n);
@@ -2037,7 +2044,7 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
         for (long k = 0; k < me; k++) ly_[r * me + k] = sol[n + k];
         for (long k = 0; k < mi; k++) lz_[r * mi + k] = sol[n + me + k];
     }
-    free(scratch), free(piv), free(kind);
+    KERNEL(qp_workspace_free)(&W);
     return 0;
 }
 
@@ -2046,12 +2053,11 @@ DISPATCH long KERNEL(qp_adjoint)(long nb, long threads, long n, long me, long mi
                                  const REAL *restrict G_, const REAL *restrict flags_, const REAL *restrict exact_,
                                  const REAL *restrict g_, REAL *restrict ls_, REAL *restrict lx_, REAL *restrict ly_,
                                  REAL *restrict lz_) {
-    long code = 0;
-    ROWS_IN_PARALLEL(nb, threads, 16, 1, if (KERNEL(qp_adjoint_rows)(lo, hi, n, me, mi, refinements, p_stride, params, P_, A_, G_,
-                                                          flags_, exact_, g_, ls_, lx_, ly_, lz_) < 0) {
-        ATOMIC_WRITE code = -1;
-    });
-    return code;
+    long result;
+    COUNTED_ROWS_IN_PARALLEL(result, nb, threads, 16, KERNEL(qp_adjoint_rows)(lo, hi, n, me, mi, refinements, p_stride,
+                                                                             params, P_, A_, G_, flags_, exact_, g_,
+                                                                             ls_, lx_, ly_, lz_));
+    return result;
 }
 
 #undef QP_TINY

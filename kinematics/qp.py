@@ -40,8 +40,8 @@ multiplier ``w`` (``bound_multipliers``): ``w_i > 0`` where ``x_i`` is at its up
 bound, ``0`` where free. ``active_bounds`` is ``+1`` / ``-1`` / ``0`` for upper / lower / free.
 
 Gradients (``kinematics.qp_gradient``): implicit differentiation of the KKT conditions on the final active set
-(OptNet), solved with the forward's last LU factors, w.r.t. ``P, q, A, b, G, h, lb, ub``; only ``x`` carries a
-gradient.
+(OptNet), one adjoint solve of its KKT system (``QP_ADJOINT``), w.r.t. ``P, q, A, b, G, h, lb, ub``; only ``x``
+carries a gradient.
 """
 
 from __future__ import annotations
