@@ -312,8 +312,8 @@ def chain_vjp(
 
 
 def _checked(code: int, name: str) -> int:
-    """A row-parallel kernel's return value (its rows split over ``torch.get_num_threads()`` OpenMP threads, at
-    least 64 rows each): what it counts, or ``MemoryError`` where a thread could not allocate its scratch."""
+    """A row-parallel kernel's return value (its rows split over ``torch.get_num_threads()`` OpenMP threads): what
+    it counts, or ``MemoryError`` where a thread could not allocate its scratch."""
     if code < 0:
         raise MemoryError(f"{name} could not allocate its scratch")
     return code
