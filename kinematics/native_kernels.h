@@ -1157,56 +1157,185 @@ static QP_INLINE void KERNEL(qp_step_length_lanes)(REAL *restrict best, const RE
     KERNEL(qp_step_to_boundary_lanes)(best, zl, dzl, fl, n);
 }
 
-static QP_INLINE void KERNEL(qp_pivot_lanes)(REAL *restrict L, long n, long j, REAL floor) {
-    REAL *restrict djj = L + (j * n + j) * QP_LANES;
-    LANES { /* a pivot lost to rounding (semidefinite P) is floored, not NaN */
-        REAL d = djj[l];
-        djj[l] = SQRT(d > floor ? d : floor);
+/* The interior point's linear algebra on one tile: every "entry" is a vector of QP_LANES rows' values (row l's in
+   lane l), one SIMD register, so each loop below is written over entries and the lanes never appear. Matrices are
+   packed lower triangles, row i's entries 0..i at QP_ROW(i). */
+typedef REAL KERNEL(qp_vec) __attribute__((vector_size(QP_LANES * sizeof(REAL)), aligned(sizeof(REAL))));
+#define QP_VEC KERNEL(qp_vec)
+#define QP_AT(p, i) (*(QP_VEC *)((p) + (i) * QP_LANES)) /* entry i of a lanes array */
+#define QP_ROW(i) ((i) * ((i) + 1) / 2)
+
+/* s_t += sum over k in [k0, k1) of x_k r_t,k for four rows r_t (and, for a second x, u_t += the same with
+   y_k): each x_k, y_k, r_t,k loaded once for four (eight) products in independent chains */
+static QP_INLINE void KERNEL(qp_dot4_lanes)(QP_VEC s[4], QP_VEC u[4], const REAL *restrict x,
+                                            const REAL *restrict y, const REAL *const r[4], long k0, long k1) {
+    const REAL *restrict r0 = r[0], *restrict r1 = r[1], *restrict r2 = r[2], *restrict r3 = r[3];
+    QP_VEC s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+    if (y) {
+        QP_VEC u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
+        for (long k = k0; k < k1; k++) {
+            QP_VEC xk = QP_AT(x, k), yk = QP_AT(y, k), a0 = QP_AT(r0, k), a1 = QP_AT(r1, k);
+            QP_VEC a2 = QP_AT(r2, k), a3 = QP_AT(r3, k);
+            s0 += xk * a0, s1 += xk * a1, s2 += xk * a2, s3 += xk * a3;
+            u0 += yk * a0, u1 += yk * a1, u2 += yk * a2, u3 += yk * a3;
+        }
+        u[0] = u0, u[1] = u1, u[2] = u2, u[3] = u3;
+    } else {
+        long k = k0;
+        QP_VEC t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0}; /* odd k: two chains per sum */
+        for (; k + 2 <= k1; k += 2) {
+            QP_VEC xk = QP_AT(x, k), xl = QP_AT(x, k + 1);
+            s0 += xk * QP_AT(r0, k), s1 += xk * QP_AT(r1, k), s2 += xk * QP_AT(r2, k), s3 += xk * QP_AT(r3, k);
+            t0 += xl * QP_AT(r0, k + 1), t1 += xl * QP_AT(r1, k + 1), t2 += xl * QP_AT(r2, k + 1);
+            t3 += xl * QP_AT(r3, k + 1);
+        }
+        if (k < k1) {
+            QP_VEC xk = QP_AT(x, k);
+            s0 += xk * QP_AT(r0, k), s1 += xk * QP_AT(r1, k), s2 += xk * QP_AT(r2, k), s3 += xk * QP_AT(r3, k);
+        }
+        s0 += t0, s1 += t1, s2 += t2, s3 += t3;
     }
-    REAL inv[QP_LANES]; /* one division per pivot, a product per entry */
-    LANES inv[l] = 1 / djj[l];
-    for (long i = j + 1; i < n; i++) LANES L[(i * n + j) * QP_LANES + l] *= inv[l];
+    s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
 }
 
-static QP_INLINE void KERNEL(qp_cholesky_lanes)(REAL *restrict L, long n, REAL floor) {
-    /* in place, right-looking, lower triangle, row-major, per lane. Two columns at a time: the trailing update
-       subtracts column j's then column j + 1's term from each entry, as two single steps would */
-    for (long j = 0; j < n; j += 2) {
-        KERNEL(qp_pivot_lanes)(L, n, j, floor);
-        if (j + 1 == n) break;
-        const REAL *restrict c = L + ((j + 1) * n + j) * QP_LANES;
-        for (long i = j + 1; i < n; i++) LANES L[(i * n + j + 1) * QP_LANES + l] -= L[(i * n + j) * QP_LANES + l] * c[l];
-        KERNEL(qp_pivot_lanes)(L, n, j + 1, floor);
-        for (long i = j + 2; i < n; i++) {
-            REAL *restrict row = L + i * n * QP_LANES;
-            const REAL *restrict c0 = row + j * QP_LANES, *restrict c1 = row + (j + 1) * QP_LANES;
-            for (long k = j + 2; k <= i; k++) {
-                const REAL *restrict rk = L + (k * n + j) * QP_LANES;
-                LANES row[k * QP_LANES + l] = row[k * QP_LANES + l] - c0[l] * rk[l] - c1[l] * rk[QP_LANES + l];
+/* s += the sum over k in [k0, k1) of x_k r_k, in four chains (vectors pass by pointer: GCC warns that passing
+   them by value depends on the target, even into inlined calls) */
+static QP_INLINE void KERNEL(qp_dot1_lanes)(QP_VEC *restrict s, const REAL *restrict x, const REAL *restrict r, long k0,
+                                            long k1) {
+    QP_VEC s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
+    long k = k0;
+    for (; k + 4 <= k1; k += 4) {
+        s0 += QP_AT(x, k) * QP_AT(r, k), s1 += QP_AT(x, k + 1) * QP_AT(r, k + 1);
+        s2 += QP_AT(x, k + 2) * QP_AT(r, k + 2), s3 += QP_AT(x, k + 3) * QP_AT(r, k + 3);
+    }
+    for (; k < k1; k++) s0 += QP_AT(x, k) * QP_AT(r, k);
+    *s += (s0 + s1) + (s2 + s3);
+}
+
+/* the factor's entry (i, j < i) in row ri: (K_ij - sum_{k<j} F_ik F_jk) / F_jj, or, for (i, j) both in the
+   trailing block, (K_ij + sum_{k<n} F_ik F_jk - sum_{n<=k<j} F_ik F_jk) / F_jj; the terms k < k0 already summed
+   in plus / minus */
+static QP_INLINE void KERNEL(qp_factor_entry)(REAL *restrict ri, const REAL *restrict rj, const REAL *restrict inv,
+                                              long j, long k0, const QP_VEC *plus, const QP_VEC *minus) {
+    QP_VEC m = *minus;
+    KERNEL(qp_dot1_lanes)(&m, ri, rj, k0, j);
+    QP_AT(ri, j) = (QP_AT(ri, j) + *plus - m) * QP_AT(inv, j);
+}
+
+static QP_INLINE void KERNEL(qp_factor_pivot)(REAL *restrict ri, REAL *restrict inv, long i, long n, REAL floor) {
+    QP_VEC d = QP_AT(ri, i), pivot = d, plus = {0}, minus = {0};
+    KERNEL(qp_dot1_lanes)(i < n ? &minus : &plus, ri, ri, 0, i < n ? i : n);
+    KERNEL(qp_dot1_lanes)(&minus, ri, ri, n, i);
+    d += plus - minus;
+    for (long l = 0; l < QP_LANES; l++) pivot[l] = SQRT(d[l] > floor ? d[l] : floor);
+    QP_AT(ri, i) = pivot;
+    QP_AT(inv, i) = 1 / pivot;
+}
+
+/* In place, row by row (left-looking): the packed lower triangle of K = [[H, A^T], [A, elastic I]] (N = n + me rows)
+   becomes the factor F = [[L, 0], [V^T, LS]] of the quasi-definite [[H, A^T], [A, -elastic I]] = F diag(I, -I) F^T:
+   L L^T = H, V = L^-1 A^T, LS LS^T = elastic I + V^T V (the equality rows' Schur complement). The trailing block's
+   terms from the first n columns therefore enter with + instead of -. inv = the reciprocal pivots. A pivot lost to
+   rounding is floored (floor_h in L, floor_s in LS), not NaN. Two rows (on one side of row n) and four columns at
+   a time: each term read once for eight products. */
+static QP_INLINE void KERNEL(qp_kkt_factor_lanes)(REAL *restrict K, REAL *restrict inv, long n, long N, REAL floor_h,
+                                                  REAL floor_s) {
+    for (long i = 0; i < N;) {
+        long rows = i + 1 < N && (i + 1 < n || i >= n) ? 2 : 1;
+        REAL *ri[2] = {K + QP_ROW(i) * QP_LANES, K + QP_ROW(i + rows - 1) * QP_LANES};
+        for (long j = 0, w; j < i; j += w) { /* column blocks left of row i's pivot, each on one side of n */
+            long end = i < n || j >= n ? i : n;
+            w = end - j < 4 ? end - j : 4;
+            int trailing = j >= n;
+            const REAL *rj[4];
+            for (long t = 0; t < 4; t++) rj[t] = K + QP_ROW(j + (t < w ? t : 0)) * QP_LANES;
+            QP_VEC plus[2][4] = {{{0}}}, minus[2][4] = {{{0}}};
+            long k0 = 0;
+            if (w == 4) {
+                const REAL *y = rows == 2 ? ri[1] : 0;
+                if (trailing) {
+                    KERNEL(qp_dot4_lanes)(plus[0], plus[1], ri[0], y, rj, 0, n);
+                    KERNEL(qp_dot4_lanes)(minus[0], minus[1], ri[0], y, rj, n, j);
+                } else {
+                    KERNEL(qp_dot4_lanes)(minus[0], minus[1], ri[0], y, rj, 0, j);
+                }
+                k0 = j;
+            } else if (trailing) {
+                for (long r = 0; r < rows; r++)
+                    for (long t = 0; t < w; t++) KERNEL(qp_dot1_lanes)(&plus[r][t], ri[r], rj[t], 0, n);
+                k0 = n;
+            }
+            for (long r = 0; r < rows; r++) {
+                REAL *restrict e = ri[r];
+                if (w == 4) { /* the block's own columns in order, each taking the terms of those before it */
+                    QP_VEC v0 = (QP_AT(e, j) + plus[r][0] - minus[r][0]) * QP_AT(inv, j);
+                    QP_VEC v1 = (QP_AT(e, j + 1) + plus[r][1] - minus[r][1] - v0 * QP_AT(rj[1], j)) * QP_AT(inv, j + 1);
+                    QP_VEC v2 = (QP_AT(e, j + 2) + plus[r][2] - minus[r][2] - v0 * QP_AT(rj[2], j) -
+                                 v1 * QP_AT(rj[2], j + 1)) * QP_AT(inv, j + 2);
+                    QP_VEC v3 = (QP_AT(e, j + 3) + plus[r][3] - minus[r][3] - v0 * QP_AT(rj[3], j) -
+                                 v1 * QP_AT(rj[3], j + 1) - v2 * QP_AT(rj[3], j + 2)) * QP_AT(inv, j + 3);
+                    QP_AT(e, j) = v0, QP_AT(e, j + 1) = v1, QP_AT(e, j + 2) = v2, QP_AT(e, j + 3) = v3;
+                } else {
+                    for (long t = 0; t < w; t++)
+                        KERNEL(qp_factor_entry)(e, rj[t], inv, j + t, k0, &plus[r][t], &minus[r][t]);
+                }
             }
         }
-    }
-}
-
-static QP_INLINE void KERNEL(qp_lower_solve_lanes)(const REAL *restrict L, REAL *restrict v, long n) {
-    /* v <- L^-1 v, per lane */
-    for (long k = 0; k < n; k++) { /* by columns: each v_i still takes its terms in the order k = 0, 1, ... */
-        REAL *restrict vk = v + k * QP_LANES;
-        LANES vk[l] /= L[(k * n + k) * QP_LANES + l];
-        for (long i = k + 1; i < n; i++) LANES v[i * QP_LANES + l] -= L[(i * n + k) * QP_LANES + l] * vk[l];
-    }
-}
-
-static QP_INLINE void KERNEL(qp_upper_solve_lanes)(const REAL *restrict L, REAL *restrict v, long n) {
-    /* v <- L^-T v, per lane */
-    for (long i = n - 1; i >= 0; i--) {
-        REAL t[QP_LANES];
-        const REAL *restrict li = L + i * n * QP_LANES;
-        LANES {
-            t[l] = v[i * QP_LANES + l] / li[i * QP_LANES + l];
-            v[i * QP_LANES + l] = t[l];
+        KERNEL(qp_factor_pivot)(ri[0], inv, i, n, i < n ? floor_h : floor_s);
+        if (rows == 2) { /* the second row's entry under the first's pivot, then its own pivot */
+            QP_VEC plus = {0}, minus = {0};
+            long k0 = 0;
+            if (i >= n) KERNEL(qp_dot1_lanes)(&plus, ri[1], ri[0], 0, n), k0 = n;
+            KERNEL(qp_factor_entry)(ri[1], ri[0], inv, i, k0, &plus, &minus);
+            KERNEL(qp_factor_pivot)(ri[1], inv, i + 1, n, i + 1 < n ? floor_h : floor_s);
         }
-        for (long k = 0; k < i; k++) LANES v[k * QP_LANES + l] -= li[k * QP_LANES + l] * t[l];
+        i += rows;
+    }
+}
+
+/* v <- F^-1 v for a packed lower factor F (N rows), four rows at a time */
+static QP_INLINE void KERNEL(qp_lower_solve_packed)(const REAL *restrict F, const REAL *restrict inv,
+                                                    REAL *restrict v, long N) {
+    for (long i = 0; i < N; i += 4) {
+        long w = N - i < 4 ? N - i : 4;
+        QP_VEC s[4] = {{0}};
+        const REAL *r[4];
+        for (long t = 0; t < 4; t++) r[t] = F + QP_ROW(i + (t < w ? t : 0)) * QP_LANES;
+        long k0 = 0;
+        if (w == 4) KERNEL(qp_dot4_lanes)(s, 0, v, 0, r, 0, i), k0 = i;
+        for (long t = 0; t < w; t++) {
+            KERNEL(qp_dot1_lanes)(&s[t], v, r[t], k0, i + t);
+            QP_AT(v, i + t) = (QP_AT(v, i + t) - s[t]) * QP_AT(inv, i + t);
+        }
+    }
+}
+
+/* v <- F^-T v, four rows of F at a time (bottom up): their entries solved, then their terms taken from the rows
+   above, each entry of v loaded and stored once for four products */
+static QP_INLINE void KERNEL(qp_upper_solve_packed)(const REAL *restrict F, const REAL *restrict inv,
+                                                    REAL *restrict v, long N) {
+    for (long top = N; top > 0; top -= 4) {
+        long i = top - 4 > 0 ? top - 4 : 0, w = top - i;
+        for (long t = w - 1; t >= 0; t--) {
+            const REAL *restrict r = F + QP_ROW(i + t) * QP_LANES;
+            QP_VEC x = QP_AT(v, i + t) * QP_AT(inv, i + t);
+            QP_AT(v, i + t) = x;
+            for (long k = i; k < i + t; k++) QP_AT(v, k) -= QP_AT(r, k) * x;
+        }
+        const REAL *restrict r0 = F + QP_ROW(i) * QP_LANES;
+        if (w == 4) {
+            const REAL *restrict r1 = F + QP_ROW(i + 1) * QP_LANES, *restrict r2 = F + QP_ROW(i + 2) * QP_LANES;
+            const REAL *restrict r3 = F + QP_ROW(i + 3) * QP_LANES;
+            QP_VEC x0 = QP_AT(v, i), x1 = QP_AT(v, i + 1), x2 = QP_AT(v, i + 2), x3 = QP_AT(v, i + 3);
+            for (long k = 0; k < i; k++)
+                QP_AT(v, k) -= QP_AT(r0, k) * x0 + QP_AT(r1, k) * x1 + QP_AT(r2, k) * x2 + QP_AT(r3, k) * x3;
+        } else {
+            for (long t = 0; t < w; t++) {
+                const REAL *restrict r = F + QP_ROW(i + t) * QP_LANES;
+                QP_VEC x = QP_AT(v, i + t);
+                for (long k = 0; k < i; k++) QP_AT(v, k) -= QP_AT(r, k) * x;
+            }
+        }
     }
 }
 
@@ -1218,12 +1347,12 @@ static QP_INLINE void KERNEL(qp_ipm_rows)(long lo, long hi, long n, long me, lon
                              REAL *restrict z_, REAL *restrict s_, REAL *restrict zu_, REAL *restrict su_,
                              REAL *restrict zl_, REAL *restrict sl_) {
     const REAL d = params[0], prox = params[1];
-    const long T = QP_LANES, me1 = me > 0 ? me : 1, mi1 = mi > 0 ? mi : 1;
-    /* the tile's scratch, each block lanes x its size: P, L (n n); A, V (me n); G, WG (mi n); LS (me me);
-       27 vectors of n, 4 of me, 9 of mi (as taken below) */
-    long sizes[] = {n * n, n * n, me1 * n, me1 * n, mi1 * n, mi1 * n, me1 * me1};
-    long reals = 27 * n + 4 * me1 + 9 * mi1;
-    for (int k = 0; k < 7; k++) reals += sizes[k];
+    const long T = QP_LANES, me1 = me > 0 ? me : 1, mi1 = mi > 0 ? mi : 1, N = n + me;
+    /* the tile's scratch, each block lanes x its size: P (n n); the KKT factor (packed, N (N + 1) / 2); A (me n);
+       G, WG (mi n); 25 vectors of n, 2 of N, 3 of me, 9 of mi (as taken below) */
+    long sizes[] = {n * n, QP_ROW(N), me1 * n, mi1 * n, mi1 * n};
+    long reals = 25 * n + 2 * N + 3 * me1 + 9 * mi1;
+    for (int k = 0; k < 5; k++) reals += sizes[k];
     REAL *scratch = malloc(sizeof(REAL) * T * reals);
     if (scratch == 0) {
         REAL *outs[] = {x_, y_, z_, s_, zu_, su_, zl_, sl_};
@@ -1234,19 +1363,18 @@ static QP_INLINE void KERNEL(qp_ipm_rows)(long lo, long hi, long n, long me, lon
     }
     REAL *next = scratch;
 #define QP_TAKE(count) (next += (count) * T, next - (count) * T)
-    REAL *restrict P = QP_TAKE(n * n), *restrict L = QP_TAKE(n * n), *restrict A = QP_TAKE(me1 * n);
-    REAL *restrict V = QP_TAKE(me1 * n), *restrict G = QP_TAKE(mi1 * n), *restrict WG = QP_TAKE(mi1 * n);
-    REAL *restrict LS = QP_TAKE(me1 * me1);
+    REAL *restrict P = QP_TAKE(n * n), *restrict K = QP_TAKE(QP_ROW(N)), *restrict A = QP_TAKE(me1 * n);
+    REAL *restrict G = QP_TAKE(mi1 * n), *restrict WG = QP_TAKE(mi1 * n), *restrict inv = QP_TAKE(N);
+    REAL *restrict dx = QP_TAKE(N), *restrict dy = dx + n * T; /* the direction [dx; dy], solved in place */
     REAL *restrict q = QP_TAKE(n), *restrict lbf = QP_TAKE(n), *restrict ubf = QP_TAKE(n), *restrict fu = QP_TAKE(n);
     REAL *restrict fl = QP_TAKE(n), *restrict x = QP_TAKE(n), *restrict zu = QP_TAKE(n), *restrict su = QP_TAKE(n);
     REAL *restrict zl = QP_TAKE(n), *restrict sl = QP_TAKE(n), *restrict rd = QP_TAKE(n), *restrict ru = QP_TAKE(n);
     REAL *restrict rl = QP_TAKE(n), *restrict Wu = QP_TAKE(n), *restrict Wl = QP_TAKE(n), *restrict zus = QP_TAKE(n);
-    REAL *restrict zls = QP_TAKE(n), *restrict tu = QP_TAKE(n), *restrict tl = QP_TAKE(n), *restrict u = QP_TAKE(n);
-    REAL *restrict dx = QP_TAKE(n), *restrict dzu = QP_TAKE(n), *restrict dzl = QP_TAKE(n);
+    REAL *restrict zls = QP_TAKE(n), *restrict tu = QP_TAKE(n), *restrict tl = QP_TAKE(n);
+    REAL *restrict dzu = QP_TAKE(n), *restrict dzl = QP_TAKE(n);
     REAL *restrict dsu = QP_TAKE(n), *restrict dsl = QP_TAKE(n), *restrict rcu = QP_TAKE(n);
     REAL *restrict rcl = QP_TAKE(n);
     REAL *restrict b = QP_TAKE(me1), *restrict y = QP_TAKE(me1), *restrict re = QP_TAKE(me1);
-    REAL *restrict dy = QP_TAKE(me1);
     REAL *restrict h = QP_TAKE(mi1), *restrict z = QP_TAKE(mi1), *restrict s = QP_TAKE(mi1), *restrict ri = QP_TAKE(mi1);
     REAL *restrict Wi = QP_TAKE(mi1), *restrict ti = QP_TAKE(mi1), *restrict dz = QP_TAKE(mi1);
     REAL *restrict ds = QP_TAKE(mi1), *restrict rc = QP_TAKE(mi1);
@@ -1332,42 +1460,37 @@ static QP_INLINE void KERNEL(qp_ipm_rows)(long lo, long hi, long n, long me, lon
                 }
             }
             LANES mu[l] /= count[l];
-            for (long i = 0; i < n; i++) { /* H = P + diag(Wu + Wl + prox) + G^T W G, lower triangle */
-                REAL *restrict li = L + i * n * T;
-                for (long j = 0; j <= i * T + T - 1; j++) li[j] = P[i * n * T + j];
-                LANES li[i * T + l] += Wu[i * T + l] + Wl[i * T + l] + prox;
-                for (long k = 0; k < mi; k++) {
-                    const REAL *restrict wg = WG + (k * n + i) * T, *restrict gk = G + k * n * T;
-                    for (long j = 0; j <= i; j++) LANES li[j * T + l] += wg[l] * gk[j * T + l];
-                }
-            }
-            KERNEL(qp_cholesky_lanes)(L, n, prox);
-            for (long k = 0; k < me * me * T; k++) LS[k] = 0;
-            for (long i = 0; i < n; i++) { /* V = L^-1 A^T (n x me, row-major), all columns at once */
-                REAL *restrict vi = V + i * me * T;
-                const REAL *restrict li = L + i * n * T;
-                for (long k = 0; k < me; k++) LANES vi[k * T + l] = A[(k * n + i) * T + l];
-                long j = 0;
-                for (; j + 4 <= i; j += 4) { /* four rows' terms per pass over vi, subtracted in order */
-                    const REAL *restrict v0 = V + j * me * T, *restrict l0 = li + j * T;
-                    for (long k = 0; k < me; k++) {
-                        const REAL *restrict vk = v0 + k * T;
-                        LANES vi[k * T + l] = vi[k * T + l] - l0[l] * vk[l] - l0[T + l] * vk[me * T + l] -
-                                              l0[2 * T + l] * vk[2 * me * T + l] - l0[3 * T + l] * vk[3 * me * T + l];
+            for (long i = 0; i < n; i++) { /* K's rows of H = P + diag(Wu + Wl + prox) + G^T W G */
+                REAL *restrict ki = K + QP_ROW(i) * T;
+                const REAL *restrict pi = P + i * n * T;
+                for (long j = 0; j <= i; j += 4) { /* four entries at a time, the sum over the rows of G in registers */
+                    long w = i + 1 - j < 4 ? i + 1 - j : 4;
+                    if (w == 4) {
+                        QP_VEC h0 = QP_AT(pi, j), h1 = QP_AT(pi, j + 1), h2 = QP_AT(pi, j + 2), h3 = QP_AT(pi, j + 3);
+                        for (long k = 0; k < mi; k++) {
+                            const REAL *restrict gk = G + k * n * T;
+                            QP_VEC wg = QP_AT(WG, k * n + i);
+                            h0 += wg * QP_AT(gk, j), h1 += wg * QP_AT(gk, j + 1);
+                            h2 += wg * QP_AT(gk, j + 2), h3 += wg * QP_AT(gk, j + 3);
+                        }
+                        QP_AT(ki, j) = h0, QP_AT(ki, j + 1) = h1, QP_AT(ki, j + 2) = h2, QP_AT(ki, j + 3) = h3;
+                    } else {
+                        for (long t = j; t < j + w; t++) {
+                            QP_VEC hij = QP_AT(pi, t);
+                            for (long k = 0; k < mi; k++) hij += QP_AT(WG, k * n + i) * QP_AT(G + k * n * T, t);
+                            QP_AT(ki, t) = hij;
+                        }
                     }
                 }
-                for (; j < i; j++) {
-                    const REAL *restrict vj = V + j * me * T;
-                    for (long k = 0; k < me; k++) LANES vi[k * T + l] -= li[j * T + l] * vj[k * T + l];
-                }
-                REAL inv[QP_LANES];
-                LANES inv[l] = 1 / li[i * T + l];
-                for (long k = 0; k < me; k++) LANES vi[k * T + l] *= inv[l];
-                for (long k = 0; k < me; k++) /* S = V^T V (lower triangle) */
-                    for (long j = 0; j <= k; j++) LANES LS[(k * me + j) * T + l] += vi[k * T + l] * vi[j * T + l];
+                QP_AT(ki, i) += QP_AT(Wu, i) + QP_AT(Wl, i) + prox;
             }
-            for (long k = 0; k < me; k++) LANES LS[(k * me + k) * T + l] += d;
-            if (me) KERNEL(qp_cholesky_lanes)(LS, me, d);
+            for (long k = 0; k < me; k++) { /* the equality rows: A, then elastic on the diagonal */
+                REAL *restrict kr = K + QP_ROW(n + k) * T;
+                for (long j = 0; j < n * T; j++) kr[j] = A[k * n * T + j];
+                for (long j = n * T; j < (n + k) * T; j++) kr[j] = 0;
+                QP_AT(kr, n + k) = (QP_VEC){0} + d;
+            }
+            KERNEL(qp_kkt_factor_lanes)(K, inv, n, N, prox, d);
             for (int pass = 0; pass < 2; pass++) {
                 if (pass == 0) {
                     for (long k = 0; k < mi * T; k++) rc[k] = s[k] * z[k];
@@ -1414,7 +1537,7 @@ static QP_INLINE void KERNEL(qp_ipm_rows)(long lo, long hi, long n, long me, lon
                 for (long i = 0; i < n * T; i++) {
                     tu[i] = ru[i] - rcu[i] / zus[i];
                     tl[i] = rl[i] - rcl[i] / zls[i];
-                    u[i] = -rd[i] - Wu[i] * tu[i] + Wl[i] * tl[i];
+                    dx[i] = -rd[i] - Wu[i] * tu[i] + Wl[i] * tl[i];
                 }
                 for (long k = 0; k < mi; k++) {
                     REAL wt[QP_LANES];
@@ -1424,24 +1547,13 @@ static QP_INLINE void KERNEL(qp_ipm_rows)(long lo, long hi, long n, long me, lon
                         ti[e] = ri[e] - rc[e] / z[e];
                         wt[l] = Wi[e] * ti[e];
                     }
-                    for (long j = 0; j < n; j++) LANES u[j * T + l] -= gk[j * T + l] * wt[l];
+                    for (long j = 0; j < n; j++) LANES dx[j * T + l] -= gk[j * T + l] * wt[l];
                 }
-                KERNEL(qp_lower_solve_lanes)(L, u, n);
-                if (me) {
-                    for (long k = 0; k < me * T; k++) dy[k] = re[k];
-                    for (long j = 0; j < n; j++) {
-                        const REAL *restrict vj = V + j * me * T, *restrict uj = u + j * T;
-                        for (long k = 0; k < me; k++) LANES dy[k * T + l] += vj[k * T + l] * uj[l];
-                    }
-                    KERNEL(qp_lower_solve_lanes)(LS, dy, me);
-                    KERNEL(qp_upper_solve_lanes)(LS, dy, me);
-                    for (long j = 0; j < n * T; j++) dx[j] = 0; /* V dy, in dx as scratch */
-                    for (long k = 0; k < me; k++)
-                        for (long j = 0; j < n; j++) LANES dx[j * T + l] += V[(j * me + k) * T + l] * dy[k * T + l];
-                    for (long j = 0; j < n * T; j++) u[j] -= dx[j];
-                }
-                for (long j = 0; j < n * T; j++) dx[j] = u[j];
-                KERNEL(qp_upper_solve_lanes)(L, dx, n);
+                /* [H A^T; A -elastic I] [dx; dy] = [that; -re] through K = F diag(I, -I) F^T */
+                for (long k = 0; k < me * T; k++) dy[k] = -re[k];
+                KERNEL(qp_lower_solve_packed)(K, inv, dx, N);
+                for (long k = 0; k < me * T; k++) dy[k] = -dy[k];
+                KERNEL(qp_upper_solve_packed)(K, inv, dx, N);
                 for (long k = 0; k < mi * T; k++) dz[k] = ti[k]; /* G dx + ti, then dz, ds */
                 for (long j = 0; j < n; j++)
                     for (long k = 0; k < mi; k++) LANES dz[k * T + l] += G[(k * n + j) * T + l] * dx[j * T + l];
@@ -1508,6 +1620,9 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long threads, long n, long me, long mi, lo
     ROWS_IN_PARALLEL(nb, threads, 16, QP_LANES, KERNEL(qp_ipm_rows)(lo, hi, n, me, mi, iterations, p_stride, params, P_, q_, A_, b_, G_, h_, lb_, ub_, x_, y_, z_, s_, zu_, su_, zl_, sl_));
 }
 #undef LANES
+#undef QP_VEC
+#undef QP_AT
+#undef QP_ROW
 /* solve_qp's active-set steps (kinematics.qp._polish_reference: the same guesses, rules and tests), from the
    guess (z, s, zu, su, zl, sl) (the interior point's, or a given active set's), one row at a time, batch-first like
    qp_ipm. A row stops once its active set repeats (every later step would repeat the last). Each active-set system is solved in its symmetric form: with C the
