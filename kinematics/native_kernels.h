@@ -1165,14 +1165,14 @@ typedef REAL KERNEL(qp_vec) __attribute__((vector_size(QP_LANES * sizeof(REAL)),
 #define QP_AT(p, i) (*(QP_VEC *)((p) + (i) * QP_LANES)) /* entry i of a lanes array */
 #define QP_ROW(i) ((i) * ((i) + 1) / 2)
 
-/* s_t += sum over k in [k0, k1) of x_k r_t,k for four rows r_t (and, for a second x, u_t += the same with
-   y_k): each x_k, y_k, r_t,k loaded once for four (eight) products in independent chains */
+/* s_t = the sum over k in [k0, k1) of x_k r_t,k for four rows r_t (and, given a second vector y, u_t = the same
+   with y_k): each x_k, y_k, r_t,k loaded once for four (eight) products in independent chains */
 static QP_INLINE void KERNEL(qp_dot4_lanes)(QP_VEC s[4], QP_VEC u[4], const REAL *restrict x,
                                             const REAL *restrict y, const REAL *const r[4], long k0, long k1) {
     const REAL *restrict r0 = r[0], *restrict r1 = r[1], *restrict r2 = r[2], *restrict r3 = r[3];
-    QP_VEC s0 = s[0], s1 = s[1], s2 = s[2], s3 = s[3];
+    QP_VEC s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
     if (y) {
-        QP_VEC u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
+        QP_VEC u0 = {0}, u1 = {0}, u2 = {0}, u3 = {0};
         for (long k = k0; k < k1; k++) {
             QP_VEC xk = QP_AT(x, k), yk = QP_AT(y, k), a0 = QP_AT(r0, k), a1 = QP_AT(r1, k);
             QP_VEC a2 = QP_AT(r2, k), a3 = QP_AT(r3, k);
@@ -1223,13 +1223,13 @@ static QP_INLINE void KERNEL(qp_factor_entry)(REAL *restrict ri, const REAL *res
 }
 
 static QP_INLINE void KERNEL(qp_factor_pivot)(REAL *restrict ri, REAL *restrict inv, long i, long n, REAL floor) {
-    QP_VEC d = QP_AT(ri, i), pivot = d, plus = {0}, minus = {0};
+    QP_VEC plus = {0}, minus = {0};
     KERNEL(qp_dot1_lanes)(i < n ? &minus : &plus, ri, ri, 0, i < n ? i : n);
     KERNEL(qp_dot1_lanes)(&minus, ri, ri, n, i);
-    d += plus - minus;
-    for (long l = 0; l < QP_LANES; l++) pivot[l] = SQRT(d[l] > floor ? d[l] : floor);
-    QP_AT(ri, i) = pivot;
-    QP_AT(inv, i) = 1 / pivot;
+    REAL *restrict d = ri + i * QP_LANES;
+    QP_AT(d, 0) += plus - minus;
+    LANES d[l] = SQRT(d[l] > floor ? d[l] : floor);
+    QP_AT(inv, i) = 1 / QP_AT(d, 0);
 }
 
 /* In place, row by row (left-looking): the packed lower triangle of K = [[H, A^T], [A, elastic I]] (N = n + me rows)
@@ -1249,30 +1249,29 @@ static QP_INLINE void KERNEL(qp_kkt_factor_lanes)(REAL *restrict K, REAL *restri
             int trailing = j >= n;
             const REAL *rj[4];
             for (long t = 0; t < 4; t++) rj[t] = K + QP_ROW(j + (t < w ? t : 0)) * QP_LANES;
-            QP_VEC plus[2][4] = {{{0}}}, minus[2][4] = {{{0}}};
-            long k0 = 0;
+            QP_VEC plus[2][4], minus[2][4], zero = {0};
+            long k0 = trailing ? n : 0; /* the terms to subtract start at k0; those to add (trailing) are k < n */
             if (w == 4) {
                 const REAL *y = rows == 2 ? ri[1] : 0;
-                if (trailing) {
-                    KERNEL(qp_dot4_lanes)(plus[0], plus[1], ri[0], y, rj, 0, n);
-                    KERNEL(qp_dot4_lanes)(minus[0], minus[1], ri[0], y, rj, n, j);
-                } else {
-                    KERNEL(qp_dot4_lanes)(minus[0], minus[1], ri[0], y, rj, 0, j);
-                }
+                KERNEL(qp_dot4_lanes)(minus[0], minus[1], ri[0], y, rj, k0, j);
+                if (trailing) KERNEL(qp_dot4_lanes)(plus[0], plus[1], ri[0], y, rj, 0, n);
                 k0 = j;
-            } else if (trailing) {
+            } else {
                 for (long r = 0; r < rows; r++)
-                    for (long t = 0; t < w; t++) KERNEL(qp_dot1_lanes)(&plus[r][t], ri[r], rj[t], 0, n);
-                k0 = n;
+                    for (long t = 0; t < w; t++) {
+                        minus[r][t] = zero, plus[r][t] = zero;
+                        if (trailing) KERNEL(qp_dot1_lanes)(&plus[r][t], ri[r], rj[t], 0, n);
+                    }
             }
             for (long r = 0; r < rows; r++) {
                 REAL *restrict e = ri[r];
                 if (w == 4) { /* the block's own columns in order, each taking the terms of those before it */
-                    QP_VEC v0 = (QP_AT(e, j) + plus[r][0] - minus[r][0]) * QP_AT(inv, j);
-                    QP_VEC v1 = (QP_AT(e, j + 1) + plus[r][1] - minus[r][1] - v0 * QP_AT(rj[1], j)) * QP_AT(inv, j + 1);
-                    QP_VEC v2 = (QP_AT(e, j + 2) + plus[r][2] - minus[r][2] - v0 * QP_AT(rj[2], j) -
+                    QP_VEC *p = trailing ? plus[r] : (QP_VEC[4]){zero, zero, zero, zero};
+                    QP_VEC v0 = (QP_AT(e, j) + p[0] - minus[r][0]) * QP_AT(inv, j);
+                    QP_VEC v1 = (QP_AT(e, j + 1) + p[1] - minus[r][1] - v0 * QP_AT(rj[1], j)) * QP_AT(inv, j + 1);
+                    QP_VEC v2 = (QP_AT(e, j + 2) + p[2] - minus[r][2] - v0 * QP_AT(rj[2], j) -
                                  v1 * QP_AT(rj[2], j + 1)) * QP_AT(inv, j + 2);
-                    QP_VEC v3 = (QP_AT(e, j + 3) + plus[r][3] - minus[r][3] - v0 * QP_AT(rj[3], j) -
+                    QP_VEC v3 = (QP_AT(e, j + 3) + p[3] - minus[r][3] - v0 * QP_AT(rj[3], j) -
                                  v1 * QP_AT(rj[3], j + 1) - v2 * QP_AT(rj[3], j + 2)) * QP_AT(inv, j + 3);
                     QP_AT(e, j) = v0, QP_AT(e, j + 1) = v1, QP_AT(e, j + 2) = v2, QP_AT(e, j + 3) = v3;
                 } else {
@@ -1302,7 +1301,7 @@ static QP_INLINE void KERNEL(qp_lower_solve_packed)(const REAL *restrict F, cons
         const REAL *r[4];
         for (long t = 0; t < 4; t++) r[t] = F + QP_ROW(i + (t < w ? t : 0)) * QP_LANES;
         long k0 = 0;
-        if (w == 4) KERNEL(qp_dot4_lanes)(s, 0, v, 0, r, 0, i), k0 = i;
+        if (w == 4) KERNEL(qp_dot4_lanes)(s, 0, v, 0, r, 0, i), k0 = i; /* else s stays 0 */
         for (long t = 0; t < w; t++) {
             KERNEL(qp_dot1_lanes)(&s[t], v, r[t], k0, i + t);
             QP_AT(v, i + t) = (QP_AT(v, i + t) - s[t]) * QP_AT(inv, i + t);
