@@ -70,22 +70,22 @@ class QPFunction(torch.autograd.Function):
         nb, mi = x.shape[0], G.shape[1]
         g = grad_x.reshape(nb, n).to(P.dtype)  # the problem is float64 for float32 inputs too
         ls, lx, ly, lz = QP_ADJOINT(P, A, G, flags, exact, g.contiguous(), ctx.refinements, ctx.elastic)
+        ls, lx, ly, lz = (t.to(dtype) for t in (ls, lx, ly, lz))  # the gradients in the inputs' dtype, as x, y, z
 
-        def grad_P():
-            outer = -ls[:, :, None] * x[:, None, :]
-            return 0.5 * (outer + outer.mT)
+        def outer_pair(a, b, c, d):  # -(a b^T + c d^T) per row, as one batched product (a pass instead of four)
+            return torch.bmm(torch.stack((a, c), 2), torch.stack((b, d), 1)).neg_()
 
         def grad_bound(side: int):  # 0: lb, 1: ub; a contradictory pair's midpoint shares lx between them
             upper, lower = flags[:, mi : mi + n] > 0, flags[:, mi + n :] > 0
             share = torch.where(upper & lower, 0.5 * lx, lx)
             return torch.where(upper if side else lower, share, 0.0)
 
-        grads = (  # each built only where its input needs it (a (B, n, n) outer product costs four passes)
-            grad_P,
+        grads = (  # each built only where its input needs it (a (B, n, n) product is the costliest)
+            lambda: outer_pair(ls, x, x, ls).mul_(0.5),  # -sym(ls x^T)
             lambda: -ls,
-            lambda: -(ly[:, :, None] * x[:, None, :] + y[:, :, None] * ls[:, None, :]),
+            lambda: outer_pair(ly, x, y, ls),
             lambda: ly,
-            lambda: -(lz[:, :, None] * x[:, None, :] + z[:, :, None] * ls[:, None, :]),
+            lambda: outer_pair(lz, x, z, ls),
             lambda: lz,
             lambda: grad_bound(0),
             lambda: grad_bound(1),
@@ -94,7 +94,7 @@ class QPFunction(torch.autograd.Function):
         for grad, shape, needed in zip(grads, ctx.shapes, ctx.needs_input_grad[2:], strict=True):
             if needed:
                 grad = grad()
-                out.append(grad.reshape(tuple(batch) + tuple(grad.shape[1:])).sum_to_size(shape).to(dtype))
+                out.append(grad.reshape(tuple(batch) + tuple(grad.shape[1:])).sum_to_size(shape))
             else:
                 out.append(None)
         return tuple(out)
