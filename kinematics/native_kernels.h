@@ -1165,37 +1165,24 @@ typedef REAL KERNEL(qp_vec) __attribute__((vector_size(QP_LANES * sizeof(REAL)),
 #define QP_AT(p, i) (*(QP_VEC *)((p) + (i) * QP_LANES)) /* entry i of a lanes array */
 #define QP_ROW(i) ((i) * ((i) + 1) / 2)
 
-/* s_t = the sum over k in [k0, k1) of x_k r_t,k for four rows r_t (and, given a second vector y, u_t = the same
-   with y_k): each x_k, y_k, r_t,k loaded once for four (eight) products in independent chains */
-static QP_INLINE void KERNEL(qp_dot4_lanes)(QP_VEC s[4], QP_VEC u[4], const REAL *restrict x,
-                                            const REAL *restrict y, const REAL *const r[4], long k0, long k1) {
+/* s_t = the sum over k in [k0, k1) of x_k r_t,k for four rows r_t: each x_k loaded once for four products, two
+   independent chains per sum */
+static QP_INLINE void KERNEL(qp_dot4_lanes)(QP_VEC s[4], const REAL *restrict x, const REAL *const r[4], long k0,
+                                            long k1) {
     const REAL *restrict r0 = r[0], *restrict r1 = r[1], *restrict r2 = r[2], *restrict r3 = r[3];
-    QP_VEC s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0};
-    if (y) {
-        QP_VEC u0 = {0}, u1 = {0}, u2 = {0}, u3 = {0};
-        for (long k = k0; k < k1; k++) {
-            QP_VEC xk = QP_AT(x, k), yk = QP_AT(y, k), a0 = QP_AT(r0, k), a1 = QP_AT(r1, k);
-            QP_VEC a2 = QP_AT(r2, k), a3 = QP_AT(r3, k);
-            s0 += xk * a0, s1 += xk * a1, s2 += xk * a2, s3 += xk * a3;
-            u0 += yk * a0, u1 += yk * a1, u2 += yk * a2, u3 += yk * a3;
-        }
-        u[0] = u0, u[1] = u1, u[2] = u2, u[3] = u3;
-    } else {
-        long k = k0;
-        QP_VEC t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0}; /* odd k: two chains per sum */
-        for (; k + 2 <= k1; k += 2) {
-            QP_VEC xk = QP_AT(x, k), xl = QP_AT(x, k + 1);
-            s0 += xk * QP_AT(r0, k), s1 += xk * QP_AT(r1, k), s2 += xk * QP_AT(r2, k), s3 += xk * QP_AT(r3, k);
-            t0 += xl * QP_AT(r0, k + 1), t1 += xl * QP_AT(r1, k + 1), t2 += xl * QP_AT(r2, k + 1);
-            t3 += xl * QP_AT(r3, k + 1);
-        }
-        if (k < k1) {
-            QP_VEC xk = QP_AT(x, k);
-            s0 += xk * QP_AT(r0, k), s1 += xk * QP_AT(r1, k), s2 += xk * QP_AT(r2, k), s3 += xk * QP_AT(r3, k);
-        }
-        s0 += t0, s1 += t1, s2 += t2, s3 += t3;
+    QP_VEC s0 = {0}, s1 = {0}, s2 = {0}, s3 = {0}, t0 = {0}, t1 = {0}, t2 = {0}, t3 = {0};
+    long k = k0;
+    for (; k + 2 <= k1; k += 2) {
+        QP_VEC xk = QP_AT(x, k), xl = QP_AT(x, k + 1);
+        s0 += xk * QP_AT(r0, k), s1 += xk * QP_AT(r1, k), s2 += xk * QP_AT(r2, k), s3 += xk * QP_AT(r3, k);
+        t0 += xl * QP_AT(r0, k + 1), t1 += xl * QP_AT(r1, k + 1), t2 += xl * QP_AT(r2, k + 1);
+        t3 += xl * QP_AT(r3, k + 1);
     }
-    s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+    if (k < k1) {
+        QP_VEC xk = QP_AT(x, k);
+        s0 += xk * QP_AT(r0, k), s1 += xk * QP_AT(r1, k), s2 += xk * QP_AT(r2, k), s3 += xk * QP_AT(r3, k);
+    }
+    s[0] = s0 + t0, s[1] = s1 + t1, s[2] = s2 + t2, s[3] = s3 + t3;
 }
 
 /* s += the sum over k in [k0, k1) of x_k r_k, in four chains (vectors pass by pointer: GCC warns that passing
@@ -1212,83 +1199,76 @@ static QP_INLINE void KERNEL(qp_dot1_lanes)(QP_VEC *restrict s, const REAL *rest
     *s += (s0 + s1) + (s2 + s3);
 }
 
-/* the factor's entry (i, j < i) in row ri: (K_ij - sum_{k<j} F_ik F_jk) / F_jj, or, for (i, j) both in the
-   trailing block, (K_ij + sum_{k<n} F_ik F_jk - sum_{n<=k<j} F_ik F_jk) / F_jj; the terms k < k0 already summed
-   in plus / minus */
-static QP_INLINE void KERNEL(qp_factor_entry)(REAL *restrict ri, const REAL *restrict rj, const REAL *restrict inv,
-                                              long j, long k0, const QP_VEC *plus, const QP_VEC *minus) {
-    QP_VEC m = *minus;
-    KERNEL(qp_dot1_lanes)(&m, ri, rj, k0, j);
-    QP_AT(ri, j) = (QP_AT(ri, j) + *plus - m) * QP_AT(inv, j);
+/* K_ik -= sum_t c_t F_kt over the panel's columns j .. j + w - 1 (w <= 4; c_t, e_t zero past w), for k in
+   [k0, k1), on row ri (and, given rn, K_(i+1)k -= sum_t e_t F_kt on the next row): each F_kt loaded once for both
+   rows */
+static QP_INLINE void KERNEL(qp_rank_update)(REAL *restrict ri, REAL *restrict rn, const REAL *restrict K, long j,
+                                             long w, long k0, long k1, const QP_VEC c[4], const QP_VEC e[4]) {
+    const QP_VEC c0 = c[0], c1 = c[1], c2 = c[2], c3 = c[3]; /* zero past w */
+    if (w == 4 && rn) {
+        const QP_VEC e0 = e[0], e1 = e[1], e2 = e[2], e3 = e[3];
+        for (long k = k0; k < k1; k++) {
+            const REAL *restrict rk = K + (QP_ROW(k) + j) * QP_LANES;
+            QP_VEC a0 = QP_AT(rk, 0), a1 = QP_AT(rk, 1), a2 = QP_AT(rk, 2), a3 = QP_AT(rk, 3);
+            QP_AT(ri, k) -= a0 * c0 + a1 * c1 + a2 * c2 + a3 * c3;
+            QP_AT(rn, k) -= a0 * e0 + a1 * e1 + a2 * e2 + a3 * e3;
+        }
+    } else if (w == 4) {
+        for (long k = k0; k < k1; k++) {
+            const REAL *restrict rk = K + (QP_ROW(k) + j) * QP_LANES;
+            QP_AT(ri, k) -= QP_AT(rk, 0) * c0 + QP_AT(rk, 1) * c1 + QP_AT(rk, 2) * c2 + QP_AT(rk, 3) * c3;
+        }
+    } else { /* a narrower panel (at column n or N), one row at a time */
+        for (REAL *restrict row = ri; row; row = row == ri ? rn : 0) {
+            const QP_VEC *m = row == ri ? c : e;
+            for (long k = k0; k < k1; k++) {
+                const REAL *restrict rk = K + (QP_ROW(k) + j) * QP_LANES;
+                QP_VEC sum = {0};
+                for (long t = 0; t < w; t++) sum += QP_AT(rk, t) * m[t];
+                QP_AT(row, k) -= sum;
+            }
+        }
+    }
 }
 
-static QP_INLINE void KERNEL(qp_factor_pivot)(REAL *restrict ri, REAL *restrict inv, long i, long n, REAL floor) {
-    QP_VEC plus = {0}, minus = {0};
-    KERNEL(qp_dot1_lanes)(i < n ? &minus : &plus, ri, ri, 0, i < n ? i : n);
-    KERNEL(qp_dot1_lanes)(&minus, ri, ri, n, i);
-    REAL *restrict d = ri + i * QP_LANES;
-    QP_AT(d, 0) += plus - minus;
-    LANES d[l] = SQRT(d[l] > floor ? d[l] : floor);
-    QP_AT(inv, i) = 1 / QP_AT(d, 0);
-}
-
-/* In place, row by row (left-looking): the packed lower triangle of K = [[H, A^T], [A, elastic I]] (N = n + me rows)
-   becomes the factor F = [[L, 0], [V^T, LS]] of the quasi-definite [[H, A^T], [A, -elastic I]] = F diag(I, -I) F^T:
-   L L^T = H, V = L^-1 A^T, LS LS^T = elastic I + V^T V (the equality rows' Schur complement). The trailing block's
-   terms from the first n columns therefore enter with + instead of -. inv = the reciprocal pivots. A pivot lost to
-   rounding is floored (floor_h in L, floor_s in LS), not NaN. Two rows (on one side of row n) and four columns at
-   a time: each term read once for eight products. */
+/* In place (right-looking, by panels of up to four columns on one side of column n): the packed lower triangle of
+   K = [[H, A^T], [A, elastic I]] (N = n + me rows) becomes the factor F = [[L, 0], [V^T, LS]] of the
+   quasi-definite [[H, A^T], [A, -elastic I]] = F diag(I, -I) F^T: L L^T = H, V = L^-1 A^T, LS LS^T = elastic I +
+   V^T V (the equality rows' Schur complement), so the first n columns' terms enter the trailing block with +
+   instead of -. inv = the reciprocal pivots. A pivot lost to rounding is floored (floor_h in L, floor_s in LS), not
+   NaN. Each panel's columns are finished, then its rank-4 update is applied to the rows below, two at a time. */
 static QP_INLINE void KERNEL(qp_kkt_factor_lanes)(REAL *restrict K, REAL *restrict inv, long n, long N, REAL floor_h,
                                                   REAL floor_s) {
-    for (long i = 0; i < N;) {
-        long rows = i + 1 < N && (i + 1 < n || i >= n) ? 2 : 1;
-        REAL *ri[2] = {K + QP_ROW(i) * QP_LANES, K + QP_ROW(i + rows - 1) * QP_LANES};
-        for (long j = 0, w; j < i; j += w) { /* column blocks left of row i's pivot, each on one side of n */
-            long end = i < n || j >= n ? i : n;
-            w = end - j < 4 ? end - j : 4;
-            int trailing = j >= n;
-            const REAL *rj[4];
-            for (long t = 0; t < 4; t++) rj[t] = K + QP_ROW(j + (t < w ? t : 0)) * QP_LANES;
-            QP_VEC plus[2][4], minus[2][4], zero = {0};
-            long k0 = trailing ? n : 0; /* the terms to subtract start at k0; those to add (trailing) are k < n */
-            if (w == 4) {
-                const REAL *y = rows == 2 ? ri[1] : 0;
-                KERNEL(qp_dot4_lanes)(minus[0], minus[1], ri[0], y, rj, k0, j);
-                if (trailing) KERNEL(qp_dot4_lanes)(plus[0], plus[1], ri[0], y, rj, 0, n);
-                k0 = j;
-            } else {
-                for (long r = 0; r < rows; r++)
-                    for (long t = 0; t < w; t++) {
-                        minus[r][t] = zero, plus[r][t] = zero;
-                        if (trailing) KERNEL(qp_dot1_lanes)(&plus[r][t], ri[r], rj[t], 0, n);
-                    }
-            }
-            for (long r = 0; r < rows; r++) {
-                REAL *restrict e = ri[r];
-                if (w == 4) { /* the block's own columns in order, each taking the terms of those before it */
-                    QP_VEC *p = trailing ? plus[r] : (QP_VEC[4]){zero, zero, zero, zero};
-                    QP_VEC v0 = (QP_AT(e, j) + p[0] - minus[r][0]) * QP_AT(inv, j);
-                    QP_VEC v1 = (QP_AT(e, j + 1) + p[1] - minus[r][1] - v0 * QP_AT(rj[1], j)) * QP_AT(inv, j + 1);
-                    QP_VEC v2 = (QP_AT(e, j + 2) + p[2] - minus[r][2] - v0 * QP_AT(rj[2], j) -
-                                 v1 * QP_AT(rj[2], j + 1)) * QP_AT(inv, j + 2);
-                    QP_VEC v3 = (QP_AT(e, j + 3) + p[3] - minus[r][3] - v0 * QP_AT(rj[3], j) -
-                                 v1 * QP_AT(rj[3], j + 1) - v2 * QP_AT(rj[3], j + 2)) * QP_AT(inv, j + 3);
-                    QP_AT(e, j) = v0, QP_AT(e, j + 1) = v1, QP_AT(e, j + 2) = v2, QP_AT(e, j + 3) = v3;
-                } else {
-                    for (long t = 0; t < w; t++)
-                        KERNEL(qp_factor_entry)(e, rj[t], inv, j + t, k0, &plus[r][t], &minus[r][t]);
-                }
+    for (long j = 0, w; j < N; j += w) {
+        w = (j < n ? n : N) - j < 4 ? (j < n ? n : N) - j : 4;
+        for (long c = j; c < j + w; c++) { /* the panel: column c's pivot, then its entries below */
+            REAL *restrict rc = K + QP_ROW(c) * QP_LANES, *restrict d = rc + c * QP_LANES;
+            for (long t = j; t < c; t++) QP_AT(d, 0) -= QP_AT(rc, t) * QP_AT(rc, t);
+            REAL floor = c < n ? floor_h : floor_s;
+            LANES d[l] = SQRT(d[l] > floor ? d[l] : floor);
+            QP_AT(inv, c) = 1 / QP_AT(d, 0);
+            for (long i = c + 1; i < N; i++) {
+                REAL *restrict ri = K + QP_ROW(i) * QP_LANES;
+                QP_VEC v = QP_AT(ri, c);
+                for (long t = j; t < c; t++) v -= QP_AT(ri, t) * QP_AT(rc, t);
+                QP_AT(ri, c) = v * QP_AT(inv, c);
             }
         }
-        KERNEL(qp_factor_pivot)(ri[0], inv, i, n, i < n ? floor_h : floor_s);
-        if (rows == 2) { /* the second row's entry under the first's pivot, then its own pivot */
-            QP_VEC plus = {0}, minus = {0};
-            long k0 = 0;
-            if (i >= n) KERNEL(qp_dot1_lanes)(&plus, ri[1], ri[0], 0, n), k0 = n;
-            KERNEL(qp_factor_entry)(ri[1], ri[0], inv, i, k0, &plus, &minus);
-            KERNEL(qp_factor_pivot)(ri[1], inv, i + 1, n, i + 1 < n ? floor_h : floor_s);
+        for (long i = j + w, rows; i < N; i += rows) { /* the rows below: K_ik -= sum_t F_it F_kt, k in (j + w, i] */
+            /* a row of the trailing block takes the first n columns' terms with +: on its entries k >= n */
+            int flip = j < n && i >= n;
+            rows = i + 1 < N && (j >= n || i + 1 < n || i >= n) ? 2 : 1; /* a pair on one side of n */
+            REAL *restrict ri = K + QP_ROW(i) * QP_LANES, *restrict rn = rows == 2 ? ri + (i + 1) * QP_LANES : 0;
+            QP_VEC c[4], e[4], cf[4], ef[4], zero = {0};
+            for (long t = 0; t < 4; t++) {
+                c[t] = t < w ? QP_AT(ri, j + t) : zero, cf[t] = -c[t];
+                e[t] = rn && t < w ? QP_AT(rn, j + t) : zero, ef[t] = -e[t];
+            }
+            long split = flip ? n : i + 1; /* entries before split: minus; from split on: plus */
+            KERNEL(qp_rank_update)(ri, rn, K, j, w, j + w, split, c, e);
+            KERNEL(qp_rank_update)(ri, rn, K, j, w, split, i + 1, cf, ef);
+            if (rn) KERNEL(qp_rank_update)(rn, 0, K, j, w, i + 1, i + 2, flip ? ef : e, 0); /* its pivot column */
         }
-        i += rows;
     }
 }
 
@@ -1301,7 +1281,7 @@ static QP_INLINE void KERNEL(qp_lower_solve_packed)(const REAL *restrict F, cons
         const REAL *r[4];
         for (long t = 0; t < 4; t++) r[t] = F + QP_ROW(i + (t < w ? t : 0)) * QP_LANES;
         long k0 = 0;
-        if (w == 4) KERNEL(qp_dot4_lanes)(s, 0, v, 0, r, 0, i), k0 = i; /* else s stays 0 */
+        if (w == 4) KERNEL(qp_dot4_lanes)(s, v, r, 0, i), k0 = i; /* else s stays 0 */
         for (long t = 0; t < w; t++) {
             KERNEL(qp_dot1_lanes)(&s[t], v, r[t], k0, i + t);
             QP_AT(v, i + t) = (QP_AT(v, i + t) - s[t]) * QP_AT(inv, i + t);
