@@ -1635,29 +1635,40 @@ static QP_INLINE void KERNEL(qp_lower_solve)(const REAL *restrict L, REAL *restr
     for (long i = 0; i < n; i++) v[i] = (v[i] - KERNEL(qp_dot)(L + i * n, v, i)) / L[i * n + i];
 }
 
-/* columns c0 .. c1 - 1 of V (n x stride, row-major) <- L^-1 of themselves: every column at once, row by row */
+/* the first row where column c of the active rows' V = L^-1 C^T may be nonzero: a variable fixed at a bound
+   (kind -1 - i, a unit row of C) has L^-1 e_i, zero above row i; F's unit rows come last, in increasing i, so
+   the columns live at row i are a prefix of them */
+static QP_INLINE long KERNEL(qp_first_row)(const long *kind, long c) { return kind && kind[c] < 0 ? -1 - kind[c] : 0; }
+
+/* columns c0 .. c1 - 1 of V (n x stride, row-major) <- L^-1 of themselves: every live column at once, row by row
+   (kind: F's row kinds, whose unit rows' columns start below their variable's row; 0: every column is live) */
 static QP_INLINE void KERNEL(qp_lower_solve_columns)(const REAL *restrict L, REAL *restrict V, long n, long stride, long c0,
-                                           long c1) {
+                                           long c1, const long *kind) {
+    long live = c0;
     for (long i = 0; i < n; i++) {
+        while (live < c1 && KERNEL(qp_first_row)(kind, live) <= i) live++;
         REAL *restrict vi = V + i * stride;
         for (long k = 0; k < i; k++) {
             const REAL lik = L[i * n + k], *restrict vk = V + k * stride;
-            if (lik != 0) IVDEP for (long c = c0; c < c1; c++) vi[c] -= lik * vk[c];
+            if (lik != 0) IVDEP for (long c = c0; c < live; c++) vi[c] -= lik * vk[c];
         }
         const REAL d = L[i * n + i];
         const REAL inv = 1 / d; /* one division per row, a product per column */
-        IVDEP for (long c = c0; c < c1; c++) vi[c] *= inv;
+        IVDEP for (long c = c0; c < live; c++) vi[c] *= inv;
     }
 }
 
-/* rows r0 .. r1 - 1 of M (m x m, lower triangle, row-major) <- those of V^T V, V n x stride */
+/* rows r0 .. r1 - 1 of M (m x m, lower triangle, row-major) <- those of V^T V, V n x stride (each row i's terms
+   from its live columns only, as qp_lower_solve_columns) */
 static QP_INLINE void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restrict M, long n, long stride, long m, long r0,
-                                 long r1) {
+                                 long r1, const long *kind) {
     for (long a = r0; a < r1; a++)
         for (long b = 0; b <= a; b++) M[a * m + b] = 0;
+    long live = r0;
     for (long i = 0; i < n; i++) {
+        while (live < r1 && KERNEL(qp_first_row)(kind, live) <= i) live++;
         const REAL *restrict vi = V + i * stride;
-        for (long a = r0; a < r1; a++) {
+        for (long a = r0; a < live; a++) {
             const REAL via = vi[a];
             REAL *restrict ma = M + a * m;
             IVDEP for (long b = 0; b <= a; b++) ma[b] += via * vi[b];
@@ -1833,8 +1844,8 @@ static QP_INLINE void KERNEL(qp_factor_equalities)(KERNEL(qp_factors) *F, const 
     long n = F->n;
     for (long k = 0; k < me; k++) /* A read in order */
         for (long i = 0; i < n; i++) F->V[i * F->stride + k] = A[k * n + i];
-    KERNEL(qp_lower_solve_columns)(F->L, F->V, n, F->stride, 0, me);
-    KERNEL(qp_gram_rows)(F->V, M_eq, n, F->stride, me, 0, me);
+    KERNEL(qp_lower_solve_columns)(F->L, F->V, n, F->stride, 0, me, 0);
+    KERNEL(qp_gram_rows)(F->V, M_eq, n, F->stride, me, 0, me, 0);
 }
 
 /* the active set's rows into F->C: the equalities, the active inequalities, one unit row per variable fixed at a
@@ -1867,19 +1878,19 @@ static QP_INLINE void KERNEL(qp_active_rows)(KERNEL(qp_factors) *F, long me, lon
     F->m = m;
 }
 
-/* the elastic system's factors for F's rows: the Cholesky factor of the Schur complement C (P + elastic I)^-1 C^T + D
-   (its equality block M_eq computed before), else, where P + elastic I did not factor (factored == 0) or the Schur
+/* the elastic system's factors for F's rows (kinds as qp_active_rows writes them): the Cholesky factor of the Schur
+   complement C (P + elastic I)^-1 C^T + D (its equality block M_eq computed before), else, where P + elastic I did not factor (factored == 0) or the Schur
    complement has a pivot too small to trust, one LU with partial pivoting of the whole matrix */
 static QP_INLINE void KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL *restrict P, REAL d,
-                                               const REAL *restrict D, const REAL *restrict M_eq, long me,
-                                               int factored, REAL rel) {
+                                               const REAL *restrict D, const long *restrict kind,
+                                               const REAL *restrict M_eq, long me, int factored, REAL rel) {
     long n = F->n, m = F->m, stride = F->stride;
     F->dense = !factored;
     if (!F->dense) {
         for (long i = 0; i < n; i++)
             for (long k = me; k < m; k++) F->V[i * stride + k] = F->C[k * n + i];
-        KERNEL(qp_lower_solve_columns)(F->L, F->V, n, stride, me, m);
-        KERNEL(qp_gram_rows)(F->V, F->M, n, stride, m, me, m);
+        KERNEL(qp_lower_solve_columns)(F->L, F->V, n, stride, me, m, kind);
+        KERNEL(qp_gram_rows)(F->V, F->M, n, stride, m, me, m, kind);
         for (long k = 0; k < me; k++)
             for (long l = 0; l <= k; l++) F->M[k * m + l] = M_eq[k * me + l];
         for (long k = 0; k < m; k++) F->M[k * m + k] += D[k];
@@ -1985,7 +1996,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         for (long i = 0; i < n; i++) neg_q[i] = -q[i];
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
             KERNEL(qp_active_rows)(&F, me, mi, d, A, b, G, h, lb, ub, act, rhs, D, kind);
-            KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel);
+            KERNEL(qp_factor_active)(&F, P, d, D, kind, M_eq, me, factored, rel);
             /* the elastic solution, then `refinements` steps toward the original system (D = 0, no prox) */
             KERNEL(qp_solve_refined)(&F, P, neg_q, rhs, kind, refinements, N, sol_d, sol, fixed_nu, res_f, res_g, dx, nu);
             if (step + 1 < steps) { /* the next guess, from the refined point where finite, else the elastic one */
@@ -2124,7 +2135,7 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
         factored = KERNEL(qp_row_hessian)(&F, P_, r, lo, p_stride, P, d, rel, factored);
         if (factored && me) KERNEL(qp_factor_equalities)(&F, A, me, M_eq);
         KERNEL(qp_active_rows)(&F, me, mi, d, A, 0, G, 0, 0, 0, act, rhs, D, kind);
-        KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel);
+        KERNEL(qp_factor_active)(&F, P, d, D, kind, M_eq, me, factored, rel);
         int exact = exact_[r] > 0;
         KERNEL(qp_solve_refined)(&F, P, g_ + r * n, rhs, kind, exact ? refinements : 0, N, sol_d, sol, fixed_nu,
                                  res_f, res_g, dx, nu);
