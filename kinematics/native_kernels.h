@@ -1219,15 +1219,15 @@ static QP_INLINE void KERNEL(qp_rank_update)(REAL *restrict ri, REAL *restrict r
             QP_AT(ri, k) -= QP_AT(rk, 0) * c0 + QP_AT(rk, 1) * c1 + QP_AT(rk, 2) * c2 + QP_AT(rk, 3) * c3;
         }
     } else { /* a narrower panel (at column n or N), one row at a time */
-        for (REAL *restrict row = ri; row; row = row == ri ? rn : 0) {
-            const QP_VEC *m = row == ri ? c : e;
+        REAL *rows[2] = {ri, rn};
+        const QP_VEC *coefficients[2] = {c, e};
+        for (int r = 0; r < (rn ? 2 : 1); r++)
             for (long k = k0; k < k1; k++) {
                 const REAL *restrict rk = K + (QP_ROW(k) + j) * QP_LANES;
                 QP_VEC sum = {0};
-                for (long t = 0; t < w; t++) sum += QP_AT(rk, t) * m[t];
-                QP_AT(row, k) -= sum;
+                for (long t = 0; t < w; t++) sum += QP_AT(rk, t) * coefficients[r][t];
+                QP_AT(rows[r], k) -= sum;
             }
-        }
     }
 }
 
@@ -1254,7 +1254,7 @@ static QP_INLINE void KERNEL(qp_kkt_factor_lanes)(REAL *restrict K, REAL *restri
                 QP_AT(ri, c) = v * QP_AT(inv, c);
             }
         }
-        for (long i = j + w, rows; i < N; i += rows) { /* the rows below: K_ik -= sum_t F_it F_kt, k in (j + w, i] */
+        for (long i = j + w, rows; i < N; i += rows) { /* the rows below: K_ik -= sum_t F_it F_kt, k in [j + w, i] */
             /* a row of the trailing block takes the first n columns' terms with +: on its entries k >= n */
             int flip = j < n && i >= n;
             rows = i + 1 < N && (j >= n || i + 1 < n || i >= n) ? 2 : 1; /* a pair on one side of n */
