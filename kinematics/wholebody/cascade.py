@@ -105,6 +105,27 @@ def _constant(jac: torch.Tensor) -> bool:
     return all(stride == 0 for stride in jac.stride()[:-2])
 
 
+def _gram(J: torch.Tensor) -> torch.Tensor:
+    """``J^T J`` ``(..., nv, nv)`` of ``J`` ``(..., m, nv)``. A batch of float64 products of a few rows is 2 to 5
+    times faster as ``m`` rank-one updates than as one batched matrix product (which costs about 1.6 us per
+    matrix on the CPU whatever ``m``); from ``_GRAM_RANK_ONE_ROWS`` rows on, the product wins."""
+    m = J.shape[-2]
+    if m == 0 or m > _GRAM_RANK_ONE_ROWS:
+        return J.mT.contiguous() @ J
+    P = J[..., 0, :, None] * J[..., 0, None, :]
+    for k in range(1, m):
+        P = P.addcmul_(J[..., k, :, None], J[..., k, None, :])
+    return P
+
+
+_GRAM_RANK_ONE_ROWS = 5
+
+
+def _stacked(parts: list[torch.Tensor], dim: int) -> torch.Tensor | None:
+    """``parts`` concatenated along ``dim``; one part as it is (no copy), none as ``None``."""
+    return None if not parts else parts[0] if len(parts) == 1 else torch.cat(parts, dim)
+
+
 def _float64(rows: ConstraintRows) -> ConstraintRows:
     return ConstraintRows(
         *(None if t is None else t.to(_WORK) for t in (rows.A, rows.b, rows.G, rows.h, rows.lb, rows.ub))
@@ -133,10 +154,10 @@ def cascade_step(
     dq = active_in = active_bounds = solution = None
     for index, tasks in enumerate(levels):
         J, r = weighted_rows(tree, state, q, tasks, targets)
-        P = J.transpose(-1, -2) @ J
+        P = _gram(J)
         P.diagonal(dim1=-2, dim2=-1).add_(damping**2)  # in place: one pass fewer over (B, nv, nv)
         if J.shape[0] == batch:
-            c = -(J.transpose(-1, -2) @ r[..., None])[..., 0]
+            c = -(J * r[..., None]).sum(-2)
         else:  # one W J for the batch: P once, c as one (B, m) x (m, nv) product
             P, J = P.expand(batch, *P.shape[1:]), J.expand(batch, *J.shape[1:])
             c = -(r @ J[0])
@@ -145,8 +166,8 @@ def cascade_step(
         solution = solve_qp(
             P,
             c,
-            torch.cat(A, -2) if A else None,
-            torch.cat(b, -1) if b else None,
+            _stacked(A, -2),
+            _stacked(b, -1),
             rows.G,
             rows.h,
             rows.lb,
@@ -173,5 +194,5 @@ def cascade_step(
         statuses.append(solution.status)
         if index + 1 < len(levels):  # what this level achieved, kept by the levels below
             kept_A.append(J)
-            kept_b.append((J @ dq[..., None])[..., 0])
+            kept_b.append((J * dq[..., None, :]).sum(-1))
     return CascadeStep(dq.to(q.dtype), torch.stack(statuses, -1), active_in, active_bounds)
