@@ -1604,19 +1604,21 @@ DISPATCH void KERNEL(qp_ipm)(long nb, long threads, long n, long me, long mi, lo
 #undef QP_ROW
 /* solve_qp's active-set steps (kinematics.qp._polish_reference: the same guesses, rules and tests), from the
    guess (z, s, zu, su, zl, sl) (the interior point's, or a given active set's), one row at a time, batch-first like
-   qp_ipm. A row stops once its active set repeats (every later step would repeat the last). Each active-set system is solved in its symmetric form: with C the
-   equality rows, the active inequality rows and one unit row per variable fixed at a bound,
+   qp_ipm. A row stops once its active set repeats (every later step would repeat the last). Each active-set system
+   is solved on its free variables F (a variable fixed at a bound is x_i = c_i exactly, its terms moved to the
+   right-hand sides), in its symmetric form: with C the equality rows and the active inequality rows,
 
-       [P + elastic I   C^T] [x ]   [-q]        (elastic: D = elastic on every row, half on a contradictory
-       [C              -D  ] [nu] = [ r]         bound's midpoint row; the original system: D = 0, no prox)
+       [P_FF + elastic I   C_F^T] [x_F]   [-q_F - P_FX c_X]     (elastic: D = elastic on every row; the original
+       [C_F               -D    ] [nu ] = [ r - C_X c_X   ]      system: D = 0, no prox)
 
-   by a Cholesky factor of P + elastic I and one of the Schur complement C (P + elastic I)^-1 C^T + D; where either
-   has a pivot too small to trust (a semidefinite P, dependent rows), by an LU factorisation with partial pivoting
-   of the whole matrix. The factor of P + elastic I and the equality rows' part of the Schur complement are the
-   same in every step and computed once per row. The refinements to the original system reuse the factors. Outputs: sol (nb, n + me + mi)
-   = [x; y; z], w (nb, n) signed bound multipliers, flags (nb, mi + 2 n) = active inequalities, fixed at ub, fixed
-   at lb (1 / 0), rows (nb, 4) = status, primal residual, dual residual, whether the original system's solution
-   was kept (1) or the elastic one (0). params = (elastic, tolerance, infeasibility tolerance). */
+   by a Cholesky factor of P_FF + elastic I and one of the Schur complement C_F (P_FF + elastic I)^-1 C_F^T + D;
+   where either has a pivot too small to trust (a semidefinite P, dependent rows), by an LU factorisation with
+   partial pivoting of the whole matrix. The factor of P_FF + elastic I and the equality rows' part of the Schur
+   complement are computed again only when the fixed variables change. The refinements to the original system
+   reuse the factors. Outputs: sol (nb, n + me + mi) = [x; y; z], w (nb, n) signed bound multipliers, flags (nb,
+   mi + 2 n) = active inequalities, fixed at ub, fixed at lb (1 / 0), rows (nb, 4) = status, primal residual, dual
+   residual, whether the original system's solution was kept (1) or the elastic one (0). params = (elastic,
+   tolerance, infeasibility tolerance). */
 static QP_INLINE REAL KERNEL(qp_dot)(const REAL *restrict a, const REAL *restrict b, long len) {
     /* four partial sums: independent chains instead of one that waits on every add */
     REAL s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -1635,40 +1637,29 @@ static QP_INLINE void KERNEL(qp_lower_solve)(const REAL *restrict L, REAL *restr
     for (long i = 0; i < n; i++) v[i] = (v[i] - KERNEL(qp_dot)(L + i * n, v, i)) / L[i * n + i];
 }
 
-/* the first row where column c of the active rows' V = L^-1 C^T may be nonzero: a variable fixed at a bound
-   (kind -1 - i, a unit row of C) has L^-1 e_i, zero above row i; F's unit rows come last, in increasing i, so
-   the columns live at row i are a prefix of them */
-static QP_INLINE long KERNEL(qp_first_row)(const long *kind, long c) { return kind && kind[c] < 0 ? -1 - kind[c] : 0; }
-
-/* columns c0 .. c1 - 1 of V (n x stride, row-major) <- L^-1 of themselves: every live column at once, row by row
-   (kind: F's row kinds, whose unit rows' columns start below their variable's row; 0: every column is live) */
+/* columns c0 .. c1 - 1 of V (n x stride, row-major) <- L^-1 of themselves: every column at once, row by row */
 static QP_INLINE void KERNEL(qp_lower_solve_columns)(const REAL *restrict L, REAL *restrict V, long n, long stride, long c0,
-                                           long c1, const long *kind) {
-    long live = c0;
+                                           long c1) {
     for (long i = 0; i < n; i++) {
-        while (live < c1 && KERNEL(qp_first_row)(kind, live) <= i) live++;
         REAL *restrict vi = V + i * stride;
         for (long k = 0; k < i; k++) {
             const REAL lik = L[i * n + k], *restrict vk = V + k * stride;
-            if (lik != 0) IVDEP for (long c = c0; c < live; c++) vi[c] -= lik * vk[c];
+            if (lik != 0) IVDEP for (long c = c0; c < c1; c++) vi[c] -= lik * vk[c];
         }
         const REAL d = L[i * n + i];
         const REAL inv = 1 / d; /* one division per row, a product per column */
-        IVDEP for (long c = c0; c < live; c++) vi[c] *= inv;
+        IVDEP for (long c = c0; c < c1; c++) vi[c] *= inv;
     }
 }
 
-/* rows r0 .. r1 - 1 of M (m x m, lower triangle, row-major) <- those of V^T V, V n x stride (each row i's terms
-   from its live columns only, as qp_lower_solve_columns) */
+/* rows r0 .. r1 - 1 of M (m x m, lower triangle, row-major) <- those of V^T V, V n x stride */
 static QP_INLINE void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restrict M, long n, long stride, long m, long r0,
-                                 long r1, const long *kind) {
+                                 long r1) {
     for (long a = r0; a < r1; a++)
         for (long b = 0; b <= a; b++) M[a * m + b] = 0;
-    long live = r0;
     for (long i = 0; i < n; i++) {
-        while (live < r1 && KERNEL(qp_first_row)(kind, live) <= i) live++;
         const REAL *restrict vi = V + i * stride;
-        for (long a = r0; a < live; a++) {
+        for (long a = r0; a < r1; a++) {
             const REAL via = vi[a];
             REAL *restrict ma = M + a * m;
             IVDEP for (long b = 0; b <= a; b++) ma[b] += via * vi[b];
@@ -1780,9 +1771,11 @@ static QP_INLINE void KERNEL(qp_factored_solve)(const KERNEL(qp_factors) *F, con
     KERNEL(qp_upper_solve)(F->L, x, n);
 }
 
-/* The polish's and the adjoint's shared pieces. The factor of P + elastic I (0 when a pivot is too small: the dense
-   LU then), the equality rows' columns of V = L^-1 C^T and their Gram block M_eq (the first me rows of every active
-   set's C), the active set's rows, its factors, and a solve refined to the original system. */
+/* The polish's and the adjoint's shared pieces. An active set's system is solved on its free variables only: a
+   variable fixed at a bound is eliminated (x_i = c_i exactly, its terms moved to the right-hand sides), which leaves
+   P's free block, each constraint row's free part, and no unit rows. The factor of P_FF + elastic I (0 when a pivot is
+   too small: the dense LU then), the equality rows' columns of V = L^-1 C^T and their Gram block M_eq (the first me
+   rows of every active set's C) depend on the fixed variables only, the rest on the active inequalities too. */
 static QP_INLINE int KERNEL(qp_factor_hessian)(KERNEL(qp_factors) *F, const REAL *restrict P, REAL d, REAL rel) {
     long n = F->n;
     for (long i = 0; i < n; i++) {
@@ -1792,19 +1785,22 @@ static QP_INLINE int KERNEL(qp_factor_hessian)(KERNEL(qp_factors) *F, const REAL
     return KERNEL(qp_cholesky_strict)(F->L, F->col, n, rel);
 }
 
-/* One thread's scratch for the polish and the adjoint: the factors' blocks in F, the vectors both use, and `extra`
-   more values for the caller at W->extra. Returns 0 (nothing held) where it cannot be allocated. */
+/* One thread's scratch for the polish and the adjoint: the factors' blocks in F, the vectors both use, the reduced
+   problem (Pr, Ar, fr, c, free_), and `extra` more values for the caller at W->extra. Returns 0 (nothing held) where
+   it cannot be allocated. */
 typedef struct {
     KERNEL(qp_factors) F;
-    REAL *scratch, *rhs, *D, *nu, *res_g, *fixed_nu, *sol_d, *sol, *res_f, *dx, *M_eq, *P, *extra;
-    long *kind;
+    REAL *scratch, *rhs, *D, *nu, *res_g, *sol_d, *sol, *sol_dr, *solr, *res_f, *dx, *M_eq, *P, *Pr, *Ar, *fr, *c;
+    REAL *extra;
+    long *kind, *free_;
 } KERNEL(qp_workspace);
 
 static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, long me, long mi, long extra) {
-    long mmax = me + mi + n, N = n + me + mi, Kmax = n + mmax;
-    long reals = 2 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 2 * N + 2 * n + me * me;
+    long mmax = me + mi, N = n + me + mi, Kmax = n + mmax;
+    long reals = 3 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 4 * mmax + 4 * N + 4 * n + me * me
+                 + me * n;
     REAL *scratch = malloc(sizeof(REAL) * (reals + extra));
-    long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * mmax);
+    long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * (mmax + n));
     if (scratch == 0 || piv == 0 || kind == 0) {
         free(scratch), free(piv), free(kind);
         return 0;
@@ -1815,10 +1811,12 @@ static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, 
     F.M = F.V + mmax * n;
     F.K = F.M + mmax * mmax;
     F.col = F.K + Kmax * Kmax;
-    W->F = F, W->scratch = scratch, W->kind = kind;
+    W->F = F, W->scratch = scratch, W->kind = kind, W->free_ = kind + mmax;
     W->rhs = F.col + Kmax, W->D = W->rhs + mmax, W->nu = W->D + mmax, W->res_g = W->nu + mmax;
-    W->fixed_nu = W->res_g + mmax, W->sol_d = W->fixed_nu + mmax, W->sol = W->sol_d + N, W->res_f = W->sol + N;
-    W->dx = W->res_f + n, W->M_eq = W->dx + n, W->P = W->M_eq + me * me, W->extra = W->P + n * n;
+    W->sol_d = W->res_g + mmax, W->sol = W->sol_d + N, W->sol_dr = W->sol + N, W->solr = W->sol_dr + N;
+    W->res_f = W->solr + N, W->dx = W->res_f + n, W->fr = W->dx + n, W->c = W->fr + n;
+    W->M_eq = W->c + n, W->P = W->M_eq + me * me, W->Pr = W->P + n * n, W->Ar = W->Pr + n * n;
+    W->extra = W->Ar + me * n;
     return 1;
 }
 
@@ -1826,71 +1824,88 @@ static QP_INLINE void KERNEL(qp_workspace_free)(KERNEL(qp_workspace) *W) {
     free(W->scratch), free(W->F.piv), free(W->kind);
 }
 
-/* row r's P, symmetrised ((P + P^T) / 2), into P, and the factor of P + elastic I into F->L; returns whether it
-   factored. A P shared by every row (p_stride 0, a constant Hessian) is read and factored once, at the first row
-   (lo) a thread solves: nothing writes P or F->L after. */
-static QP_INLINE int KERNEL(qp_row_hessian)(KERNEL(qp_factors) *F, const REAL *restrict P_, long r, long lo,
-                                            long p_stride, REAL *restrict P, REAL d, REAL rel, int factored) {
-    long n = F->n;
-    if (p_stride == 0 && r > lo) return factored;
+/* row r's P, symmetrised ((P + P^T) / 2), into P. A P shared by every row (p_stride 0, a constant Hessian) is read
+   once, at the first row (lo) a thread solves: nothing writes P after. */
+static QP_INLINE void KERNEL(qp_row_hessian)(const REAL *restrict P_, long r, long lo, long p_stride, long n,
+                                             REAL *restrict P) {
+    if (p_stride == 0 && r > lo) return;
     for (long i = 0; i < n * n; i++) P[i] = P_[r * p_stride + i]; /* in order, then (P + P^T) / 2 in cache */
     for (long i = 0; i < n; i++)
         for (long j = 0; j < i; j++) P[i * n + j] = P[j * n + i] = (REAL)0.5 * (P[i * n + j] + P[j * n + i]);
-    return KERNEL(qp_factor_hessian)(F, P, d, rel);
 }
 
-static QP_INLINE void KERNEL(qp_factor_equalities)(KERNEL(qp_factors) *F, const REAL *restrict A, long me,
-                                                   REAL *restrict M_eq) {
-    long n = F->n;
-    for (long k = 0; k < me; k++) /* A read in order */
-        for (long i = 0; i < n; i++) F->V[i * F->stride + k] = A[k * n + i];
-    KERNEL(qp_lower_solve_columns)(F->L, F->V, n, F->stride, 0, me, 0);
-    KERNEL(qp_gram_rows)(F->V, M_eq, n, F->stride, me, 0, me, 0);
+/* The free variables of an active set (upper, lower: fixed at ub, at lb, n flags each): their indices into free_
+   (returned: their count) and each fixed variable's value into c (a contradictory pair's midpoint; 0 where free, or
+   where the bound is infinite, as kinematics.qp._kkt) */
+static QP_INLINE long KERNEL(qp_free_variables)(long n, const REAL *restrict upper, const REAL *restrict lower,
+                                                const REAL *restrict lb, const REAL *restrict ub, long *restrict free_,
+                                                REAL *restrict c) {
+    long nf = 0;
+    for (long i = 0; i < n; i++) {
+        int up = upper[i] > 0, lo = lower[i] > 0;
+        REAL ubv = ub && isfinite(ub[i]) ? ub[i] : 0, lbv = lb && isfinite(lb[i]) ? lb[i] : 0;
+        c[i] = up && lo ? (REAL)0.5 * (lbv + ubv) : (up ? ubv : (lo ? lbv : 0));
+        if (!up && !lo) free_[nf++] = i;
+    }
+    return nf;
 }
 
-/* the active set's rows into F->C: the equalities, the active inequalities, one unit row per variable fixed at a
-   bound (a contradictory one's at the midpoint, half the weight); their right-hand sides rhs (0 without b), elastic
-   weights D and kinds (k >= 0: slot k of [y; z]; -1 - i: variable i fixed). F->m = their count. */
-static QP_INLINE void KERNEL(qp_active_rows)(KERNEL(qp_factors) *F, long me, long mi, REAL d, const REAL *restrict A,
-                                             const REAL *restrict b, const REAL *restrict G, const REAL *restrict h,
-                                             const REAL *restrict lb, const REAL *restrict ub, const REAL *restrict act,
-                                             REAL *restrict rhs, REAL *restrict D, long *restrict kind) {
-    long n = F->n, m = 0;
-    const REAL *upper = act + mi, *lower = upper + n;
+/* The reduced problem's Hessian and equalities on the nf free variables free_: F->n = nf, Pr = P_FF, Ar = A_F, F->L
+   the factor of Pr + elastic I (returns whether it factored) and, where it did, the equality rows' columns of V and
+   M_eq */
+static QP_INLINE int KERNEL(qp_reduce)(KERNEL(qp_factors) *F, const REAL *restrict P, const REAL *restrict A, long n,
+                                       long me, const long *restrict free_, long nf, REAL *restrict Pr,
+                                       REAL *restrict Ar, REAL *restrict M_eq, REAL d, REAL rel) {
+    F->n = nf;
+    for (long a = 0; a < nf; a++)
+        for (long b = 0; b < nf; b++) Pr[a * nf + b] = P[free_[a] * n + free_[b]];
+    for (long k = 0; k < me; k++)
+        for (long a = 0; a < nf; a++) Ar[k * nf + a] = A[k * n + free_[a]];
+    int factored = KERNEL(qp_factor_hessian)(F, Pr, d, rel);
+    if (factored && me) {
+        for (long k = 0; k < me; k++) /* Ar read in order */
+            for (long a = 0; a < nf; a++) F->V[a * F->stride + k] = Ar[k * nf + a];
+        KERNEL(qp_lower_solve_columns)(F->L, F->V, nf, F->stride, 0, me);
+        KERNEL(qp_gram_rows)(F->V, M_eq, nf, F->stride, me, 0, me);
+    }
+    return factored;
+}
+
+/* the reduced active set's rows into F->C (nf = F->n columns): the equalities, then the active inequalities; their
+   right-hand sides rhs with the fixed variables' terms moved over (b - A c, h - G c; 0 without b / h), elastic
+   weights D and kinds (slot k of [y; z]). F->m = their count. */
+static QP_INLINE void KERNEL(qp_active_rows)(KERNEL(qp_factors) *F, long n, long me, long mi, REAL d,
+                                             const REAL *restrict Ar, const REAL *restrict A, const REAL *restrict b,
+                                             const REAL *restrict G, const REAL *restrict h, const REAL *restrict act,
+                                             const long *restrict free_, const REAL *restrict c, REAL *restrict rhs,
+                                             REAL *restrict D, long *restrict kind) {
+    long nf = F->n, m = 0;
     for (long k = 0; k < me; k++, m++) {
-        for (long j = 0; j < n; j++) F->C[m * n + j] = A[k * n + j];
-        rhs[m] = b ? b[k] : 0, D[m] = d, kind[m] = k;
+        for (long a = 0; a < nf; a++) F->C[m * nf + a] = Ar[k * nf + a];
+        rhs[m] = b ? b[k] - KERNEL(qp_dot)(A + k * n, c, n) : 0, D[m] = d, kind[m] = k;
     }
     for (long k = 0; k < mi; k++)
         if (act[k] > 0) {
-            for (long j = 0; j < n; j++) F->C[m * n + j] = G[k * n + j];
-            rhs[m] = h ? h[k] : 0, D[m] = d, kind[m++] = me + k;
+            const REAL *restrict gk = G + k * n;
+            for (long a = 0; a < nf; a++) F->C[m * nf + a] = gk[free_[a]];
+            rhs[m] = h ? h[k] - KERNEL(qp_dot)(gk, c, n) : 0, D[m] = d, kind[m++] = me + k;
         }
-    for (long i = 0; i < n; i++) {
-        int up = upper[i] > 0, lo = lower[i] > 0;
-        if (up || lo) {
-            REAL ubv = ub && isfinite(ub[i]) ? ub[i] : 0, lbv = lb && isfinite(lb[i]) ? lb[i] : 0;
-            for (long j = 0; j < n; j++) F->C[m * n + j] = j == i;
-            rhs[m] = up && lo ? (REAL)0.5 * (lbv + ubv) : (up ? ubv : lbv);
-            D[m] = up && lo ? (REAL)0.5 * d : d, kind[m++] = -1 - i;
-        }
-    }
     F->m = m;
 }
 
-/* the elastic system's factors for F's rows (kinds as qp_active_rows writes them): the Cholesky factor of the Schur
-   complement C (P + elastic I)^-1 C^T + D (its equality block M_eq computed before), else, where P + elastic I did not factor (factored == 0) or the Schur
+/* the elastic system's factors for F's rows: the Cholesky factor of the Schur complement C (P + elastic I)^-1 C^T +
+   D (its equality block M_eq computed before), else, where P + elastic I did not factor (factored == 0) or the Schur
    complement has a pivot too small to trust, one LU with partial pivoting of the whole matrix */
 static QP_INLINE void KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL *restrict P, REAL d,
-                                               const REAL *restrict D, const long *restrict kind,
-                                               const REAL *restrict M_eq, long me, int factored, REAL rel) {
+                                               const REAL *restrict D, const REAL *restrict M_eq, long me, int factored,
+                                               REAL rel) {
     long n = F->n, m = F->m, stride = F->stride;
     F->dense = !factored;
     if (!F->dense) {
         for (long i = 0; i < n; i++)
             for (long k = me; k < m; k++) F->V[i * stride + k] = F->C[k * n + i];
-        KERNEL(qp_lower_solve_columns)(F->L, F->V, n, stride, me, m, kind);
-        KERNEL(qp_gram_rows)(F->V, F->M, n, stride, m, me, m, kind);
+        KERNEL(qp_lower_solve_columns)(F->L, F->V, n, stride, me, m);
+        KERNEL(qp_gram_rows)(F->V, F->M, n, stride, m, me, m);
         for (long k = 0; k < me; k++)
             for (long l = 0; l <= k; l++) F->M[k * m + l] = M_eq[k * me + l];
         for (long k = 0; k < m; k++) F->M[k * m + k] += D[k];
@@ -1910,21 +1925,18 @@ static QP_INLINE void KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL
     }
 }
 
-/* sol_d = the elastic system's solution [x; y; z] (N values; the fixed rows' multipliers in fixed_nu, by row) for
-   the right-hand side [f; rhs], and sol = sol_d refined `refinements` times to the original system (D = 0, no prox)
-   with the same factors: each time [f - P x - C^T nu; rhs - C x] solved and added */
+/* sol_d = the elastic system's solution [x; y; z] (N values, x the F->n free variables) for the right-hand side
+   [f; rhs], and sol = sol_d refined `refinements` times to the original system (D = 0, no prox) with the same
+   factors: each time [f - P x - C^T nu; rhs - C x] solved and added */
 static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, const REAL *restrict P,
                                                const REAL *restrict f, const REAL *restrict rhs,
                                                const long *restrict kind, long refinements, long N,
-                                               REAL *restrict sol_d, REAL *restrict sol, REAL *restrict fixed_nu,
-                                               REAL *restrict res_f, REAL *restrict res_g, REAL *restrict dx,
-                                               REAL *restrict nu) {
+                                               REAL *restrict sol_d, REAL *restrict sol, REAL *restrict res_f,
+                                               REAL *restrict res_g, REAL *restrict dx, REAL *restrict nu) {
     long n = F->n, m = F->m;
     KERNEL(qp_factored_solve)(F, f, rhs, dx, nu);
     for (long i = 0; i < N; i++) sol_d[i] = i < n ? dx[i] : 0;
-    for (long k = 0; k < m; k++)
-        if (kind[k] >= 0) sol_d[n + kind[k]] = nu[k];
-        else fixed_nu[k] = nu[k];
+    for (long k = 0; k < m; k++) sol_d[n + kind[k]] = nu[k];
     for (long i = 0; i < N; i++) sol[i] = sol_d[i];
     for (long t = 0; t < refinements; t++) {
         for (long i = 0; i < n; i++) res_f[i] = f[i];
@@ -1934,16 +1946,23 @@ static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, cons
             IVDEP for (long j = 0; j < n; j++) res_f[j] -= pi[j] * xi;
         }
         for (long k = 0; k < m; k++) {
-            const REAL nk = kind[k] >= 0 ? sol[n + kind[k]] : fixed_nu[k], *restrict ck = F->C + k * n;
+            const REAL nk = sol[n + kind[k]], *restrict ck = F->C + k * n;
             IVDEP for (long j = 0; j < n; j++) res_f[j] -= ck[j] * nk;
             res_g[k] = rhs[k] - KERNEL(qp_dot)(ck, sol, n);
         }
         KERNEL(qp_factored_solve)(F, res_f, res_g, dx, nu);
         for (long i = 0; i < n; i++) sol[i] += dx[i];
-        for (long k = 0; k < m; k++)
-            if (kind[k] >= 0) sol[n + kind[k]] += nu[k];
-            else fixed_nu[k] += nu[k];
+        for (long k = 0; k < m; k++) sol[n + kind[k]] += nu[k];
     }
+}
+
+/* a reduced solution (nf free variables, then the multipliers: `rest` values) as the full one [x; y; z] (n + rest):
+   the free variables where free_ says, the fixed ones at c */
+static QP_INLINE void KERNEL(qp_expand)(long n, long nf, long rest, const long *restrict free_, const REAL *restrict c,
+                                        const REAL *restrict reduced, REAL *restrict full) {
+    for (long i = 0; i < n; i++) full[i] = c[i];
+    for (long a = 0; a < nf; a++) full[free_[a]] = reduced[a];
+    for (long k = 0; k < rest; k++) full[n + k] = reduced[nf + k];
 }
 
 static REAL KERNEL(qp_max)(REAL a, REAL b) { return b > a || b != b ? b : a; } /* nan wins */
@@ -1965,11 +1984,10 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         return;
     }
     KERNEL(qp_factors) F = W.F;
-    REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *fixed_nu = W.fixed_nu, *sol_d = W.sol_d;
-    REAL *sol = W.sol, *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P;
-    REAL *stat = W.extra, *neg_q = stat + n, *w_pass = neg_q + n, *gx = w_pass + 2 * n;
-    long *kind = W.kind;
-    int factored = 0;
+    REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *sol_d = W.sol_d, *sol = W.sol;
+    REAL *sol_dr = W.sol_dr, *solr = W.solr, *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *Pr = W.Pr;
+    REAL *Ar = W.Ar, *fr = W.fr, *c = W.c, *stat = W.extra, *w_pass = stat + n, *gx = w_pass + 2 * n;
+    long *kind = W.kind, *free_ = W.free_;
     for (long r = lo; r < hi; r++) {
         const REAL *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
         const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
@@ -1989,16 +2007,23 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         for (long i = 0; i < n; i++) scale_d = KERNEL(qp_max)(scale_d, FABS(q[i]));
         scale_p += 1, scale_d += 1;
         const REAL slack_p = tol * scale_p, slack_d = tol * scale_d;
-        /* what every step shares: the Cholesky factor of P + elastic I, and the equality rows' part of V and of
-           V^T V (the equalities are the first rows of every step's C) */
-        factored = KERNEL(qp_row_hessian)(&F, P_, r, lo, p_stride, P, d, rel, factored);
-        if (factored && me) KERNEL(qp_factor_equalities)(&F, A, me, M_eq);
-        for (long i = 0; i < n; i++) neg_q[i] = -q[i];
+        KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, P);
+        long nf = 0;
+        int factored = 0, refixed = 1; /* refixed: the fixed variables changed, so the reduced Hessian's factor */
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
-            KERNEL(qp_active_rows)(&F, me, mi, d, A, b, G, h, lb, ub, act, rhs, D, kind);
-            KERNEL(qp_factor_active)(&F, P, d, D, kind, M_eq, me, factored, rel);
+            if (refixed) { /* what steps with the same fixed variables share: the reduced Hessian's factor, the
+                              equalities' part of V and of V^T V, and the objective's linear term -q_F - P_FX c_X */
+                nf = KERNEL(qp_free_variables)(n, upper, lower, lb, ub, free_, c);
+                factored = KERNEL(qp_reduce)(&F, P, A, n, me, free_, nf, Pr, Ar, M_eq, d, rel);
+                for (long a = 0; a < nf; a++) fr[a] = -q[free_[a]] - KERNEL(qp_dot)(P + free_[a] * n, c, n);
+            }
+            KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, b, G, h, act, free_, c, rhs, D, kind);
+            KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel);
             /* the elastic solution, then `refinements` steps toward the original system (D = 0, no prox) */
-            KERNEL(qp_solve_refined)(&F, P, neg_q, rhs, kind, refinements, N, sol_d, sol, fixed_nu, res_f, res_g, dx, nu);
+            KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, refinements, nf + me + mi, sol_dr, solr, res_f, res_g, dx,
+                                     nu);
+            KERNEL(qp_expand)(n, nf, me + mi, free_, c, sol_dr, sol_d);
+            KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol);
             if (step + 1 < steps) { /* the next guess, from the refined point where finite, else the elastic one */
                 int good = 1;
                 for (long i = 0; i < N; i++) good &= isfinite(sol[i]) != 0;
@@ -2027,14 +2052,16 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                     changed |= next != act[k];
                     act[k] = next;
                 }
+                refixed = 0;
                 for (long i = 0; i < n; i++) {
                     int up = upper[i] > 0, lo = lower[i] > 0, contra = lb[i] > ub[i];
                     REAL w = up || lo ? -stat[i] : 0;
                     REAL next_up = (up ? w > -slack_d : (!lo && s[i] > ub[i] + slack_p)) || contra;
                     REAL next_lo = (lo ? w < slack_d : (!up && s[i] < lb[i] - slack_p)) || contra;
-                    changed |= next_up != upper[i] || next_lo != lower[i];
+                    refixed |= next_up != upper[i] || next_lo != lower[i];
                     upper[i] = next_up, lower[i] = next_lo;
                 }
+                changed |= refixed;
                 if (!changed) break; /* the same active set again: every later step would repeat this one */
             }
         }
@@ -2104,17 +2131,17 @@ DISPATCH void KERNEL(qp_polish)(long nb, long threads, long n, long me, long mi,
 }
 
 /* solve_qp's backward (kinematics.qp_gradient): per row, the adjoint system of the final active set (flags_ as
-   qp_polish writes them), in the symmetric form the polish solves,
+   qp_polish writes them) on its free variables F, in the symmetric form the polish solves,
 
-       [P + elastic I   C^T] [u ]   [g]
-       [C              -D  ] [nu] = [0],
+       [P_FF + elastic I   C_F^T] [u ]   [g_F]
+       [C_F               -D    ] [nu] = [0  ],
 
    refined `refinements` times to the original system (D = 0, no prox) on the rows whose original point was kept
    (exact_ > 0), the elastic system's solution on the others. Outputs, in the convention of the KKT matrix the
-   gradient differentiates (kinematics.qp._kkt): lx (nb, n) = u on free variables and the fixed row's multiplier
-   nu on fixed ones, ls (nb, n) = lx weighted as that matrix weighs each stationarity row (1 free, 0 fixed on exact
-   rows, D fixed on elastic ones), ly (nb, me), lz (nb, mi) (0 on inactive rows). params = (elastic). Returns 0, or -1
-   where its scratch could not be allocated. */
+   gradient differentiates (kinematics.qp._kkt, whose rows x_i = c_i fix a variable exactly): lx (nb, n) = u on free
+   variables and, on a fixed one, its row's multiplier g_i - (P u + A^T nu_y + G^T nu_z)_i; ls (nb, n) = lx weighted
+   as that matrix weighs each stationarity row (1 free, 0 fixed); ly (nb, me), lz (nb, mi) (0 on inactive rows).
+   params = (elastic). Returns 0, or -1 where its scratch could not be allocated. */
 static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me, long mi, long refinements,
                                               long p_stride,
                                  const REAL *restrict params,
@@ -2122,30 +2149,35 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
                                  const REAL *restrict flags_, const REAL *restrict exact_, const REAL *restrict g_,
                                  REAL *restrict ls_, REAL *restrict lx_, REAL *restrict ly_, REAL *restrict lz_) {
     const REAL d = params[0], rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
-    long N = n + me + mi;
     KERNEL(qp_workspace) W;
     if (!KERNEL(qp_workspace_take)(&W, n, me, mi, 0)) return -1; /* out of memory: -1, for the caller */
     KERNEL(qp_factors) F = W.F;
-    REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *fixed_nu = W.fixed_nu, *sol_d = W.sol_d;
-    REAL *sol = W.sol, *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P;
-    long *kind = W.kind;
-    int factored = 0;
+    REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *sol_dr = W.sol_dr, *solr = W.solr, *sol = W.sol;
+    REAL *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *Pr = W.Pr, *Ar = W.Ar, *fr = W.fr, *c = W.c;
+    long *kind = W.kind, *free_ = W.free_;
     for (long r = lo; r < hi; r++) {
-        const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n);
-        factored = KERNEL(qp_row_hessian)(&F, P_, r, lo, p_stride, P, d, rel, factored);
-        if (factored && me) KERNEL(qp_factor_equalities)(&F, A, me, M_eq);
-        KERNEL(qp_active_rows)(&F, me, mi, d, A, 0, G, 0, 0, 0, act, rhs, D, kind);
-        KERNEL(qp_factor_active)(&F, P, d, D, kind, M_eq, me, factored, rel);
-        int exact = exact_[r] > 0;
-        KERNEL(qp_solve_refined)(&F, P, g_ + r * n, rhs, kind, exact ? refinements : 0, N, sol_d, sol, fixed_nu,
+        const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n), *g = g_ + r * n;
+        KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, P);
+        long nf = KERNEL(qp_free_variables)(n, act + mi, act + mi + n, 0, 0, free_, c); /* c: 0, unused */
+        int factored = KERNEL(qp_reduce)(&F, P, A, n, me, free_, nf, Pr, Ar, M_eq, d, rel);
+        KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, 0, G, 0, act, free_, c, rhs, D, kind);
+        KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel);
+        for (long a = 0; a < nf; a++) fr[a] = g[free_[a]];
+        KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, exact_[r] > 0 ? refinements : 0, nf + me + mi, sol_dr, solr,
                                  res_f, res_g, dx, nu);
+        KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol); /* u (0 on fixed variables), nu_y, nu_z */
         REAL *ls = ls_ + r * n, *lx = lx_ + r * n;
-        for (long i = 0; i < n; i++) ls[i] = lx[i] = sol[i];
-        for (long k = 0; k < F.m; k++)
-            if (kind[k] < 0) {
-                lx[-1 - kind[k]] = fixed_nu[k];
-                ls[-1 - kind[k]] = exact ? 0 : D[k] * fixed_nu[k];
-            }
+        for (long i = 0; i < n; i++) lx[i] = g[i]; /* fixed: g - P u - A^T nu_y - G^T nu_z */
+        for (long i = 0; i < n; i++) {
+            const REAL ui = sol[i], *restrict pi = P + i * n;
+            IVDEP for (long j = 0; j < n; j++) lx[j] -= pi[j] * ui;
+        }
+        for (long k = 0; k < me + mi; k++) {
+            const REAL nk = sol[n + k], *restrict ck = k < me ? A + k * n : G + (k - me) * n;
+            if (nk != 0) IVDEP for (long j = 0; j < n; j++) lx[j] -= ck[j] * nk;
+        }
+        for (long i = 0; i < n; i++) ls[i] = 0;
+        for (long a = 0; a < nf; a++) ls[free_[a]] = lx[free_[a]] = sol[free_[a]];
         for (long k = 0; k < me; k++) ly_[r * me + k] = sol[n + k];
         for (long k = 0; k < mi; k++) lz_[r * mi + k] = sol[n + me + k];
     }

@@ -21,19 +21,20 @@ Method (every count is bounded, every decision is a per-row ``torch.where``):
    ``P + G^T W G + D`` (``n x n``) and one of its ``m_eq x m_eq`` Schur complement per step.
 2. ``polish_steps`` primal-dual active-set Newton steps (Hintermueller-Ito-Kunisch), starting from the interior
    point's guess (a side is active where its multiplier exceeds its slack): solve the elastic KKT system of the
-   active set exactly (one LU of size ``n + m_eq + m_in``; a variable at a bound is fixed there), refine it
+   active set exactly (one LU of size ``n + m_eq + m_in``; a variable at a bound is fixed there, exactly), refine it
    ``refinements`` times to the KKT system of the *original* problem (``elastic = 0``) with the same factors, and
    take the next guess from that point.
 3. A row is ``SOLVED`` when the refined point is primal feasible and dual feasible (multiplier signs) to
    ``tolerance``; otherwise ``INFEASIBLE`` when the elastic solution violates the constraints by more than
    ``infeasibility_tolerance``; otherwise ``NOT_CONVERGED``.
 
-On an ``INFEASIBLE`` row ``x`` is the solution of the elastic problem
+On an ``INFEASIBLE`` row ``x`` is the solution of the elastic problem on the last step's active set,
 
-    min_x 1/2 x^T P x + q^T x + 1/(2 elastic) * (||A x - b||^2 + ||(G x - h)_+||^2 + ||(lb - x)_+||^2 + ||(x - ub)_+||^2)
+    min_x 1/2 x^T P x + q^T x + 1/(2 elastic) * (||A x - b||^2 + ||G_a x - h_a||^2)   s.t.   x_i = c_i (i fixed)
 
-on the active set of the last step: for ``elastic -> 0`` the least-squares least-violation point, and among those
-the one of least objective (the violation term dominates by ``1 / elastic``).
+with ``G_a``, ``h_a`` its active inequality rows and each variable it fixes held at that bound (at the midpoint of
+contradictory bounds): for ``elastic -> 0`` the least-squares least-violation point of the constraint rows with
+those bounds kept, and among those the one of least objective (the violation term dominates by ``1 / elastic``).
 
 KKT convention: ``P x + q + A^T y + G^T z + w = 0`` with ``z >= 0`` (``ineq_multipliers``) and the signed bound
 multiplier ``w`` (``bound_multipliers``): ``w_i > 0`` where ``x_i`` is at its upper bound, ``w_i < 0`` at its lower
@@ -284,17 +285,17 @@ class _ActiveSet(NamedTuple):
 
 def _kkt(pb: _Problem, act: _ActiveSet, elastic: float):
     """The KKT matrix of the original problem on the active set ``K0``, its elastic one ``Kd``, the right-hand
-    sides ``r0`` / ``rd`` and the fixed values. Unknowns ``[x; y; z]``; rows: stationarity for free variables,
-    ``x_i = c_i`` (elastic: ``x_i - c_i = elastic * w_i``) for fixed ones, ``A x = b`` (``- elastic y``), active
-    ``G_k x = h_k`` (``- elastic z_k``), ``z_k = 0`` for inactive rows."""
+    side ``r`` (the same for both) and the fixed values. Unknowns ``[x; y; z]``; rows: stationarity for free
+    variables (elastic: ``+ elastic x_i``), ``x_i = c_i`` for fixed ones (exact in both: the compiled kernels
+    eliminate them), ``A x = b`` (``- elastic y``), active ``G_k x = h_k`` (``- elastic z_k``), ``z_k = 0`` for
+    inactive rows."""
     P, q, A, b, G, h, lb, ub = pb
     nb, n = q.shape
     me, mi = A.shape[1], G.shape[1]
     fixed = act.upper | act.lower
-    both = act.upper & act.lower  # contradictory bounds lb > ub: the elastic point is their midpoint
+    both = act.upper & act.lower  # contradictory bounds lb > ub: their midpoint
     lbf, ubf = torch.nan_to_num(lb, posinf=0.0, neginf=0.0), torch.nan_to_num(ub, posinf=0.0, neginf=0.0)
     c = torch.where(both, 0.5 * (lbf + ubf), torch.where(act.upper, ubf, torch.where(act.lower, lbf, 0.0)))
-    eps_fixed = torch.where(both, 0.5 * elastic, elastic) * fixed
     act_f = act.ineq.to(q.dtype)
     # assembled in place: fewer full (nb, N, N) passes than cat / where / diag_embed
     N = n + me + mi
@@ -311,13 +312,8 @@ def _kkt(pb: _Problem, act: _ActiveSet, elastic: float):
     diag = torch.cat((elastic * (~fixed).to(q.dtype), torch.full_like(b, -elastic), -elastic * act_f), 1)
     Kd = K0.clone()
     Kd.diagonal(dim1=-2, dim2=-1).add_(diag)
-    e = eps_fixed[..., None]
-    Kd[:, :n, :n] += e * P
-    Kd[:, :n, n : n + me] += e * A.mT
-    Kd[:, :n, n + me :] += e * G.mT
-    r0 = torch.cat((torch.where(fixed, c, -q), b, h * act_f), 1)
-    rd = r0 - torch.cat((eps_fixed * q, q.new_zeros(nb, me + mi)), 1)
-    return K0, Kd, r0, rd, fixed, c
+    r = torch.cat((torch.where(fixed, c, -q), b, h * act_f), 1)
+    return K0, Kd, r, fixed, c
 
 
 def _split(sol, n, me):
@@ -341,12 +337,12 @@ def _violation(pb: _Problem, x) -> torch.Tensor:
 
 def _polish(pb: _Problem, act: _ActiveSet, elastic: float, refinements: int):
     """One active-set solve: the elastic solution and its refinement to the original KKT system."""
-    K0, Kd, r0, rd, fixed, _ = _kkt(pb, act, elastic)
+    K0, Kd, r, fixed, _ = _kkt(pb, act, elastic)
     LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
-    sol_d = torch.linalg.lu_solve(LU, piv, rd[..., None])[..., 0]
+    sol_d = torch.linalg.lu_solve(LU, piv, r[..., None])[..., 0]
     sol = sol_d
     for _ in range(refinements):
-        sol = sol + torch.linalg.lu_solve(LU, piv, (r0 - _mv(K0, sol))[..., None])[..., 0]
+        sol = sol + torch.linalg.lu_solve(LU, piv, (r - _mv(K0, sol))[..., None])[..., 0]
     return sol_d, sol, fixed
 
 
@@ -517,7 +513,7 @@ def _adjoint_reference(P, A, G, flags, exact, g, refinements: int, elastic: floa
     ``K`` (``_kkt``: the original one on rows whose original point was kept, ``exact > 0``, the elastic one
     elsewhere), with the elastic system's LU factors and ``refinements`` refinement steps (``K`` differs from it
     by ``O(elastic)``). Returns ``(ls, lx, ly, lz)``: ``lam``'s parts, ``ls`` = ``lx`` weighted as ``K`` weighs
-    each stationarity row (1 for a free variable, 0 or the elastic weight for a fixed one), ``lz`` 0 on inactive
+    each stationarity row (1 for a free variable, 0 for a fixed one), ``lz`` 0 on inactive
     rows (the compiled ``native.qp_adjoint`` solves the same system in its symmetric form)."""
     nb, n = g.shape
     me, mi = A.shape[1], G.shape[1]
@@ -525,7 +521,7 @@ def _adjoint_reference(P, A, G, flags, exact, g, refinements: int, elastic: floa
     use_exact = exact > 0
     unused = (g.new_zeros(nb, k) for k in (n, me, mi, n, n))  # q, b, h, lb, ub: the matrices do not read them
     q, b, h, lb, ub = unused
-    K0, Kd, _, _, fixed, _ = _kkt(_Problem(0.5 * (P + P.mT), q, A, b, G, h, lb, ub), act, elastic)
+    K0, Kd, _, fixed, _ = _kkt(_Problem(0.5 * (P + P.mT), q, A, b, G, h, lb, ub), act, elastic)
     LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
     K = torch.where(use_exact[:, None, None], K0, Kd)
     rhs = torch.cat((g, g.new_zeros(nb, me + mi)), 1)[..., None]
@@ -534,9 +530,7 @@ def _adjoint_reference(P, A, G, flags, exact, g, refinements: int, elastic: floa
         lam = lam + torch.linalg.lu_solve(LU, piv, rhs - K.mT @ lam, adjoint=True)
     lam = lam[..., 0]
     lx, ly, lz = lam[:, :n], lam[:, n : n + me], lam[:, n + me :]
-    row_elastic = torch.where(use_exact, 0.0, elastic).to(g.dtype)[:, None]
-    weight = torch.where(fixed, row_elastic * torch.where(act.upper & act.lower, 0.5, 1.0), 1.0)
-    return weight * lx, lx, ly, lz * act.ineq.to(g.dtype)
+    return torch.where(fixed, 0.0, lx), lx, ly, lz * act.ineq.to(g.dtype)
 
 
 def _adjoint_cpu(P, A, G, flags, exact, g, refinements: int, elastic: float):
