@@ -1790,17 +1790,19 @@ static QP_INLINE int KERNEL(qp_factor_hessian)(KERNEL(qp_factors) *F, const REAL
    it cannot be allocated. */
 typedef struct {
     KERNEL(qp_factors) F;
-    REAL *scratch, *rhs, *D, *nu, *res_g, *sol_d, *sol, *sol_dr, *solr, *res_f, *dx, *M_eq, *P, *Pr, *Ar, *fr, *c;
-    REAL *extra;
-    long *kind, *free_;
+    REAL *scratch, *rhs, *D, *nu, *res_g, *unit_nu, *sol_d, *sol, *sol_dr, *solr, *res_f, *dx, *M_eq, *P, *Pr, *Ar;
+    REAL *fr, *c, *extra;
+    long *kind, *free_, *all_;
 } KERNEL(qp_workspace);
 
+#define QP_UNIT_ROWS 4 /* the most fixed variables the polish keeps as unit rows of the whole system */
+
 static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, long me, long mi, long extra) {
-    long mmax = me + mi, N = n + me + mi, Kmax = n + mmax;
-    long reals = 3 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 4 * mmax + 4 * N + 4 * n + me * me
+    long mmax = me + mi + (n < QP_UNIT_ROWS ? n : QP_UNIT_ROWS), N = n + me + mi, Kmax = n + mmax;
+    long reals = 3 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 4 * N + 4 * n + me * me
                  + me * n;
     REAL *scratch = malloc(sizeof(REAL) * (reals + extra));
-    long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * (mmax + n));
+    long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * (mmax + 2 * n));
     if (scratch == 0 || piv == 0 || kind == 0) {
         free(scratch), free(piv), free(kind);
         return 0;
@@ -1811,9 +1813,10 @@ static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, 
     F.M = F.V + mmax * n;
     F.K = F.M + mmax * mmax;
     F.col = F.K + Kmax * Kmax;
-    W->F = F, W->scratch = scratch, W->kind = kind, W->free_ = kind + mmax;
+    W->F = F, W->scratch = scratch, W->kind = kind, W->free_ = kind + mmax, W->all_ = W->free_ + n;
+    for (long i = 0; i < n; i++) W->all_[i] = i;
     W->rhs = F.col + Kmax, W->D = W->rhs + mmax, W->nu = W->D + mmax, W->res_g = W->nu + mmax;
-    W->sol_d = W->res_g + mmax, W->sol = W->sol_d + N, W->sol_dr = W->sol + N, W->solr = W->sol_dr + N;
+    W->unit_nu = W->res_g + mmax, W->sol_d = W->unit_nu + mmax, W->sol = W->sol_d + N, W->sol_dr = W->sol + N, W->solr = W->sol_dr + N;
     W->res_f = W->solr + N, W->dx = W->res_f + n, W->fr = W->dx + n, W->c = W->fr + n;
     W->M_eq = W->c + n, W->P = W->M_eq + me * me, W->Pr = W->P + n * n, W->Ar = W->Pr + n * n;
     W->extra = W->Ar + me * n;
@@ -1834,40 +1837,81 @@ static QP_INLINE void KERNEL(qp_row_hessian)(const REAL *restrict P_, long r, lo
         for (long j = 0; j < i; j++) P[i * n + j] = P[j * n + i] = (REAL)0.5 * (P[i * n + j] + P[j * n + i]);
 }
 
-/* The free variables of an active set (upper, lower: fixed at ub, at lb, n flags each): their indices into free_
-   (returned: their count) and each fixed variable's value into c (a contradictory pair's midpoint; 0 where free, or
-   where the bound is infinite, as kinematics.qp._kkt) */
+/* The free variables of an active set (upper, lower: fixed at ub, at lb, n flags each): their indices first in
+   free_ (returned: their count nf), the fixed ones' after them, and each fixed variable's value in c (a contradictory
+   pair's midpoint; 0 where free, or where the bound is infinite, as kinematics.qp._kkt) */
 static QP_INLINE long KERNEL(qp_free_variables)(long n, const REAL *restrict upper, const REAL *restrict lower,
                                                 const REAL *restrict lb, const REAL *restrict ub, long *restrict free_,
                                                 REAL *restrict c) {
-    long nf = 0;
+    long nf = 0, fixed = n;
     for (long i = 0; i < n; i++) {
         int up = upper[i] > 0, lo = lower[i] > 0;
         REAL ubv = ub && isfinite(ub[i]) ? ub[i] : 0, lbv = lb && isfinite(lb[i]) ? lb[i] : 0;
         c[i] = up && lo ? (REAL)0.5 * (lbv + ubv) : (up ? ubv : (lo ? lbv : 0));
-        if (!up && !lo) free_[nf++] = i;
+        if (up || lo) free_[--fixed] = i;
+        else free_[nf++] = i;
     }
     return nf;
 }
 
-/* The reduced problem's Hessian and equalities on the nf free variables free_: F->n = nf, Pr = P_FF, Ar = A_F, F->L
-   the factor of Pr + elastic I (returns whether it factored) and, where it did, the equality rows' columns of V and
-   M_eq */
-static QP_INLINE int KERNEL(qp_reduce)(KERNEL(qp_factors) *F, const REAL *restrict P, const REAL *restrict A, long n,
-                                       long me, const long *restrict free_, long nf, REAL *restrict Pr,
-                                       REAL *restrict Ar, REAL *restrict M_eq, REAL d, REAL rel) {
+/* sum over the fixed variables (free_[nf .. n)) of row[i] c[i]: a row's terms that move to the right-hand side */
+static QP_INLINE REAL KERNEL(qp_fixed_terms)(const REAL *restrict row, const long *restrict free_, long nf, long n,
+                                             const REAL *restrict c) {
+    REAL t = 0;
+    for (long x = nf; x < n; x++) t += row[free_[x]] * c[free_[x]];
+    return t;
+}
+
+/* The reduced Hessian P_FF on the nf free variables free_ (P itself where every variable is free, else gathered
+   into Pr_buf), F->n = nf, and the factor of P_FF + elastic I into F->L; returns whether it factored */
+static QP_INLINE int KERNEL(qp_reduce_hessian)(KERNEL(qp_factors) *F, const REAL *P, long n, const long *restrict free_,
+                                               long nf, REAL *Pr_buf, const REAL **Pr, REAL d, REAL rel) {
     F->n = nf;
-    for (long a = 0; a < nf; a++)
-        for (long b = 0; b < nf; b++) Pr[a * nf + b] = P[free_[a] * n + free_[b]];
-    for (long k = 0; k < me; k++)
-        for (long a = 0; a < nf; a++) Ar[k * nf + a] = A[k * n + free_[a]];
-    int factored = KERNEL(qp_factor_hessian)(F, Pr, d, rel);
+    *Pr = P;
+    if (nf < n) {
+        for (long a = 0; a < nf; a++)
+            for (long b = 0; b < nf; b++) Pr_buf[a * nf + b] = P[free_[a] * n + free_[b]];
+        *Pr = Pr_buf;
+    }
+    return KERNEL(qp_factor_hessian)(F, *Pr, d, rel);
+}
+
+/* The equality rows' free part A_F (A itself where every variable is free, else gathered into Ar_buf) and, where
+   P_FF + elastic I factored, their columns of V and their Gram block M_eq */
+static QP_INLINE void KERNEL(qp_reduce_equalities)(KERNEL(qp_factors) *F, const REAL *A, long n, long me,
+                                                   const long *restrict free_, REAL *Ar_buf, const REAL **Ar,
+                                                   REAL *restrict M_eq, int factored) {
+    long nf = F->n;
+    *Ar = A;
+    if (nf < n) {
+        for (long k = 0; k < me; k++)
+            for (long a = 0; a < nf; a++) Ar_buf[k * nf + a] = A[k * n + free_[a]];
+        *Ar = Ar_buf;
+    }
     if (factored && me) {
-        for (long k = 0; k < me; k++) /* Ar read in order */
-            for (long a = 0; a < nf; a++) F->V[a * F->stride + k] = Ar[k * nf + a];
+        for (long k = 0; k < me; k++) /* A_F read in order */
+            for (long a = 0; a < nf; a++) F->V[a * F->stride + k] = (*Ar)[k * nf + a];
         KERNEL(qp_lower_solve_columns)(F->L, F->V, nf, F->stride, 0, me);
         KERNEL(qp_gram_rows)(F->V, M_eq, nf, F->stride, me, 0, me);
     }
+}
+
+/* A step's system on the nf free variables free_: P_FF's factor (a P shared by every row, with every variable free:
+   the thread's factor of it, kept in *full_factored, 1 / 0 whether it factored, -1 none), A_F's columns of V and
+   M_eq, and fr = -q_F - P_FX c_X; returns whether P_FF + elastic I factored */
+static QP_INLINE int KERNEL(qp_reduce_step)(KERNEL(qp_factors) *F, const REAL *P, const REAL *A, const REAL *restrict q,
+                                            long n, long me, long p_stride, const long *restrict free_, long nf,
+                                            const REAL *restrict c, REAL *Pr_buf, REAL *Ar_buf, const REAL **Pr,
+                                            const REAL **Ar, REAL *restrict M_eq, REAL *restrict fr, REAL d, REAL rel,
+                                            int *full_factored) {
+    int factored;
+    if (p_stride == 0 && nf == n && *full_factored >= 0) F->n = n, *Pr = P, factored = *full_factored;
+    else {
+        factored = KERNEL(qp_reduce_hessian)(F, P, n, free_, nf, Pr_buf, Pr, d, rel);
+        *full_factored = p_stride == 0 && nf == n ? factored : -1;
+    }
+    KERNEL(qp_reduce_equalities)(F, A, n, me, free_, Ar_buf, Ar, M_eq, factored);
+    for (long a = 0; a < nf; a++) fr[a] = -q[free_[a]] - KERNEL(qp_fixed_terms)(P + free_[a] * n, free_, nf, n, c);
     return factored;
 }
 
@@ -1882,23 +1926,24 @@ static QP_INLINE void KERNEL(qp_active_rows)(KERNEL(qp_factors) *F, long n, long
     long nf = F->n, m = 0;
     for (long k = 0; k < me; k++, m++) {
         for (long a = 0; a < nf; a++) F->C[m * nf + a] = Ar[k * nf + a];
-        rhs[m] = b ? b[k] - KERNEL(qp_dot)(A + k * n, c, n) : 0, D[m] = d, kind[m] = k;
+        rhs[m] = b ? b[k] - KERNEL(qp_fixed_terms)(A + k * n, free_, nf, n, c) : 0, D[m] = d, kind[m] = k;
     }
     for (long k = 0; k < mi; k++)
         if (act[k] > 0) {
             const REAL *restrict gk = G + k * n;
             for (long a = 0; a < nf; a++) F->C[m * nf + a] = gk[free_[a]];
-            rhs[m] = h ? h[k] - KERNEL(qp_dot)(gk, c, n) : 0, D[m] = d, kind[m++] = me + k;
+            rhs[m] = h ? h[k] - KERNEL(qp_fixed_terms)(gk, free_, nf, n, c) : 0, D[m] = d, kind[m++] = me + k;
         }
     F->m = m;
 }
 
 /* the elastic system's factors for F's rows: the Cholesky factor of the Schur complement C (P + elastic I)^-1 C^T +
    D (its equality block M_eq computed before), else, where P + elastic I did not factor (factored == 0) or the Schur
-   complement has a pivot too small to trust, one LU with partial pivoting of the whole matrix */
-static QP_INLINE void KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL *restrict P, REAL d,
-                                               const REAL *restrict D, const REAL *restrict M_eq, long me, int factored,
-                                               REAL rel) {
+   complement has a pivot too small to trust, one LU with partial pivoting of the whole matrix, or (dense == 0) none:
+   returns whether it factored */
+static QP_INLINE int KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL *restrict P, REAL d,
+                                              const REAL *restrict D, const REAL *restrict M_eq, long me, int factored,
+                                              REAL rel, int dense) {
     long n = F->n, m = F->m, stride = F->stride;
     F->dense = !factored;
     if (!F->dense) {
@@ -1911,6 +1956,7 @@ static QP_INLINE void KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL
         for (long k = 0; k < m; k++) F->M[k * m + k] += D[k];
         F->dense = m > 0 && !KERNEL(qp_cholesky_strict)(F->M, F->col, m, rel);
     }
+    if (F->dense && !dense) return 0;
     if (F->dense) {
         long K = n + m;
         for (long i = 0; i < n; i++) {
@@ -1923,20 +1969,24 @@ static QP_INLINE void KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL
         }
         KERNEL(qp_lu)(F->K, F->piv, K);
     }
+    return 1;
 }
 
-/* sol_d = the elastic system's solution [x; y; z] (N values, x the F->n free variables) for the right-hand side
-   [f; rhs], and sol = sol_d refined `refinements` times to the original system (D = 0, no prox) with the same
-   factors: each time [f - P x - C^T nu; rhs - C x] solved and added */
+/* sol_d = the elastic system's solution [x; y; z] (N values, x the F->n variables) for the right-hand side [f; rhs],
+   and sol = sol_d refined `refinements` times to the original system (D = 0, no prox) with the same factors: each
+   time [f - P x - C^T nu; rhs - C x] solved and added. A unit row's multiplier (kind < 0) goes to unit_nu, by row. */
 static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, const REAL *restrict P,
                                                const REAL *restrict f, const REAL *restrict rhs,
                                                const long *restrict kind, long refinements, long N,
-                                               REAL *restrict sol_d, REAL *restrict sol, REAL *restrict res_f,
-                                               REAL *restrict res_g, REAL *restrict dx, REAL *restrict nu) {
+                                               REAL *restrict sol_d, REAL *restrict sol, REAL *restrict unit_nu,
+                                               REAL *restrict res_f, REAL *restrict res_g, REAL *restrict dx,
+                                               REAL *restrict nu) {
     long n = F->n, m = F->m;
     KERNEL(qp_factored_solve)(F, f, rhs, dx, nu);
     for (long i = 0; i < N; i++) sol_d[i] = i < n ? dx[i] : 0;
-    for (long k = 0; k < m; k++) sol_d[n + kind[k]] = nu[k];
+    for (long k = 0; k < m; k++)
+        if (kind[k] >= 0) sol_d[n + kind[k]] = nu[k];
+        else unit_nu[k] = nu[k];
     for (long i = 0; i < N; i++) sol[i] = sol_d[i];
     for (long t = 0; t < refinements; t++) {
         for (long i = 0; i < n; i++) res_f[i] = f[i];
@@ -1946,13 +1996,15 @@ static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, cons
             IVDEP for (long j = 0; j < n; j++) res_f[j] -= pi[j] * xi;
         }
         for (long k = 0; k < m; k++) {
-            const REAL nk = sol[n + kind[k]], *restrict ck = F->C + k * n;
+            const REAL nk = kind[k] >= 0 ? sol[n + kind[k]] : unit_nu[k], *restrict ck = F->C + k * n;
             IVDEP for (long j = 0; j < n; j++) res_f[j] -= ck[j] * nk;
             res_g[k] = rhs[k] - KERNEL(qp_dot)(ck, sol, n);
         }
         KERNEL(qp_factored_solve)(F, res_f, res_g, dx, nu);
         for (long i = 0; i < n; i++) sol[i] += dx[i];
-        for (long k = 0; k < m; k++) sol[n + kind[k]] += nu[k];
+        for (long k = 0; k < m; k++)
+            if (kind[k] >= 0) sol[n + kind[k]] += nu[k];
+            else unit_nu[k] += nu[k];
     }
 }
 
@@ -1985,9 +2037,12 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
     }
     KERNEL(qp_factors) F = W.F;
     REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *sol_d = W.sol_d, *sol = W.sol;
-    REAL *sol_dr = W.sol_dr, *solr = W.solr, *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *Pr = W.Pr;
-    REAL *Ar = W.Ar, *fr = W.fr, *c = W.c, *stat = W.extra, *w_pass = stat + n, *gx = w_pass + 2 * n;
-    long *kind = W.kind, *free_ = W.free_;
+    REAL *sol_dr = W.sol_dr, *solr = W.solr, *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *Pr_buf = W.Pr;
+    REAL *Ar_buf = W.Ar, *fr = W.fr, *c = W.c, *stat = W.extra, *w_pass = stat + n, *gx = w_pass + 2 * n;
+    REAL *unit_nu = W.unit_nu;
+    long *kind = W.kind, *free_ = W.free_, *all_ = W.all_;
+    int factored = 0, full_factored = -1; /* full_factored: F.L holds the factor of a P shared by every row with
+                                             every variable free (1: it factored, 0: it did not), or not (-1) */
     for (long r = lo; r < hi; r++) {
         const REAL *q = q_ + r * n, *A = A_ + r * me * n, *b = b_ + r * me;
         const REAL *G = G_ + r * mi * n, *h = h_ + r * mi, *lb = lb_ + r * n, *ub = ub_ + r * n;
@@ -2008,22 +2063,50 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         scale_p += 1, scale_d += 1;
         const REAL slack_p = tol * scale_p, slack_d = tol * scale_d;
         KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, P);
-        long nf = 0;
-        int factored = 0, refixed = 1; /* refixed: the fixed variables changed, so the reduced Hessian's factor */
+        long nf = 0, units = 0; /* units: the fixed variables kept as exact unit rows of the whole system instead */
+        int refixed = 1, whole = 0; /* refixed: the fixed variables changed; whole: F holds this row's factor of
+                                       P + elastic I and its equalities' V columns and M_eq, every variable free */
+        const REAL *Pr = P, *Ar = A;
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
-            if (refixed) { /* what steps with the same fixed variables share: the reduced Hessian's factor, the
-                              equalities' part of V and of V^T V, and the objective's linear term -q_F - P_FX c_X */
+            if (refixed) {
                 nf = KERNEL(qp_free_variables)(n, upper, lower, lb, ub, free_, c);
-                factored = KERNEL(qp_reduce)(&F, P, A, n, me, free_, nf, Pr, Ar, M_eq, d, rel);
-                for (long a = 0; a < nf; a++) fr[a] = -q[free_[a]] - KERNEL(qp_dot)(P + free_[a] * n, c, n);
+                units = whole && n - nf <= QP_UNIT_ROWS ? n - nf : 0;
+                if (!units) {
+                    factored = KERNEL(qp_reduce_step)(&F, P, A, q, n, me, p_stride, free_, nf, c, Pr_buf, Ar_buf, &Pr,
+                                                      &Ar, M_eq, fr, d, rel, &full_factored);
+                    whole = nf == n && factored;
+                } else F.n = n, Pr = P, Ar = A;
             }
-            KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, b, G, h, act, free_, c, rhs, D, kind);
-            KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel);
-            /* the elastic solution, then `refinements` steps toward the original system (D = 0, no prox) */
-            KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, refinements, nf + me + mi, sol_dr, solr, res_f, res_g, dx,
-                                     nu);
-            KERNEL(qp_expand)(n, nf, me + mi, free_, c, sol_dr, sol_d);
-            KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol);
+            int solved = 0;
+            if (units) { /* a few variables fixed where the whole system's factor is at hand: their unit rows (D = 0,
+                            as exact as the elimination) in the Schur complement, cheaper than refactoring P_FF */
+                KERNEL(qp_active_rows)(&F, n, me, mi, d, A, A, b, G, h, act, all_, c, rhs, D, kind);
+                for (long x = nf; x < n; x++) {
+                    long i = free_[x], m = F.m++;
+                    for (long j = 0; j < n; j++) F.C[m * n + j] = j == i;
+                    rhs[m] = c[i], D[m] = 0, kind[m] = -1;
+                }
+                solved = KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel, 0);
+                if (solved) {
+                    for (long i = 0; i < n; i++) fr[i] = -q[i];
+                    KERNEL(qp_solve_refined)(&F, P, fr, rhs, kind, refinements, N, sol_d, sol, unit_nu, res_f, res_g,
+                                             dx, nu);
+                    for (long x = nf; x < n; x++) sol_d[free_[x]] = sol[free_[x]] = c[free_[x]];
+                } else { /* a unit row dependent on the others: the free variables' system after all */
+                    factored = KERNEL(qp_reduce_step)(&F, P, A, q, n, me, p_stride, free_, nf, c, Pr_buf, Ar_buf, &Pr,
+                                                      &Ar, M_eq, fr, d, rel, &full_factored);
+                    units = whole = 0;
+                }
+            }
+            if (!solved) {
+                KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, b, G, h, act, free_, c, rhs, D, kind);
+                KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1);
+                /* the elastic solution, then `refinements` steps toward the original system (D = 0, no prox) */
+                KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, refinements, nf + me + mi, sol_dr, solr, unit_nu, res_f,
+                                         res_g, dx, nu);
+                KERNEL(qp_expand)(n, nf, me + mi, free_, c, sol_dr, sol_d);
+                KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol);
+            }
             if (step + 1 < steps) { /* the next guess, from the refined point where finite, else the elastic one */
                 int good = 1;
                 for (long i = 0; i < N; i++) good &= isfinite(sol[i]) != 0;
@@ -2153,18 +2236,24 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
     if (!KERNEL(qp_workspace_take)(&W, n, me, mi, 0)) return -1; /* out of memory: -1, for the caller */
     KERNEL(qp_factors) F = W.F;
     REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *sol_dr = W.sol_dr, *solr = W.solr, *sol = W.sol;
-    REAL *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *Pr = W.Pr, *Ar = W.Ar, *fr = W.fr, *c = W.c;
+    REAL *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *fr = W.fr, *c = W.c;
     long *kind = W.kind, *free_ = W.free_;
+    int factored = 0, full_factored = -1; /* as in qp_polish_rows */
     for (long r = lo; r < hi; r++) {
         const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n), *g = g_ + r * n;
+        const REAL *Pr = P, *Ar = A;
         KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, P);
         long nf = KERNEL(qp_free_variables)(n, act + mi, act + mi + n, 0, 0, free_, c); /* c: 0, unused */
-        int factored = KERNEL(qp_reduce)(&F, P, A, n, me, free_, nf, Pr, Ar, M_eq, d, rel);
+        if (!(p_stride == 0 && nf == n && full_factored >= 0)) {
+            factored = KERNEL(qp_reduce_hessian)(&F, P, n, free_, nf, W.Pr, &Pr, d, rel);
+            full_factored = p_stride == 0 && nf == n ? factored : -1;
+        } else F.n = n, factored = full_factored;
+        KERNEL(qp_reduce_equalities)(&F, A, n, me, free_, W.Ar, &Ar, M_eq, factored);
         KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, 0, G, 0, act, free_, c, rhs, D, kind);
-        KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel);
+        KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1);
         for (long a = 0; a < nf; a++) fr[a] = g[free_[a]];
         KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, exact_[r] > 0 ? refinements : 0, nf + me + mi, sol_dr, solr,
-                                 res_f, res_g, dx, nu);
+                                 W.unit_nu, res_f, res_g, dx, nu);
         KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol); /* u (0 on fixed variables), nu_y, nu_z */
         REAL *ls = ls_ + r * n, *lx = lx_ + r * n;
         for (long i = 0; i < n; i++) lx[i] = g[i]; /* fixed: g - P u - A^T nu_y - G^T nu_z */
@@ -2198,6 +2287,7 @@ DISPATCH long KERNEL(qp_adjoint)(long nb, long threads, long n, long me, long mi
 }
 
 #undef QP_TINY
+#undef QP_UNIT_ROWS
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
 #endif

@@ -369,6 +369,55 @@ def test_every_start_gives_the_one_solution(size):
         assert x_ref is None or relative_error(cold.x[i].numpy(), x_ref) <= 1e-6
 
 
+def test_a_few_bounds_fixed_after_a_free_step_equal_the_reference_and_proxsuite():
+    """The polish's two ways to hold a fixed variable: eliminated (the free variables' system), or, where a step
+    with every variable free has the whole system's factor at hand and at most a few variables become fixed, as
+    exact unit rows of that system; and, where such a unit row depends on the equalities (``x_0 = 3`` with
+    ``x_0 <= 1``), the elimination after all. Each against the torch reference (one LU of the KKT matrix) and,
+    where feasible, proxsuite."""
+    from kinematics import native
+
+    gen = torch.Generator().manual_seed(5)
+    batch, n = 32, 20
+    M = torch.randn(batch, n, n, dtype=torch.float64, generator=gen)
+    P = M @ M.mT / n + torch.eye(n, dtype=torch.float64)
+    q = torch.randn(batch, n, dtype=torch.float64, generator=gen)
+    A = torch.randn(batch, 3, n, dtype=torch.float64, generator=gen)
+    b = torch.randn(batch, 3, dtype=torch.float64, generator=gen)
+    free = solve_qp(P, q, A, b)  # the unconstrained-by-bounds optimum: bounds just inside it bind
+    fixed = torch.arange(batch) % 6  # 0 to 5 variables bound per row: unit rows up to 4, elimination beyond
+    ub = torch.full((batch, n), 10.0, dtype=torch.float64)
+    for row in range(batch):
+        ub[row, : int(fixed[row])] = free.x[row, : int(fixed[row])] - 0.1
+    lb = torch.full_like(ub, -10.0)
+    problem = {"P": P, "q": q, "A": A, "b": b, "lb": lb, "ub": ub}
+    # no interior point (iterations=0): every row is solved by the active-set steps from the empty set or not at all
+    sol = solve_qp(**problem, active_set_steps=8, iterations=0)
+    with native.disabled():
+        ref = solve_qp(**problem, active_set_steps=8, iterations=0)
+    assert (sol.status == SOLVED).all() and torch.equal(sol.active_bounds, ref.active_bounds)
+    bound = (sol.active_bounds != 0).sum(-1)  # per row at most the bounds set to bind (coupling frees some)
+    assert (bound <= fixed).all() and set(bound.tolist()) == {0, 1, 2, 3, 4, 5}
+    torch.testing.assert_close(sol.x, ref.x, atol=1e-10, rtol=0)
+    for row in range(0, batch, 5):
+        p = {k: v[row].numpy() for k, v in problem.items()}
+        p |= {"G": np.zeros((0, n)), "h": np.zeros(0)}
+        np.testing.assert_allclose(sol.x[row].numpy(), _proxsuite_solve(p).x, atol=1e-7)
+    # a unit row that repeats a (large) equality, 1000 x_0 = 3000 with x_0 <= 1: the Schur complement with it has
+    # no pivot to trust, so the second polish step (the first has x_0 free) eliminates x_0 after all. Infeasible,
+    # the same elastic point as the reference's
+    A0 = torch.zeros(batch, 1, n, dtype=torch.float64)
+    A0[:, 0, 0] = 1e3
+    contradicted = {"P": P, "q": q, "A": A0, "b": torch.full((batch, 1), 3e3, dtype=torch.float64), "lb": lb}
+    contradicted["ub"] = torch.where(torch.arange(n) == 0, 1.0, ub)
+    sol = solve_qp(**contradicted, iterations=0, polish_steps=2)
+    with native.disabled():
+        ref = solve_qp(**contradicted, iterations=0, polish_steps=2)
+    assert (sol.active_bounds[:, 0] == 1).all()
+    assert (sol.status == INFEASIBLE).all() and (ref.status == INFEASIBLE).all()
+    torch.testing.assert_close(sol.x, ref.x, atol=1e-9, rtol=0)
+
+
 def _final_active_set(problem: dict):
     from kinematics.qp import _config, _run
 
