@@ -2,9 +2,11 @@
 in the support polygon, one hand frame task, posture, joint and step limits; 35 velocity variables), beside
 pink's per-configuration solve loop on the closest problem pink can state.
 
-Measured per row: one cascade step (forward), a full solve of ``iterations`` steps (forward; forward+backward
-unrolled; forward+backward implicit), and the peak resident memory of the implicit and unrolled backward at
-16 and 128 iterations.
+Measured per row: one cascade step (``WholeBodyIKLayer.step``: forward kinematics, the cascade, the integration;
+forward, and forward+backward), a solve of that one step through ``solve`` (the inputs checked and the result
+evaluated too), a full solve of ``iterations`` steps (forward; forward+backward unrolled; forward+backward
+implicit), and the peak resident memory of the implicit and unrolled backward at 16 and 128 iterations. pink's
+loop times ``pink.solve_ik`` alone, on a configuration whose kinematics pink computed once, before the loop.
 """
 
 from __future__ import annotations
@@ -27,9 +29,11 @@ from kinematics.wholebody import WholeBodyIKCfg, standing_problem
 ROBOT = assets.G1
 HAND = "right_hand"
 METHODS = {
-    "step": "WholeBodyIKLayer: one strict-cascade step (hand level, posture level; contacts, polygon, limits as "
-    "constraints), no graph",
+    "step": "WholeBodyIKLayer.step: one strict-cascade step (hand level, posture level; contacts, polygon, limits as "
+    "constraints) of a flat batch: forward kinematics, the cascade's QPs, the integration; no graph",
     "step+bwd": "the same step with autograd, then backward to the hand target",
+    "solve.1": "WholeBodyIKLayer.solve with one iteration: the step above, the inputs checked and the result evaluated "
+    "(forward kinematics again, every task's residual and success, every constraint's violation), no graph",
     "solve": "a full solve of `iterations` steps, no graph",
     "solve+bwd.unrolled": "the same with autograd through every step, then backward to the hand target",
     "solve+bwd.implicit": "forward without a graph, backward by the implicit adjoint (one step's graph)",
@@ -53,6 +57,8 @@ def _targets(problem, tree: KinematicTree, batch: int, seed: int) -> dict[str, t
 def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool) -> dict:
     layer, seed = problem.layer, problem.q_stand
     one = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=1)).layer
+    flat = one._targets(targets, torch.Size([batch]))  # step() takes a flat batch: every target (batch, ...)
+    q = seed.expand(batch, seed.shape[-1]).contiguous()
 
     def backward(model):
         def run():
@@ -63,7 +69,13 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
 
         return run
 
-    fns = {"step": lambda: one.solve(targets, seed), "step+bwd": backward(one)}
+    def step_backward():
+        hand = flat[HAND].clone().requires_grad_(True)
+        with torch.enable_grad():
+            one.step(q, {**flat, HAND: hand})[0].sum().backward()
+        return hand.grad
+
+    fns = {"step": lambda: one.step(q, flat), "step+bwd": step_backward, "solve.1": lambda: one.solve(targets, seed)}
     if not full_solve:
         return fns
     unrolled = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations)).layer
@@ -124,7 +136,7 @@ def run(
     timing: TimingPolicy | None = None,
     seed: int = 0,
 ) -> dict:
-    timing = timing or TimingPolicy(min_repeats=3, budget_s=2.0, floor_repeats=1)
+    timing = timing or TimingPolicy(min_repeats=15, budget_s=3.0, floor_repeats=3)
     dtype = getattr(torch, dtype_name)
     tree = KinematicTree.from_urdf(ROBOT.urdf_text(), floating_base=True, dtype=dtype)
     problem = standing_problem(tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations))
@@ -206,7 +218,7 @@ def markdown(doc: dict) -> str:
     rows = []
     for batch in sorted({r["batch"] for r in doc["results"]}):
         pink = index.get((batch, "step", "pink.loop"))
-        for op in ("step", "step+bwd", "solve", "solve+bwd.unrolled", "solve+bwd.implicit"):
+        for op in ("step", "step+bwd", "solve.1", "solve", "solve+bwd.unrolled", "solve+bwd.implicit"):
             r = index.get((batch, op, "ours"))
             if r is None:
                 continue
