@@ -2067,6 +2067,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         int refixed = 1, whole = 0; /* refixed: the fixed variables changed; whole: F holds this row's factor of
                                        P + elastic I and its equalities' V columns and M_eq, every variable free */
         const REAL *Pr = P, *Ar = A;
+        int stat_of_sol = 0; /* stat and gx hold those of the final sol (the last step's test, repeated below) */
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
             if (refixed) {
                 nf = KERNEL(qp_free_variables)(n, upper, lower, lb, ub, free_, c);
@@ -2145,6 +2146,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                     upper[i] = next_up, lower[i] = next_lo;
                 }
                 changed |= refixed;
+                stat_of_sol = good && !changed;
                 if (!changed) break; /* the same active set again: every later step would repeat this one */
             }
         }
@@ -2157,20 +2159,24 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
             REAL *w = w_pass + pass * n, v = 0, sign = 0, st = 0;
             int finite = 1;
             for (long i = 0; i < N; i++) finite &= isfinite(s[i]) != 0;
-            for (long i = 0; i < n; i++) stat[i] = q[i];
-            for (long i = 0; i < n; i++) {
-                REAL xi = s[i];
-                const REAL *restrict pi = P + i * n;
-                IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
+            int reuse = pass == 0 && stat_of_sol; /* the same sums, already done */
+            if (!reuse) {
+                for (long i = 0; i < n; i++) stat[i] = q[i];
+                for (long i = 0; i < n; i++) {
+                    REAL xi = s[i];
+                    const REAL *restrict pi = P + i * n;
+                    IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
+                }
             }
             for (long k = 0; k < me; k++) {
                 const REAL yk = s[n + k], *restrict ak = A + k * n;
-                IVDEP for (long j = 0; j < n; j++) stat[j] += ak[j] * yk;
+                if (!reuse) IVDEP for (long j = 0; j < n; j++) stat[j] += ak[j] * yk;
                 v = KERNEL(qp_max)(v, FABS(KERNEL(qp_dot)(ak, s, n) - b[k]));
             }
             for (long k = 0; k < mi; k++) {
-                const REAL zk = s[n + me + k], *restrict gk = G + k * n, t = KERNEL(qp_dot)(gk, s, n) - h[k];
-                IVDEP for (long j = 0; j < n; j++) stat[j] += gk[j] * zk;
+                const REAL zk = s[n + me + k], *restrict gk = G + k * n;
+                const REAL t = (reuse ? gx[k] : KERNEL(qp_dot)(gk, s, n)) - h[k];
+                if (!reuse) IVDEP for (long j = 0; j < n; j++) stat[j] += gk[j] * zk;
                 v = KERNEL(qp_max)(v, t > 0 ? t : 0);
                 sign = KERNEL(qp_max)(sign, zk < 0 ? -zk : 0);
             }
