@@ -1896,14 +1896,13 @@ static QP_INLINE void KERNEL(qp_reduce_equalities)(KERNEL(qp_factors) *F, const 
     }
 }
 
-/* A step's system on the nf free variables free_: P_FF's factor (a P shared by every row, with every variable free:
-   the thread's factor of it, kept in *full_factored, 1 / 0 whether it factored, -1 none), A_F's columns of V and
-   M_eq, and fr = -q_F - P_FX c_X; returns whether P_FF + elastic I factored */
-static QP_INLINE int KERNEL(qp_reduce_step)(KERNEL(qp_factors) *F, const REAL *P, const REAL *A, const REAL *restrict q,
-                                            long n, long me, long p_stride, const long *restrict free_, long nf,
-                                            const REAL *restrict c, REAL *Pr_buf, REAL *Ar_buf, const REAL **Pr,
-                                            const REAL **Ar, REAL *restrict M_eq, REAL *restrict fr, REAL d, REAL rel,
-                                            int *full_factored) {
+/* A system on the nf free variables free_: P_FF's factor (a P shared by every row, with every variable free: the
+   thread's factor of it, kept in *full_factored, 1 / 0 whether it factored, -1 none), and A_F's columns of V and
+   M_eq; returns whether P_FF + elastic I factored */
+static QP_INLINE int KERNEL(qp_reduce_step)(KERNEL(qp_factors) *F, const REAL *P, const REAL *A, long n, long me,
+                                            long p_stride, const long *restrict free_, long nf, REAL *Pr_buf,
+                                            REAL *Ar_buf, const REAL **Pr, const REAL **Ar, REAL *restrict M_eq,
+                                            REAL d, REAL rel, int *full_factored) {
     int factored;
     if (p_stride == 0 && nf == n && *full_factored >= 0) F->n = n, *Pr = P, factored = *full_factored;
     else {
@@ -1911,8 +1910,15 @@ static QP_INLINE int KERNEL(qp_reduce_step)(KERNEL(qp_factors) *F, const REAL *P
         *full_factored = p_stride == 0 && nf == n ? factored : -1;
     }
     KERNEL(qp_reduce_equalities)(F, A, n, me, free_, Ar_buf, Ar, M_eq, factored);
-    for (long a = 0; a < nf; a++) fr[a] = -q[free_[a]] - KERNEL(qp_fixed_terms)(P + free_[a] * n, free_, nf, n, c);
     return factored;
+}
+
+/* the objective's linear term on the system's F->n variables (map: their indices; those past F->n fixed at c):
+   fr = -q_F - P_FX c_X */
+static QP_INLINE void KERNEL(qp_linear_term)(const KERNEL(qp_factors) *F, const REAL *restrict P,
+                                             const REAL *restrict q, long n, const long *restrict map,
+                                             const REAL *restrict c, REAL *restrict fr) {
+    for (long a = 0; a < F->n; a++) fr[a] = -q[map[a]] - KERNEL(qp_fixed_terms)(P + map[a] * n, map, F->n, n, c);
 }
 
 /* the reduced active set's rows into F->C (nf = F->n columns): the equalities, then the active inequalities; their
@@ -2071,12 +2077,14 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
             if (refixed) {
                 nf = KERNEL(qp_free_variables)(n, upper, lower, lb, ub, free_, c);
-                units = whole && n - nf <= QP_UNIT_ROWS ? n - nf : 0;
-                if (!units) {
-                    factored = KERNEL(qp_reduce_step)(&F, P, A, q, n, me, p_stride, free_, nf, c, Pr_buf, Ar_buf, &Pr,
-                                                      &Ar, M_eq, fr, d, rel, &full_factored);
+                if (whole && n - nf <= QP_UNIT_ROWS) units = n - nf, F.n = n, Pr = P, Ar = A; /* at hand */
+                else {
+                    units = 0;
+                    factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, Pr_buf, Ar_buf, &Pr, &Ar,
+                                                      M_eq, d, rel, &full_factored);
                     whole = nf == n && factored;
-                } else F.n = n, Pr = P, Ar = A;
+                }
+                KERNEL(qp_linear_term)(&F, P, q, n, units ? all_ : free_, c, fr);
             }
             int solved = 0;
             if (units) { /* a few variables fixed where the whole system's factor is at hand: their unit rows (D = 0,
@@ -2089,13 +2097,13 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                 }
                 solved = KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel, 0);
                 if (solved) {
-                    for (long i = 0; i < n; i++) fr[i] = -q[i];
                     KERNEL(qp_solve_refined)(&F, P, fr, rhs, kind, refinements, N, sol_d, sol, unit_nu, res_f, res_g,
                                              dx, nu);
                     for (long x = nf; x < n; x++) sol_d[free_[x]] = sol[free_[x]] = c[free_[x]];
                 } else { /* a unit row dependent on the others: the free variables' system after all */
-                    factored = KERNEL(qp_reduce_step)(&F, P, A, q, n, me, p_stride, free_, nf, c, Pr_buf, Ar_buf, &Pr,
-                                                      &Ar, M_eq, fr, d, rel, &full_factored);
+                    factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, Pr_buf, Ar_buf, &Pr, &Ar,
+                                                      M_eq, d, rel, &full_factored);
+                    KERNEL(qp_linear_term)(&F, P, q, n, free_, c, fr);
                     units = whole = 0;
                 }
             }
@@ -2244,17 +2252,14 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
     REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *sol_dr = W.sol_dr, *solr = W.solr, *sol = W.sol;
     REAL *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *fr = W.fr, *c = W.c;
     long *kind = W.kind, *free_ = W.free_;
-    int factored = 0, full_factored = -1; /* as in qp_polish_rows */
+    int full_factored = -1; /* as in qp_polish_rows */
     for (long r = lo; r < hi; r++) {
         const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n), *g = g_ + r * n;
         const REAL *Pr = P, *Ar = A;
         KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, P);
         long nf = KERNEL(qp_free_variables)(n, act + mi, act + mi + n, 0, 0, free_, c); /* c: 0, unused */
-        if (!(p_stride == 0 && nf == n && full_factored >= 0)) {
-            factored = KERNEL(qp_reduce_hessian)(&F, P, n, free_, nf, W.Pr, &Pr, d, rel);
-            full_factored = p_stride == 0 && nf == n ? factored : -1;
-        } else F.n = n, factored = full_factored;
-        KERNEL(qp_reduce_equalities)(&F, A, n, me, free_, W.Ar, &Ar, M_eq, factored);
+        int factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, W.Pr, W.Ar, &Pr, &Ar, M_eq, d, rel,
+                                              &full_factored);
         KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, 0, G, 0, act, free_, c, rhs, D, kind);
         KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1);
         for (long a = 0; a < nf; a++) fr[a] = g[free_[a]];

@@ -13,8 +13,8 @@ not SOLVED), the equalities, the active inequalities, ``z_k = 0`` for inactive o
 The adjoint solve is one kernel, ``kinematics.qp.QP_ADJOINT``: it factors the final active set's elastic KKT
 system (``K`` differs from it by ``O(elastic)`` on SOLVED rows, so the solve is refined to ``K`` in two steps); the
 torch reference by LU, the compiled CPU kernel in the symmetric form the forward's polish solves, on the free
-variables (a Cholesky factor of ``P_FF + elastic I`` and one of the Schur complement, the LU only where those fail). No host synchronisation.
-First-order reverse mode only.
+variables (a Cholesky factor of ``P_FF + elastic I`` and one of the Schur complement, the LU only where those
+fail). No host synchronisation. First-order reverse mode only.
 """
 
 from __future__ import annotations

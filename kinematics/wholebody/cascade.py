@@ -108,7 +108,7 @@ def _constant(jac: torch.Tensor) -> bool:
 def _gram(J: torch.Tensor) -> torch.Tensor:
     """``J^T J`` ``(..., nv, nv)`` of ``J`` ``(..., m, nv)``. A batch of float64 products of a few rows is 2 to 5
     times faster as ``m`` rank-one updates than as one batched matrix product (which costs about 1.6 us per
-    matrix on the CPU whatever ``m``); from ``_GRAM_RANK_ONE_ROWS`` rows on, the product wins."""
+    matrix on the CPU whatever ``m``); beyond ``_GRAM_RANK_ONE_ROWS`` rows the product wins."""
     m = J.shape[-2]
     if m == 0 or m > _GRAM_RANK_ONE_ROWS:
         return J.mT.contiguous() @ J
