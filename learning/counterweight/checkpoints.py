@@ -1,26 +1,32 @@
-"""Counterweight policy checkpoints: written atomically with the experiment config and the whole-body layer's
-geometry fingerprint (robot, payload, tasks, constraints); read back with a typed error for anything else."""
+"""Counterweight policy checkpoints: written atomically with the experiment config, the method that trained the
+policy and the whole-body layer's geometry fingerprint (robot, payload, tasks, constraints); read back with a
+typed error for anything else."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import torch
+from torch import nn
 
 from kinematics.errors import CheckpointMismatchError
 from learning.counterweight.config import ExperimentCfg
-from learning.counterweight.policy import CounterweightPolicy
+from learning.counterweight.methods import make_policy
 from learning.counterweight.problem import CounterweightProblem
 from learning.io import atomic_torch_save
 
-FORMAT = "grasp-yaw-ik/counterweight-policy/1"
+FORMAT = "grasp-yaw-ik/counterweight-policy/2"
 
 
-def save_policy(path: Path, method: str, seed: int, cfg: ExperimentCfg, problem: CounterweightProblem, state: dict):
+def save_policy(
+    path: Path, method: str, key: str, seed: int, cfg: ExperimentCfg, problem: CounterweightProblem, state: dict
+) -> None:
+    """``method`` builds the policy (``learning.counterweight.methods``); ``key`` names the run in the report."""
     atomic_torch_save(
         {
             "format": FORMAT,
             "method": method,
+            "key": key,
             "seed": seed,
             "config": cfg.to_dict(),
             "geometry_fingerprint": problem.layers["body"].geometry_fingerprint(),
@@ -30,7 +36,7 @@ def save_policy(path: Path, method: str, seed: int, cfg: ExperimentCfg, problem:
     )
 
 
-def load_policy(path: Path | str, problem: CounterweightProblem) -> tuple[CounterweightPolicy, dict]:
+def load_policy(path: Path | str, problem: CounterweightProblem) -> tuple[nn.Module, dict]:
     path = Path(path)
     if not path.is_file():
         raise CheckpointMismatchError(f"checkpoint {path} does not exist")
@@ -43,9 +49,9 @@ def load_policy(path: Path | str, problem: CounterweightProblem) -> tuple[Counte
     if data["geometry_fingerprint"] != problem.layers["body"].geometry_fingerprint():
         raise CheckpointMismatchError(f"{path} was trained on another robot, payload or task set")
     cfg = ExperimentCfg.from_dict(data["config"])
-    policy = CounterweightPolicy(problem.shoulder, cfg.train.hidden)
     try:
+        policy = make_policy(data["method"], problem, cfg)
         policy.load_state_dict(data["state_dict"])
-    except RuntimeError as exc:
+    except (RuntimeError, ValueError) as exc:
         raise CheckpointMismatchError(f"{path}: weights do not fit the policy: {exc}") from exc
     return policy.eval().requires_grad_(False), data

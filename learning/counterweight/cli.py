@@ -12,7 +12,7 @@ from kinematics.errors import ProjectError
 from learning.counterweight.config import preset
 from learning.counterweight.distribution import distribution_check
 from learning.counterweight.experiment import build_problem, evaluate_run, train_run
-from learning.counterweight.goals import TEST_SPLITS, make_splits
+from learning.counterweight.goals import make_splits
 from learning.counterweight.report import distribution_table, render_markdown
 from learning.io import atomic_write_json, atomic_write_text
 
@@ -40,8 +40,7 @@ def main(args, command: str) -> int:
     elif args.command == "check-distribution":
         cfg = preset(args.preset)
         problem = build_problem(cfg)
-        splits = make_splits(cfg, problem.shoulder)
-        check = distribution_check(problem, {name: splits[name] for name in TEST_SPLITS})
+        check, _ = distribution_check(problem, cfg, make_splits(cfg, problem), _log)
         table = distribution_table(check)
         print(table)
         if args.out is not None:

@@ -1,10 +1,10 @@
-"""The counterweight experiment end to end: splits, the distribution check, training per seed (gradient, ES at
-equal layer evaluations, ES at equal wall time), evaluation of every method, report and figures.
+"""The counterweight experiment end to end: splits, the task's diagnostics, the training protocol (tuning, seeds,
+equal evaluations, equal wall time), evaluation of every method, report and figures.
 
 Run folder layout::
 
     config.json  splits.pt  distribution.json  training.json
-    checkpoints/seed<k>/{gradient,es_evaluations,es_time}.pt
+    checkpoints/constant.pt  checkpoints/seed<k>/<method>.pt
     report.json  report.md  figures/*.png
 """
 
@@ -23,12 +23,14 @@ from kinematics.errors import ConfigError
 from learning.counterweight.checkpoints import load_policy, save_policy
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.distribution import distribution_check
-from learning.counterweight.evaluation import POLICY_METHODS, evaluate_splits, strategy
+from learning.counterweight.evaluation import POLICY_METHODS, body_response, evaluate_splits, per_goal_chooser
 from learning.counterweight.figures import write_figures
-from learning.counterweight.goals import TEST_SPLITS, load_splits, make_splits, save_splits
+from learning.counterweight.goals import TEST_SPLITS, load_splits, make_splits, save_splits, spherical
+from learning.counterweight.methods import ZERO_ORDER_METHODS
 from learning.counterweight.problem import CounterweightProblem
-from learning.counterweight.report import render_markdown, summarize
-from learning.counterweight.training import train_es, train_gradient
+from learning.counterweight.protocol import run_protocol
+from learning.counterweight.report import ZERO_ORDER_ROWS, distribution_table, render_markdown, summarize
+from learning.counterweight.statistics import claim_verdict
 from learning.io import atomic_write_json, atomic_write_text
 
 
@@ -38,8 +40,8 @@ def build_problem(cfg: ExperimentCfg) -> CounterweightProblem:
     return CounterweightProblem(assets.ROBOTS[cfg.problem.robot], cfg.problem)
 
 
-def checkpoint_path(run_dir: Path, seed: int, method: str) -> Path:
-    return Path(run_dir) / "checkpoints" / f"seed{seed}" / f"{method}.pt"
+def checkpoint_path(run_dir: Path, seed: int, key: str) -> Path:
+    return Path(run_dir) / "checkpoints" / f"seed{seed}" / f"{key}.pt"
 
 
 def load_config(run_dir: Path) -> ExperimentCfg:
@@ -49,36 +51,58 @@ def load_config(run_dir: Path) -> ExperimentCfg:
     return ExperimentCfg.from_dict(json.loads(path.read_text()))
 
 
+def run_key(method: str, budget: str) -> str:
+    """The report's name of a run: the method, and for a zero-order one its budget."""
+    return f"{method}_{budget}" if method in ZERO_ORDER_METHODS else method
+
+
 def train_run(cfg: ExperimentCfg, run_dir: Path, log: Callable[[str], None] = print) -> dict:
-    """Splits, the distribution check (before any training), and every trainer per seed."""
+    """Splits, the diagnostics (before any training of a policy), and the protocol."""
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     atomic_write_json(run_dir / "config.json", cfg.to_dict())
     problem = build_problem(cfg)
-    splits = make_splits(cfg, problem.shoulder)
+    splits = make_splits(cfg, problem)
     save_splits(splits, run_dir / "splits.pt")
-    check = distribution_check(problem, {name: splits[name] for name in TEST_SPLITS})
+    check, constant = distribution_check(problem, cfg, splits, log)
     atomic_write_json(run_dir / "distribution.json", check)
-    for split, row in check.items():
-        log(f"{split}: reach only {row['reach_only']:.2f}, without balance {row['no_balance']:.2f}, "
-            f"fails because of balance {row['fails_because_of_balance']:.2f}")  # fmt: skip
+    save_policy(run_dir / "checkpoints" / "constant.pt", "constant", "constant", 0, cfg, problem, constant)
+    log(distribution_table(check))
     started = time.perf_counter()
-    training: dict[str, list[dict]] = {method: [] for method in POLICY_METHODS}
-    train, validation = splits["train"], splits["validation"]
-    for seed in cfg.train.seeds:
-        runs = {"gradient": train_gradient(problem, train, validation, cfg.train, seed, log)}
-        budget = runs["gradient"]
-        runs["es_evaluations"] = train_es(
-            problem, train, validation, cfg.train, seed, max_evaluations=budget.evaluations, log=log
+    protocol = run_protocol(cfg, splits["train"].goals, splits["validation"].goals, log)
+    runs: dict[str, list[dict]] = {}
+    for job, trained in protocol["runs"]:
+        key = run_key(job.method, job.budget)
+        save_policy(checkpoint_path(run_dir, job.seed, key), job.method, key, job.seed, cfg, problem, trained.state)
+        runs.setdefault(key, []).append(
+            {
+                "seed": job.seed,
+                "budget": job.budget,
+                "settings": dict(job.settings),
+                "evaluations": trained.evaluations,
+                "seconds": trained.seconds,
+                "curve": trained.curve.to_dict(),
+            }
         )
-        runs["es_time"] = train_es(problem, train, validation, cfg.train, seed, max_seconds=budget.seconds, log=log)
-        for method, trained in runs.items():
-            save_policy(checkpoint_path(run_dir, seed, method), method, seed, cfg, problem, trained.state)
-            training[method].append(
-                {"evaluations": trained.evaluations, "seconds": trained.seconds, "curve": trained.curve.to_dict()}
-            )
-    atomic_write_json(run_dir / "training.json", {"runs": training, "seconds": time.perf_counter() - started})
+    training = {
+        "tuning": protocol["tuning"],
+        "chosen": protocol["chosen"],
+        "runs": runs,
+        "seconds": time.perf_counter() - started,
+    }
+    atomic_write_json(run_dir / "training.json", training)
     return training
+
+
+def _strip_goals(split, problem: CounterweightProblem, per_sector: int = 2) -> torch.Tensor:
+    """A few goals of each sector, nearest to farthest."""
+    dtype = problem.tree.joint_lower.dtype
+    picked = []
+    for sector in (0, 1):
+        goals = split.goals[split.sector == sector].to(dtype)
+        order = (goals - problem.shoulder).norm(dim=-1).argsort()
+        picked.append(goals[order[torch.linspace(0, len(goals) - 1, min(per_sector, len(goals))).round().long()]])
+    return torch.cat(picked)
 
 
 def evaluate_run(run_dir: Path, command: str, log: Callable[[str], None] = print) -> dict:
@@ -89,17 +113,26 @@ def evaluate_run(run_dir: Path, command: str, log: Callable[[str], None] = print
     splits = load_splits(run_dir / "splits.pt")
     training = json.loads((run_dir / "training.json").read_text())
     policies = {
-        method: [load_policy(checkpoint_path(run_dir, seed, method), problem)[0] for seed in cfg.train.seeds]
-        for method in POLICY_METHODS
+        key: [load_policy(checkpoint_path(run_dir, seed, key), problem)[0] for seed in cfg.seeds]
+        for key in POLICY_METHODS
     }
-    tests = {name: splits[name] for name in TEST_SPLITS}
-    rows = evaluate_splits(problem, cfg, tests, policies, log)
-    learned = policies["gradient"][0]
-    shown = torch.cat([splits["test_iid"], splits["test_far"]])
+    policies["constant"] = [load_policy(run_dir / "checkpoints" / "constant.pt", problem)[0]]
+    rows = evaluate_splits(problem, cfg, {name: splits[name] for name in TEST_SPLITS}, policies, log)
+    results = summarize(rows)
     dtype = problem.tree.joint_lower.dtype
-    iid = splits["test_iid"].to(dtype)
-    order = (iid - problem.shoulder).norm(dim=-1).argsort()
-    strip_goals = iid[order[torch.linspace(0, len(iid) - 1, min(4, len(iid))).round().long()]]
+    iid = splits["test_iid"]
+    shown = iid.goals[: cfg.baselines.online_goals].to(dtype)
+    learned = policies["gradient"][0]
+    with torch.no_grad():
+        learned_outputs = learned(shown)
+    optimum = per_goal_chooser(problem, cfg)(shown)
+    strategy = {
+        "goal": spherical(shown, problem.shoulder).tolist(),
+        "sector": iid.sector[: len(shown)].tolist(),
+        "policy": body_response(problem, shown, learned_outputs),
+        "per_goal": body_response(problem, shown, optimum),
+    }
+    strip_goals = _strip_goals(iid, problem)
     with torch.no_grad():
         poses = {
             "reach_only": problem.solve(strip_goals, None, "body").q,
@@ -110,10 +143,13 @@ def evaluate_run(run_dir: Path, command: str, log: Callable[[str], None] = print
         "preset": cfg.preset,
         "config": cfg.to_dict(),
         "distribution": json.loads((run_dir / "distribution.json").read_text()),
-        "results": summarize(rows),
+        "results": results,
+        "verdict": claim_verdict(results["test_iid"], list(ZERO_ORDER_ROWS)),
+        "tuning": training["tuning"],
+        "chosen": training["chosen"],
         "training": training["runs"],
         "train_seconds": training["seconds"],
-        "strategy": strategy(problem, learned, shown),
+        "strategy": strategy,
         "torch_threads": torch.get_num_threads(),
         "provenance": provenance(command),
     }

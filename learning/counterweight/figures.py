@@ -1,6 +1,6 @@
 """The counterweight report's figures: validation success of gradient against zero-order training by layer
-evaluations and by seconds, the discovered strategy (the policy's body targets against reach distance), and a
-side-view strip of the G1 at a few goals (reach only against the learned policy)."""
+evaluations and by seconds (bands over seeds), the discovered strategy against the per-goal optimum, and a
+side-view strip of the G1 at goals in front and behind (reach only against the learned policy)."""
 
 from __future__ import annotations
 
@@ -16,49 +16,68 @@ import torch  # noqa: E402
 
 from learning.counterweight.problem import CounterweightProblem  # noqa: E402
 from learning.counterweight.report import LABELS  # noqa: E402
+from learning.counterweight.statistics import curve_band  # noqa: E402
 from learning.io import atomic_save_figure  # noqa: E402
 
-COLORS = {"gradient": "C0", "es_evaluations": "C3", "es_time": "C1"}
+COLORS = {
+    "gradient": "C0",
+    "gradient_axes": "C9",
+    "es_evaluations": "C3",
+    "es_seconds": "C1",
+    "sep_cma_evaluations": "C4",
+    "sep_cma_seconds": "C6",
+    "linear_cma_evaluations": "C2",
+    "linear_cma_seconds": "C8",
+}
 
 
 def learning_curves(report: dict):
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4))
-    for method, runs in report["training"].items():
-        for k, run in enumerate(runs):
-            curve = run["curve"]
-            label = LABELS.get(method, method) if k == 0 else None
-            for ax, key in ((axes[0], "evaluations"), (axes[1], "seconds")):
-                success = 100 * np.asarray(curve["validation_success"])
-                ax.plot(curve[key], success, color=COLORS.get(method), alpha=0.8, label=label, marker=".")
-    axes[0].set_xlabel("layer evaluations (one goal's whole-body solve)")
-    axes[1].set_xlabel("training seconds")
-    for ax in axes:
-        ax.set_ylabel("validation success %")
+    """Validation success by layer evaluations and by training seconds: the mean over seeds and its 95 %
+    bootstrap band, per trainer."""
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    for ax, key in ((axes[0], "evaluations"), (axes[1], "seconds")):
+        end = max(max(run["curve"][key]) for runs in report["training"].values() for run in runs)
+        grid = np.linspace(0.0, end, 200)
+        for method, runs in report["training"].items():
+            xs = [run["curve"][key] for run in runs]
+            ys = [100 * np.asarray(run["curve"]["validation_success"]) for run in runs]
+            band = curve_band(xs, ys, grid)
+            last = max(x[-1] for x in xs)
+            keep = grid <= last
+            color = COLORS.get(method)
+            ax.plot(grid[keep], np.asarray(band["mean"])[keep], color=color, label=LABELS.get(method, method))
+            ax.fill_between(grid[keep], np.asarray(band["low"])[keep], np.asarray(band["high"])[keep], color=color, alpha=0.15)
+        ax.set_ylabel("validation success % (mean, 95 % band)")
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=8, loc="lower right")
-    fig.suptitle("Learning the counterweight: gradients through the layer against evolution strategies")
+    axes[0].set_xlabel("layer evaluations (one goal's whole-body solve)")
+    axes[1].set_xlabel("training seconds")
+    axes[0].legend(fontsize=7, loc="lower right")
+    fig.suptitle("Learning the counterweight: gradients through the layer against zero-order training")
     fig.tight_layout()
     return fig
 
 
 def strategy_figure(report: dict):
+    """What the learned policy does against the goal's azimuth (colour: distance), beside the per-goal optimum:
+    the pelvis's and the free hand's forward displacement and the centre of mass's forward shift (m)."""
     strategy = report["strategy"]
-    distance = np.asarray(strategy["distance_m"])
-    fig, ax = plt.subplots(figsize=(7, 4))
-    for name, style in (
-        ("free hand dx", "C0"), ("pelvis dx", "C1"), ("pelvis dz", "C2"), ("free hand dz", "C4"),
-    ):  # fmt: skip
-        ax.plot(distance, strategy[name], ".", color=style, label=f"{name} (m)")
-    for name, style in (("pelvis pitch", "C3"), ("torso pitch", "C5")):
-        ax.plot(distance, strategy[name], "x", color=style, label=f"{name} (rad)", markersize=4)
-    ax.axhline(0.0, color="k", lw=0.5)
-    ax.set_xlabel("goal distance from the reaching shoulder (m)")
-    ax.set_ylabel("body target offset from rest")
-    ax.set_title("The discovered strategy (policy trained through the layer, seed 0)")
-    ax.legend(fontsize=7, ncol=2)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
+    goal = np.asarray(strategy["goal"])
+    azimuth, distance = goal[:, 1], goal[:, 0]
+    panels = (("pelvis", "pelvis x (m)"), ("free_hand", "free hand x (m)"), ("com", "CoM shift x (m)"))
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for ax, (key, title) in zip(axes, panels, strict=True):
+        policy = np.asarray(strategy["policy"][key])[:, 0]
+        optimum = np.asarray(strategy["per_goal"][key])[:, 0]
+        points = ax.scatter(azimuth, policy, c=distance, cmap="viridis", marker="o", s=22, label="learned policy")
+        ax.scatter(azimuth, optimum, c=distance, cmap="viridis", marker="x", s=26, label="per-goal optimum")
+        ax.axhline(0.0, color="k", lw=0.5)
+        ax.set_xlabel("goal azimuth from the shoulder (rad; 0 ahead, ±pi behind)")
+        ax.set_title(title)
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=7)
+    fig.colorbar(points, ax=axes, label="goal distance (m)", shrink=0.8)
+    fig.suptitle("The discovered counterweight (seed 0) against the per-goal optimum, displacement from rest")
     return fig
 
 
@@ -92,7 +111,7 @@ def strip_figure(problem: CounterweightProblem, goals: torch.Tensor, poses: dict
             ax.plot(com[col, 0], 0.0, "v", color="C3", markersize=9, label="CoM projection")
             ax.plot(goals[col, 0], goals[col, 2], "*", color="C1", markersize=12, label="goal")
             ax.plot(frames[col, hand, 0], frames[col, hand, 2], "s", color="C0", markersize=6, label="payload")
-            ax.set_xlim(-0.45, 0.65)
+            ax.set_xlim(-0.75, 0.65)
             ax.set_ylim(-0.05, 1.55)
             ax.set_aspect("equal")
             ax.set_xticks([])

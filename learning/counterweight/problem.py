@@ -5,15 +5,23 @@ of the soles (hard), joint limits (hard) and a step limit. Level 1 holds the *bo
 policy sets: the pelvis pose, the torso orientation and the free hand's position. Level 2 brings the reaching
 hand to the goal (position), with a light posture term. The body level is above the reach, so with the body
 tasks at their rest targets the motion is the reaching arm's alone; it fails where the payload would carry the
-centre of mass past the toes. Three layers share the tree:
+centre of mass past the toes or the heels. Three layers share the tree:
 
 - ``body``: the problem above (the policy's, and the rest targets' "reach only");
 - ``no_balance``: the same without the polygon constraint (an upper bound: what balance costs);
 - ``free``: the body tasks removed (the whole body free under the same constraints: the per-goal whole-body
   solver's own answer).
 
-An *action* ``(..., 7)`` in ``[-1, 1]`` sets the body targets: the free hand moved by ``(dx, dy, dz)``, the
-pelvis moved by ``(dx, dz)`` and pitched, the torso pitched (world axes; scales in ``CounterweightCfg``).
+A policy sets the body targets in one of two parameterisations (``BODY_PARAMETERISATIONS``):
+
+- ``"r9"`` (the paper's): an offset ``(..., 18)`` added to the rest targets' R^9 coordinates
+  (``kinematics.r9``): the pelvis pose (translation, then the rotation's first two columns: 9), the torso
+  orientation (its rotation's first two columns: 6; the task has no position rows) and the free hand's position
+  (3), all in the world frame, then mapped to SE(3) by Gram-Schmidt. Each 3-vector block of the offset is at most
+  ``CounterweightCfg.offset_bound`` long (``bound_offsets``).
+- ``"axes"`` (an ablation): an action ``(..., 7)`` in ``[-1, 1]`` on hand-chosen axes: the free hand moved by
+  ``(dx, dy, dz)``, the pelvis moved by ``(dx, dz)`` and pitched, the torso pitched (scales in
+  ``CounterweightCfg.action_scale``).
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import torch
 
 from assets import RobotDescription
 from kinematics.payload import with_payload
+from kinematics.r9 import r9_to_se3, se3_to_r9
 from kinematics.rotations import make_transform, so3_exp
 from kinematics.tree import KinematicTree
 from kinematics.urdf_tree import describe_tree
@@ -41,9 +50,22 @@ from kinematics.wholebody.support_polygon import ComInSupportPolygon
 from learning.counterweight.config import CounterweightCfg
 
 BODY_TASKS = ("pelvis", "torso", "left_hand")
-ACTIONS = ("free hand dx", "free hand dy", "free hand dz", "pelvis dx", "pelvis dz", "pelvis pitch", "torso pitch")
-LAYERS = ("body", "no_balance", "free")
+# the R^9 offset's blocks: (task, slice of the offset, slice of that task's R^9 coordinates)
+R9_BLOCKS = (("pelvis", slice(0, 9), slice(0, 9)), ("torso", slice(9, 15), slice(3, 9)), ("left_hand", slice(15, 18), slice(0, 3)))
+R9_SIZE = 18
+AXES = ("free hand dx", "free hand dy", "free hand dz", "pelvis dx", "pelvis dz", "pelvis pitch", "torso pitch")
+BODY_PARAMETERISATIONS = {"r9": R9_SIZE, "axes": len(AXES)}
 HAND = "right_hand"
+
+
+def bound_offsets(raw: torch.Tensor, bound: float) -> torch.Tensor:
+    """Each 3-vector block of ``raw`` ``(..., 3k)`` squashed radially to a length below ``bound``:
+    ``v -> bound tanh(|v| / bound) v / |v|`` (the identity to first order at zero, smooth everywhere)."""
+    blocks = raw.unflatten(-1, (-1, 3))
+    length = blocks.norm(dim=-1, keepdim=True)
+    safe = torch.where(length > 1e-9, length, torch.ones_like(length))
+    scale = torch.where(length > 1e-9, bound * torch.tanh(safe / bound) / safe, torch.ones_like(length))
+    return (blocks * scale).flatten(-2)
 
 
 @dataclass(frozen=True)
@@ -91,6 +113,7 @@ class CounterweightProblem:
         self.fixed = {c.name: tree.frame_pose(state, c.frame) for c in self.contacts}
         self.fixed["posture"] = self.q_stand[tree.base_nq :].clone()
         self.rest = {name: tree.frame_pose(state, robot.frames[name]) for name in BODY_TASKS}
+        self.rest_r9 = {name: se3_to_r9(pose) for name, pose in self.rest.items()}
         self.hand_rest = self.rest_pose(HAND)[:3, 3]
         self.shoulder = tree.frame_pose(state, robot.frames["right_shoulder"])[:3, 3]
         self.scale = torch.tensor(cfg.action_scale, dtype=dtype)
@@ -98,8 +121,19 @@ class CounterweightProblem:
     def rest_pose(self, role: str) -> torch.Tensor:
         return self.tree.frame_pose(self.q_stand, self.robot.frames[role])
 
-    def body_targets(self, actions: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The body tasks' targets ``(..., 4, 4)`` for actions ``(..., 7)`` in ``[-1, 1]`` (differentiable)."""
+    def body_targets(self, outputs: torch.Tensor, parameterisation: str = "r9") -> dict[str, torch.Tensor]:
+        """The body tasks' targets ``(..., 4, 4)`` from a policy's outputs (differentiable): an R^9 offset
+        ``(..., 18)`` (already bounded) or, for ``"axes"``, an action ``(..., 7)`` in ``[-1, 1]``."""
+        if parameterisation == "axes":
+            return self._axes_targets(outputs)
+        coordinates = {}
+        for name, offset_slice, r9_slice in R9_BLOCKS:
+            x = self.rest_r9[name].to(outputs).expand(*outputs.shape[:-1], 9).clone()
+            x[..., r9_slice] = x[..., r9_slice] + outputs[..., offset_slice]
+            coordinates[name] = x
+        return {name: r9_to_se3(x) for name, x in coordinates.items()}
+
+    def _axes_targets(self, actions: torch.Tensor) -> dict[str, torch.Tensor]:
         a = actions * self.scale.to(actions.device)
         zero = torch.zeros_like(a[..., 0])
         pitch = lambda angle: so3_exp(torch.stack((zero, angle, zero), -1))  # noqa: E731  about world y
@@ -111,19 +145,28 @@ class CounterweightProblem:
             "left_hand": make_transform(hand[:3, :3].expand(*a.shape[:-1], 3, 3), hand[:3, 3] + a[..., :3]),
         }
 
-    def targets(self, goals: torch.Tensor, actions: torch.Tensor | None, layer: str) -> dict[str, torch.Tensor]:
-        """Every target of ``layer`` for goals ``(B, 3)``: the body's from ``actions`` (rest where ``None``)."""
+    def targets(
+        self, goals: torch.Tensor, outputs: torch.Tensor | None, layer: str, parameterisation: str = "r9"
+    ) -> dict[str, torch.Tensor]:
+        """Every target of ``layer`` for goals ``(B, 3)``: the body's from ``outputs`` (rest where ``None``)."""
         hand = make_transform(torch.eye(3, dtype=goals.dtype, device=goals.device).expand(len(goals), 3, 3), goals)
         out = {**self.fixed, HAND: hand}
         if layer != "free":
-            if actions is None:
-                actions = goals.new_zeros(len(goals), len(ACTIONS))
-            out.update(self.body_targets(actions))
+            if outputs is None:
+                out.update({name: pose.to(goals).expand(len(goals), 4, 4) for name, pose in self.rest.items()})
+            else:
+                out.update(self.body_targets(outputs, parameterisation))
         return out
 
-    def solve(self, goals: torch.Tensor, actions: torch.Tensor | None = None, layer: str = "body") -> WholeBodyIKResult:
+    def solve(
+        self,
+        goals: torch.Tensor,
+        outputs: torch.Tensor | None = None,
+        layer: str = "body",
+        parameterisation: str = "r9",
+    ) -> WholeBodyIKResult:
         """The whole-body solve from the standing configuration for goals ``(B, 3)``."""
-        return self.layers[layer].solve(self.targets(goals, actions, layer), self.q_stand)
+        return self.layers[layer].solve(self.targets(goals, outputs, layer, parameterisation), self.q_stand)
 
     def outcome(self, result: WholeBodyIKResult) -> Outcome:
         tree = self.tree

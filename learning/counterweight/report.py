@@ -1,106 +1,171 @@
-"""The counterweight report: per split and method, mean and spread over seeds; rendered as markdown."""
+"""The counterweight report: per split and method, mean ± std and the IQM with its 95 % bootstrap interval over
+seeds; the budgets, the tuning, the task's diagnostics and the claim's verdict; rendered as markdown."""
 
 from __future__ import annotations
 
 from kinematics.benchmark.provenance import provenance_line
-from learning.counterweight.goals import TEST_SPLITS
-from learning.report import cell as mean_and_spread
-from learning.report import summarize as summarize_seeds
+from learning.counterweight.evaluation import POLICY_METHODS
+from learning.counterweight.statistics import seed_summary
 
 LABELS = {
     "reach_only": "reach only (body at rest targets)",
-    "constant": "one constant action (free hand fully back)",
-    "rule": "hand-written rule (free hand back with distance)",
-    "gradient": "policy trained through the layer",
-    "es_evaluations": "policy by ES, equal layer evaluations",
-    "es_time": "policy by ES, equal wall time",
+    "rule": "hand-written rule (free hand away from the goal)",
+    "constant": "best constant R^9 offset",
+    "gradient": "policy trained through the layer (R^9)",
+    "gradient_axes": "through the layer, 7-D hand-chosen action (ablation)",
+    "es_evaluations": "OpenAI-ES, network, equal layer evaluations",
+    "es_seconds": "OpenAI-ES, network, equal wall time",
+    "sep_cma_evaluations": "sep-CMA-ES, network, equal layer evaluations",
+    "sep_cma_seconds": "sep-CMA-ES, network, equal wall time",
+    "linear_cma_evaluations": "CMA-ES, linear policy, equal layer evaluations",
+    "linear_cma_seconds": "CMA-ES, linear policy, equal wall time",
     "online": "per-goal optimisation through the layer",
     "free_body": "whole body free (body tasks removed)",
     "no_balance": "reach only without balance (upper bound)",
 }
-METRICS = (
-    "success",
-    "reached",
-    "balanced",
-    "hand_error_median_mm",
-    "hand_error_mean_mm",
-    "balance_margin_median_mm",
-    "balance_margin_min_mm",
-    "latency_ms",
-)
+METRICS = ("success", "reached", "balanced", "hand_error_median_mm", "balance_margin_median_mm", "latency_ms")
+ZERO_ORDER_ROWS = tuple(m for m in POLICY_METHODS if m not in ("gradient", "gradient_axes"))
 
 
 def summarize(rows: dict) -> dict:
-    """``learning.report.summarize`` of every metric, with each method's goal count."""
-    out = summarize_seeds(rows, METRICS)
+    """``rows[split][method]`` = metrics per seed -> per metric ``seed_summary``, with the goal count."""
+    out: dict = {}
     for split, methods in rows.items():
+        out[split] = {}
         for method, runs in methods.items():
-            out[split][method] = {"goals": runs[0]["goals"], **out[split][method]}
+            out[split][method] = {"goals": runs[0]["goals"], "seeds": len(runs)}
+            for metric in METRICS:
+                out[split][method][metric] = seed_summary([r[metric] for r in runs])
     return out
 
 
-def _cell(stat: dict, scale: float = 1.0) -> str:
-    return mean_and_spread(stat, scale, digits=1)
+def _mean_std(stat: dict, scale: float = 1.0, digits: int = 1) -> str:
+    text = f"{stat['mean'] * scale:.{digits}f}"
+    if len(stat["per_seed"]) > 1:
+        text += f" ± {stat['std'] * scale:.{digits}f}"
+    return text
+
+
+def _iqm(stat: dict, scale: float = 100.0) -> str:
+    if len(stat["per_seed"]) < 2:
+        return ""
+    return f"{stat['iqm'] * scale:.1f} [{stat['iqm_low'] * scale:.1f}, {stat['iqm_high'] * scale:.1f}]"
 
 
 def split_table(report: dict, split: str) -> str:
     lines = [
         f"**{split}**",
         "",
-        "| method | goals | success % | hand error mm (median) | balance margin mm (median) | latency ms/goal |",
-        "|---|---|---|---|---|---|",
+        "| method | goals × seeds | success % (mean ± std) | success IQM % [95 % CI] | hand error mm (median) | "
+        "balance margin mm (median) | latency ms/goal |",
+        "|---|---|---|---|---|---|---|",
     ]
     for method, stats in report["results"][split].items():
         lines.append(
-            f"| {LABELS.get(method, method)} | {stats['goals']} | {_cell(stats['success'], 100)} | "
-            f"{_cell(stats['hand_error_median_mm'])} | {_cell(stats['balance_margin_median_mm'])} | "
-            f"{_cell(stats['latency_ms'])} |"
+            f"| {LABELS.get(method, method)} | {stats['goals']} × {stats['seeds']} | "
+            f"{_mean_std(stats['success'], 100)} | {_iqm(stats['success'])} | "
+            f"{_mean_std(stats['hand_error_median_mm'])} | {_mean_std(stats['balance_margin_median_mm'])} | "
+            f"{_mean_std(stats['latency_ms'])} |"
         )
     return "\n".join(lines)
 
 
 def distribution_table(check: dict) -> str:
+    """The task's diagnostics (``learning.counterweight.distribution``) as markdown."""
     lines = [
-        "| split | goals | reach only succeeds % | succeeds without balance % | fails because of balance % |",
-        "|---|---|---|---|---|",
+        "| split | goals | candidates drawn | kept (need a counterweight) % | front % | reach only % | without balance % |",
+        "|---|---|---|---|---|---|---|",
     ]
-    for split, row in check.items():
+    for split, row in check["splits"].items():
+        reach = f"{100 * row['reach_only']:.1f}" if "reach_only" in row else ""
+        free = f"{100 * row['no_balance']:.1f}" if "no_balance" in row else ""
         lines.append(
-            f"| {split} | {row['goals']} | {100 * row['reach_only']:.1f} | {100 * row['no_balance']:.1f} | "
-            f"{100 * row['fails_because_of_balance']:.1f} |"
+            f"| {split} | {row['goals']} | {row['candidates']} | {100 * row['kept']:.1f} | "
+            f"{100 * row['front_share']:.0f} | {reach} | {free} |"
         )
+    iid = check["iid"]
+    sectors = ", ".join(f"{name} {100 * v:.0f} %" for name, v in iid["best_constant_by_sector"].items())
+    lines += [
+        "",
+        f"On the IID test split: reach only {100 * iid['reach_only']:.1f} %, without balance "
+        f"{100 * iid['no_balance']:.1f} %, the best constant R^9 offset {100 * iid['best_constant']:.1f} % "
+        f"({sectors}), per-goal optimisation {100 * iid['per_goal']:.1f} % (first {iid['per_goal_goals']} goals).",
+        "",
+        "Properties the task must keep: "
+        + ", ".join(f"{name} {'✔' if held else '✘'}" for name, held in iid["properties"].items()),
+    ]
     return "\n".join(lines)
 
 
 def budget_table(report: dict) -> str:
-    lines = ["| trainer | seed | layer evaluations | training s |", "|---|---|---|---|"]
-    for method, runs in report["training"].items():
-        for seed, run in enumerate(runs):
-            lines.append(f"| {LABELS.get(method, method)} | {seed} | {run['evaluations']} | {run['seconds']:.1f} |")
+    lines = [
+        "| trainer | budget | runs | layer evaluations (mean) | training s (mean ± std) |",
+        "|---|---|---|---|---|",
+    ]
+    for key, runs in report["training"].items():
+        evaluations = sum(r["evaluations"] for r in runs) / len(runs)
+        seconds = seed_summary([r["seconds"] for r in runs])
+        lines.append(
+            f"| {LABELS.get(key, key)} | {runs[0]['budget']} | {len(runs)} | {evaluations:.0f} | {_mean_std(seconds)} |"
+        )
+    return "\n".join(lines)
+
+
+def tuning_table(report: dict) -> str:
+    lines = ["| method | configuration | best validation success % | chosen |", "|---|---|---|---|"]
+    for method, rows in report["tuning"].items():
+        for row in rows:
+            chosen = "✔" if row["settings"] == report["chosen"][method] else ""
+            settings = ", ".join(f"{k} {v:g}" for k, v in row["settings"].items())
+            lines.append(f"| {method} | {settings} | {100 * row['best_validation_success']:.1f} | {chosen} |")
+    return "\n".join(lines)
+
+
+def verdict_text(report: dict) -> str:
+    verdict = report["verdict"]
+    gradient = report["results"]["test_iid"]["gradient"]["success"]
+    lines = [
+        f"Gradient policy on the IID split: IQM {100 * gradient['iqm']:.1f} % [{100 * gradient['iqm_low']:.1f}, "
+        f"{100 * gradient['iqm_high']:.1f}]. The claim needs every zero-order method at least "
+        f"{100 * verdict['gap_required']:.0f} points below it, intervals apart, at both budgets:",
+        "",
+        "| zero-order method | gap (points) | intervals apart | holds |",
+        "|---|---|---|---|",
+    ]
+    for method, row in verdict["methods"].items():
+        lines.append(
+            f"| {LABELS.get(method, method)} | {100 * row['gap']:.1f} | {'yes' if row['separated'] else 'no'} | "
+            f"{'✔' if row['holds'] else '✘'} |"
+        )
+    lines += ["", f"**Verdict: the claim {'holds' if verdict['holds'] else 'does not hold'} on this task.**"]
     return "\n".join(lines)
 
 
 def render_markdown(report: dict) -> str:
+    cfg = report["config"]
     parts = [
-        "# Counterweight experiment: a G1 holding a payload reaches past its balance limit",
+        "# Counterweight experiment: a G1 holding a payload reaches in front of and behind itself",
         "",
         provenance_line(report["provenance"]),
         "",
-        f"Payload {report['config']['problem']['payload_kg']} kg in the reaching hand; the centre of mass kept "
-        f"{1e3 * report['config']['problem']['margin']:.0f} mm inside the support polygon; success = hand within "
-        f"{1e3 * report['config']['problem']['tolerance']:.0f} mm, feet held, CoM in the shrunk polygon, joint "
-        "limits (the no-balance bound's success leaves out the CoM). Mean ± std over training seeds.",
+        f"Payload {cfg['problem']['payload_kg']} kg in the reaching hand; the centre of mass kept "
+        f"{1e3 * cfg['problem']['margin']:.0f} mm inside the support polygon; success = hand within "
+        f"{1e3 * cfg['problem']['tolerance']:.0f} mm, feet held, CoM in the shrunk polygon, joint limits (the "
+        "no-balance bound's success leaves out the CoM). Seeds: "
+        f"{', '.join(str(s) for s in cfg['seeds'])}; IQM = interquartile mean over seeds.",
         "",
-        "Before training (`check-distribution`):",
+        "The task, before any training (`check-distribution`):",
         "",
         distribution_table(report["distribution"]),
+        "",
+        "## The claim",
+        "",
+        verdict_text(report),
         "",
     ]
     for split in report["results"]:
         parts += [split_table(report, split), ""]
+    parts += ["Tuning (one seed, validation split):", "", tuning_table(report), ""]
     parts += ["Training budgets:", "", budget_table(report), ""]
     parts += [f"Figures: {', '.join(report['figures'])}", ""]
     return "\n".join(parts)
-
-
-__all__ = ["LABELS", "METRICS", "TEST_SPLITS", "render_markdown", "summarize"]
