@@ -45,7 +45,7 @@ def main(args, command: str) -> int:
         print(table)
         if args.out is not None:
             record = provenance(command)
-            atomic_write_json(args.out.with_suffix(".json"), {"splits": check, "provenance": record})
+            atomic_write_json(args.out.with_suffix(".json"), {"distribution": check, "provenance": record})
             atomic_write_text(args.out.with_suffix(".md"), f"{provenance_line(record)}\n\n{table}\n")
     elif args.command == "evaluate":
         print(render_markdown(evaluate_run(args.run, command, _log)))

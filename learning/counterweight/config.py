@@ -141,7 +141,7 @@ class ExperimentCfg:
                 "train": TrainCfg(**data["train"]),
                 "zero_order": ZeroOrderCfg(**data["zero_order"]),
                 "tuning": TuningCfg(**_tuples(data["tuning"])),
-                "baselines": BaselineCfg(**data["baselines"]),
+                "baselines": BaselineCfg(**_tuples(data["baselines"])),
             }
             return cls(
                 preset=data["preset"],
@@ -171,7 +171,9 @@ PRESETS = {
         splits=SplitSizes(train=8, validation=4, test_iid=4, test_far=2, test_between=2),
         train=TrainCfg(steps=2, batch_size=4, validate_every=1, hidden=16),
         zero_order=ZeroOrderCfg(es_pairs=2, es_batch_size=1, cma_batch_size=1),
-        tuning=TuningCfg(gradient_learning_rate=(3e-3,), es=((0.05, 0.02),), sep_cma_sigma=(0.05,), linear_cma_sigma=(0.15,)),
+        tuning=TuningCfg(
+            gradient_learning_rate=(3e-3,), es=((0.05, 0.02),), sep_cma_sigma=(0.05,), linear_cma_sigma=(0.15,)
+        ),
         baselines=BaselineCfg(online_steps=2, online_goals=2, constant_steps=2, constant_batch_size=4),
         seeds=(0,),
         workers=1,

@@ -18,7 +18,7 @@ import torch
 from torch import nn
 
 from learning.counterweight.config import ExperimentCfg
-from learning.counterweight.goals import SplitGoals
+from learning.counterweight.goals import SECTORS, SplitGoals
 from learning.counterweight.methods import BUDGETS, ZERO_ORDER_METHODS
 from learning.counterweight.online import optimise_offsets
 from learning.counterweight.problem import R9_BLOCKS, R9_SIZE, CounterweightProblem
@@ -102,19 +102,24 @@ def evaluate_splits(
     goals."""
     dtype = problem.tree.joint_lower.dtype
     out = {}
-    for split, goals in splits.items():
-        goals = goals.goals.to(dtype)
-        out[split] = {}
+    for split_name, split in splits.items():
+        goals = split.goals.to(dtype)
+        out[split_name] = {}
         for method, runs in choosers(problem, cfg, policies).items():
             subset = goals[: cfg.baselines.online_goals] if method == "online" else goals
             results = []
+            sector = split.sector[: len(subset)]
             for seed, choose, layer, balance, parameterisation in runs:
                 metrics, _ = evaluate_method(problem, subset, choose, layer, balance, parameterisation)
                 metrics["seed"], metrics["goals"] = seed, len(subset)
+                success = torch.tensor(metrics["per_goal_success"])
+                for index, name in enumerate(SECTORS):
+                    inside = sector == index
+                    metrics[f"success_{name}"] = float(success[inside].double().mean()) if inside.any() else None
                 results.append(metrics)
             if results:
-                out[split][method] = results
-                log(f"{split} {method}: success {sum(r['success'] for r in results) / len(results):.2f}")
+                out[split_name][method] = results
+                log(f"{split_name} {method}: success {sum(r['success'] for r in results) / len(results):.2f}")
     return out
 
 

@@ -46,7 +46,9 @@ def learning_curves(report: dict):
             keep = grid <= last
             color = COLORS.get(method)
             ax.plot(grid[keep], np.asarray(band["mean"])[keep], color=color, label=LABELS.get(method, method))
-            ax.fill_between(grid[keep], np.asarray(band["low"])[keep], np.asarray(band["high"])[keep], color=color, alpha=0.15)
+            ax.fill_between(
+                grid[keep], np.asarray(band["low"])[keep], np.asarray(band["high"])[keep], color=color, alpha=0.15
+            )
         ax.set_ylabel("validation success % (mean, 95 % band)")
         ax.set_ylim(-2, 102)
         ax.grid(alpha=0.3)
@@ -59,25 +61,32 @@ def learning_curves(report: dict):
 
 
 def strategy_figure(report: dict):
-    """What the learned policy does against the goal's azimuth (colour: distance), beside the per-goal optimum:
-    the pelvis's and the free hand's forward displacement and the centre of mass's forward shift (m)."""
+    """What the learned policy does against how far the goal lies in front of (positive) or behind (negative) the
+    reaching shoulder (colour: distance), beside the per-goal optimum: the pelvis's and the free hand's forward
+    displacement and the centre of mass's forward shift (m)."""
     strategy = report["strategy"]
     goal = np.asarray(strategy["goal"])
-    azimuth, distance = goal[:, 1], goal[:, 0]
-    panels = (("pelvis", "pelvis x (m)"), ("free_hand", "free hand x (m)"), ("com", "CoM shift x (m)"))
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    distance, azimuth, elevation = goal.T
+    forward = distance * np.cos(elevation) * np.cos(azimuth)
+    panels = (
+        ("pelvis", "pelvis, forward (m)"),
+        ("free_hand", "free hand, forward (m)"),
+        ("com", "CoM shift, forward (m)"),
+    )
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4.2))
     for ax, (key, title) in zip(axes, panels, strict=True):
         policy = np.asarray(strategy["policy"][key])[:, 0]
         optimum = np.asarray(strategy["per_goal"][key])[:, 0]
-        points = ax.scatter(azimuth, policy, c=distance, cmap="viridis", marker="o", s=22, label="learned policy")
-        ax.scatter(azimuth, optimum, c=distance, cmap="viridis", marker="x", s=26, label="per-goal optimum")
+        points = ax.scatter(forward, policy, c=distance, cmap="viridis", marker="o", s=22, label="learned policy")
+        ax.scatter(forward, optimum, c=distance, cmap="viridis", marker="x", s=26, label="per-goal optimum")
         ax.axhline(0.0, color="k", lw=0.5)
-        ax.set_xlabel("goal azimuth from the shoulder (rad; 0 ahead, ±pi behind)")
+        ax.axvline(0.0, color="k", lw=0.5)
         ax.set_title(title)
         ax.grid(alpha=0.3)
     axes[0].legend(fontsize=7)
+    fig.supxlabel("goal's forward offset from the reaching shoulder (m; negative: behind)")
     fig.colorbar(points, ax=axes, label="goal distance (m)", shrink=0.8)
-    fig.suptitle("The discovered counterweight (seed 0) against the per-goal optimum, displacement from rest")
+    fig.suptitle("The discovered counterweight (seed 0) against the per-goal optimum: displacement from rest")
     return fig
 
 

@@ -23,9 +23,10 @@ from learning.counterweight.config import ExperimentCfg, GoalRegionCfg
 from learning.counterweight.problem import CounterweightProblem
 from learning.io import atomic_torch_save
 
+SECTORS = ("front", "behind", "between")  # a goal's ``SplitGoals.sector`` indexes this
 SPLITS = ("train", "validation", "test_iid", "test_far", "test_between")
 TEST_SPLITS = ("test_iid", "test_far", "test_between")
-CANDIDATE_CHUNK = 256  # candidates solved per batch while filling a split
+CANDIDATE_CHUNK = 256  # candidates solved per batch while filling a split (at most)
 MAX_CANDIDATES = 200_000  # per split: a region where (almost) no goal needs a counterweight fails loudly
 
 
@@ -90,21 +91,23 @@ def sample_split(
                     f"split {split}: only {sum(len(g) for g in kept_goals)} of {drawn} candidates in distance "
                     f"{distance}, azimuth {azimuth} need a counterweight; widen the region"
                 )
+            chunk = min(CANDIDATE_CHUNK, 32 * wanted)  # a small split (the smoke preset's) solves small batches
             candidates = goal_points(
                 problem.shoulder,
-                _uniform(gen, CANDIDATE_CHUNK, distance),
-                _uniform(gen, CANDIDATE_CHUNK, azimuth),
-                _uniform(gen, CANDIDATE_CHUNK, region.elevation),
+                _uniform(gen, chunk, distance),
+                _uniform(gen, chunk, azimuth),
+                _uniform(gen, chunk, region.elevation),
             )
             room = wanted - sum(len(g) for g in kept_goals)
             kept = needs_counterweight(problem, candidates).nonzero()[:, 0][:room]
             # candidates counted up to the last one kept, so the kept fraction does not depend on the chunk size
-            drawn += int(kept[-1]) + 1 if len(kept) == room else CANDIDATE_CHUNK
+            drawn += int(kept[-1]) + 1 if len(kept) == room else chunk
             kept_goals.append(candidates[kept])
         goals.append(torch.cat(kept_goals))
         sectors.append(torch.full((wanted,), 2 if split == "test_between" else index, dtype=torch.long))
         count += drawn
-    return SplitGoals(torch.cat(goals), torch.cat(sectors), count)
+    order = torch.randperm(n, generator=gen)  # sectors mixed: any first k goals are a sample of the whole split
+    return SplitGoals(torch.cat(goals)[order], torch.cat(sectors)[order], count)
 
 
 def make_splits(cfg: ExperimentCfg, problem: CounterweightProblem) -> dict[str, SplitGoals]:
@@ -118,16 +121,11 @@ def make_splits(cfg: ExperimentCfg, problem: CounterweightProblem) -> dict[str, 
 
 def save_splits(splits: dict[str, SplitGoals], path: Path) -> None:
     atomic_torch_save(
-        {
-            name: {"goals": s.goals, "sector": s.sector, "candidates": s.candidates}
-            for name, s in splits.items()
-        },
+        {name: {"goals": s.goals, "sector": s.sector, "candidates": s.candidates} for name, s in splits.items()},
         path,
     )
 
 
 def load_splits(path: Path) -> dict[str, SplitGoals]:
     data = torch.load(path, weights_only=True)
-    return {
-        name: SplitGoals(s["goals"], s["sector"], int(s["candidates"])) for name, s in data.items()
-    }
+    return {name: SplitGoals(s["goals"], s["sector"], int(s["candidates"])) for name, s in data.items()}

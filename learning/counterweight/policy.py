@@ -24,7 +24,9 @@ class _BodyHead(nn.Module):
     def __init__(self, shoulder: torch.Tensor, parameterisation: str, bound: float) -> None:
         super().__init__()
         if parameterisation not in BODY_PARAMETERISATIONS:
-            raise ValueError(f"parameterisation must be one of {sorted(BODY_PARAMETERISATIONS)}, got {parameterisation!r}")
+            raise ValueError(
+                f"parameterisation must be one of {sorted(BODY_PARAMETERISATIONS)}, got {parameterisation!r}"
+            )
         self.parameterisation, self.bound = parameterisation, bound
         self.outputs = BODY_PARAMETERISATIONS[parameterisation]
         self.register_buffer("shoulder", shoulder.detach().clone().to(torch.float32))

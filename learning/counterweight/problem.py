@@ -51,7 +51,11 @@ from learning.counterweight.config import CounterweightCfg
 
 BODY_TASKS = ("pelvis", "torso", "left_hand")
 # the R^9 offset's blocks: (task, slice of the offset, slice of that task's R^9 coordinates)
-R9_BLOCKS = (("pelvis", slice(0, 9), slice(0, 9)), ("torso", slice(9, 15), slice(3, 9)), ("left_hand", slice(15, 18), slice(0, 3)))
+R9_BLOCKS = (
+    ("pelvis", slice(0, 9), slice(0, 9)),
+    ("torso", slice(9, 15), slice(3, 9)),
+    ("left_hand", slice(15, 18), slice(0, 3)),
+)
 R9_SIZE = 18
 AXES = ("free hand dx", "free hand dy", "free hand dz", "pelvis dx", "pelvis dz", "pelvis pitch", "torso pitch")
 BODY_PARAMETERISATIONS = {"r9": R9_SIZE, "axes": len(AXES)}

@@ -24,6 +24,7 @@ LABELS = {
     "no_balance": "reach only without balance (upper bound)",
 }
 METRICS = ("success", "reached", "balanced", "hand_error_median_mm", "balance_margin_median_mm", "latency_ms")
+SECTOR_METRICS = ("success_front", "success_behind")
 ZERO_ORDER_ROWS = tuple(m for m in POLICY_METHODS if m not in ("gradient", "gradient_axes"))
 
 
@@ -36,6 +37,10 @@ def summarize(rows: dict) -> dict:
             out[split][method] = {"goals": runs[0]["goals"], "seeds": len(runs)}
             for metric in METRICS:
                 out[split][method][metric] = seed_summary([r[metric] for r in runs])
+            for metric in SECTOR_METRICS:
+                values = [r.get(metric) for r in runs]
+                if None not in values:
+                    out[split][method][metric] = seed_summary(values)
     return out
 
 
@@ -98,16 +103,32 @@ def distribution_table(check: dict) -> str:
 
 
 def budget_table(report: dict) -> str:
+    """Each trainer's budget, and its validation success at its best checkpoint (the one evaluated) and at the end
+    of training (the last iterate: how much the checkpoint choice gives it)."""
     lines = [
-        "| trainer | budget | runs | layer evaluations (mean) | training s (mean ± std) |",
-        "|---|---|---|---|---|",
+        "| trainer | budget | runs | layer evaluations (mean) | training s (mean ± std) | validation % at the chosen "
+        "checkpoint (mean) | validation % at the end (mean) |",
+        "|---|---|---|---|---|---|---|",
     ]
     for key, runs in report["training"].items():
         evaluations = sum(r["evaluations"] for r in runs) / len(runs)
         seconds = seed_summary([r["seconds"] for r in runs])
+        best = sum(max(r["curve"]["validation_success"]) for r in runs) / len(runs)
+        last = sum(r["curve"]["validation_success"][-1] for r in runs) / len(runs)
         lines.append(
-            f"| {LABELS.get(key, key)} | {runs[0]['budget']} | {len(runs)} | {evaluations:.0f} | {_mean_std(seconds)} |"
+            f"| {LABELS.get(key, key)} | {runs[0]['budget']} | {len(runs)} | {evaluations:.0f} | {_mean_std(seconds)} "
+            f"| {100 * best:.1f} | {100 * last:.1f} |"
         )
+    return "\n".join(lines)
+
+
+def sector_table(report: dict, split: str = "test_iid") -> str:
+    """Success by sector (mean ± std over seeds): where each method's counterweight works."""
+    lines = [f"**{split}, by sector**", "", "| method | front % | behind % |", "|---|---|---|"]
+    for method, stats in report["results"][split].items():
+        if all(metric in stats for metric in SECTOR_METRICS):
+            cells = " | ".join(_mean_std(stats[metric], 100) for metric in SECTOR_METRICS)
+            lines.append(f"| {LABELS.get(method, method)} | {cells} |")
     return "\n".join(lines)
 
 
@@ -165,7 +186,14 @@ def render_markdown(report: dict) -> str:
     ]
     for split in report["results"]:
         parts += [split_table(report, split), ""]
+    parts += [sector_table(report), ""]
     parts += ["Tuning (one seed, validation split):", "", tuning_table(report), ""]
-    parts += ["Training budgets:", "", budget_table(report), ""]
+    parts += [
+        f"Training budgets (the whole protocol, tuning included, took {report['train_seconds']:.0f} s on "
+        f"{report['config']['workers']} worker processes of one torch thread each):",
+        "",
+        budget_table(report),
+        "",
+    ]
     parts += [f"Figures: {', '.join(report['figures'])}", ""]
     return "\n".join(parts)

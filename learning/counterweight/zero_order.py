@@ -60,9 +60,7 @@ class OpenAIES:
 class LibraryCMA:
     """``cmaes.SepCMA`` (``separable=True``) or ``cmaes.CMA`` from ``centre`` with step size ``sigma``."""
 
-    def __init__(
-        self, centre: torch.Tensor, sigma: float, population: int | None, separable: bool, seed: int
-    ) -> None:
+    def __init__(self, centre: torch.Tensor, sigma: float, population: int | None, separable: bool, seed: int) -> None:
         kind = SepCMA if separable else CMA
         self.optimizer = kind(mean=centre.detach().double().numpy(), sigma=sigma, seed=seed, population_size=population)
         self.dtype = centre.dtype
