@@ -1,8 +1,10 @@
 """What each counterweight method does for one reach goal: the G1's whole-body pose and how well it reached and
 balanced.
 
-``BodySolver`` is the math. Reach only (the body tasks at their rest targets) and the learned policy solve as one
-batch (a batch of 2 costs what a batch of 1 does: the solve is op overhead). A solve runs in chunks of
+``BodySolver`` is the math. A method's *choice* is the body tasks' targets (the pelvis pose, the torso orientation,
+the free hand's position: ``CounterweightProblem.body_targets`` of a policy's outputs, in the policy's own
+parameterisation), or None for the rest targets (reach only). Every fast method solves as one batch (a batch of a
+few rows costs about what a batch of 1 does: the solve is op overhead). A solve runs in chunks of
 ``chunk_iterations`` cascade steps, the same steps ``CounterweightProblem.solve`` takes, so a full solve can be
 abandoned between chunks when its goal has moved on, and while the goal moves one chunk warm-started from the
 previous answer gives a quick *moving* answer; the *rested* one is the full solve from the standing configuration,
@@ -13,22 +15,23 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import torch
+from torch import nn
 
 from kinematics.errors import ConfigError
 from kinematics.wholebody import WholeBodyIKLayer
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.experiment import build_problem
-from learning.counterweight.online import optimise_actions
-from learning.counterweight.policy import CounterweightPolicy
+from learning.counterweight.online import optimise_offsets
 from learning.counterweight.problem import BODY_TASKS
 
 REACH_ONLY, POLICY, ONLINE = "reach_only", "policy", "online"
 MOVING, RESTED = "moving", "rested"  # a warm-started chunk while the goal moves; the full solve once it rests
+Choice = dict[str, torch.Tensor] | None  # a method's body targets (task -> (4, 4)); None: the rest targets
 
 
 @dataclass(frozen=True)
@@ -45,7 +48,10 @@ class BodyAnswer:
     iterations: int  # cascade steps behind this pose (warm-started ones count from the previous answer)
     latency_ms: float  # goal in -> this answer (the policy's network included)
     frames: np.ndarray  # (n_frames, 3) every link's origin in ``tree.frame_names`` order, m (the ghost's stick figure)
-    targets: dict[str, np.ndarray] | None = None  # the body tasks' target positions (3,) the action chose
+    # the body targets the method chose, as the ghost draws them (``(4, 4)`` world poses by task; None for reach
+    # only): the pelvis pose, the torso's target orientation placed at the solved torso's origin (the task has no
+    # position) and the free hand's target position with its target orientation (the rest one)
+    targets: dict[str, np.ndarray] | None = None
 
 
 class BodySolver:
@@ -66,32 +72,39 @@ class BodySolver:
         chunk_cfg = dataclasses.replace(body.cfg, iterations=chunk_iterations)
         self._chunk = WholeBodyIKLayer(self.problem.tree, body.levels, body.constraints, chunk_cfg)
         self.dtype = self.problem.tree.joint_lower.dtype
+        self._torso = self.problem.robot.frames["torso"]
 
     def goal_tensor(self, p: tuple[float, ...], rows: int) -> torch.Tensor:
         return torch.tensor([p], dtype=self.dtype).expand(rows, 3)
 
-    def policy_actions(self, p: tuple[float, ...], policy: CounterweightPolicy | None) -> dict[str, torch.Tensor]:
-        """Each fast method's action ``(7,)``: reach only at rest, the policy's for ``p`` if there is a snapshot."""
+    def choices(self, p: tuple[float, ...], policies: Mapping[str, nn.Module]) -> dict[str, Choice]:
+        """Reach only's choice (the rest targets) and each policy's body targets for ``p``, by method key, reach
+        only first, then ``policies`` in their order."""
         goal = self.goal_tensor(p, 1)
-        actions = {REACH_ONLY: torch.zeros(7, dtype=self.dtype)}
-        if policy is not None:
-            with torch.no_grad():
-                actions[POLICY] = policy(goal)[0]
-        return actions
+        out: dict[str, Choice] = {REACH_ONLY: None}
+        with torch.no_grad():
+            for key, policy in policies.items():
+                targets = self.problem.body_targets(policy(goal), policy.parameterisation)
+                out[key] = {name: pose[0] for name, pose in targets.items()}
+        return out
 
     def solve(
         self,
         p: tuple[float, ...],
-        actions: torch.Tensor,
+        choices: Sequence[Choice],
         seed: torch.Tensor | None,
         iterations: int,
         current: Callable[[], bool] = lambda: True,
     ):
-        """``iterations`` cascade steps for goal ``p`` and actions ``(B, 7)`` from ``seed`` ``(B, nq)`` (None: the
+        """``iterations`` cascade steps for goal ``p``, one row per choice, from ``seed`` ``(B, nq)`` (None: the
         standing configuration); the ``WholeBodyIKResult``, or None if ``current()`` turned false between chunks."""
-        goals = self.goal_tensor(p, len(actions))
-        targets = self.problem.targets(goals, actions, "body")
-        q = self.problem.q_stand.expand(len(actions), -1) if seed is None else seed
+        problem = self.problem
+        goals = self.goal_tensor(p, len(choices))
+        body = {
+            name: torch.stack([problem.rest[name] if c is None else c[name] for c in choices]) for name in BODY_TASKS
+        }
+        targets = problem.targets(goals, None, "body") | body
+        q = problem.q_stand.expand(len(choices), -1) if seed is None else seed
         result = None
         with torch.no_grad():
             for _ in range(iterations // self.chunk_iterations):
@@ -101,30 +114,37 @@ class BodySolver:
                 q = result.q
         return result
 
-    def optimise(self, p: tuple[float, ...], should_stop: Callable[[], bool] = lambda: False) -> torch.Tensor | None:
-        """The per-goal optimisation's action ``(1, 7)`` for ``p`` (the experiment's baseline: slow, seconds); None
-        if ``should_stop()`` turned true between its steps."""
+    def optimise(self, p: tuple[float, ...], should_stop: Callable[[], bool] = lambda: False) -> Choice:
+        """The per-goal optimisation's body targets for ``p`` (its R^9 offset: the experiment's reference, seconds);
+        None if ``should_stop()`` turned true between its steps."""
         cfg = self.cfg
         goal = self.goal_tensor(p, 1)
         with torch.enable_grad():
-            return optimise_actions(self.problem, goal, cfg.baselines, cfg.train.action_penalty, should_stop)
+            offsets = optimise_offsets(self.problem, goal, cfg.baselines, cfg.train.output_penalty, should_stop)
+        if offsets is None:
+            return None
+        with torch.no_grad():
+            return {name: pose[0] for name, pose in self.problem.body_targets(offsets, "r9").items()}
 
     def answers(
-        self, keys: list[str], actions: torch.Tensor, result, phase: str, iterations: int, started: float
+        self, keys: Sequence[str], choices: Sequence[Choice], result, phase: str, iterations: int, started: float
     ) -> dict[str, BodyAnswer]:
-        """The solved rows as answers, by key (row ``i`` of ``result`` is ``keys[i]``'s)."""
-        problem = self.problem
+        """The solved rows as answers, by key (row ``i`` of ``result`` is ``keys[i]``'s, chosen by
+        ``choices[i]``)."""
+        problem, tree = self.problem, self.problem.tree
         with torch.no_grad():
+            state = tree.forward_kinematics(result.q)
             outcome = problem.outcome(result)
-            com = problem.tree.center_of_mass(result.q)[..., :2]
-            frames = problem.tree.frame_poses(result.q)[..., :3, 3]
-            targets = problem.body_targets(actions)
+            com = tree.center_of_mass(state)[..., :2]
+            frames = tree.frame_poses(state)[..., :3, 3]
+            torso = tree.frame_pose(state, self._torso)[..., :3, 3]
         latency_ms = 1e3 * (time.perf_counter() - started)
         out = {}
-        for i, key in enumerate(keys):
-            chosen = None
-            if key != REACH_ONLY:
-                chosen = {name: targets[name][i, :3, 3].double().numpy() for name in BODY_TASKS}
+        for i, (key, choice) in enumerate(zip(keys, choices, strict=True)):
+            drawn = None
+            if choice is not None:
+                drawn = {name: pose.double().numpy().copy() for name, pose in choice.items()}
+                drawn["torso"][:3, 3] = torso[i].double().numpy()
             out[key] = BodyAnswer(
                 q=result.q[i].double().numpy(),
                 success=bool(outcome.success[i]),
@@ -136,7 +156,7 @@ class BodySolver:
                 iterations=iterations,
                 latency_ms=latency_ms,
                 frames=frames[i].double().numpy(),
-                targets=chosen,
+                targets=drawn,
             )
         return out
 

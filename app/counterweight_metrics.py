@@ -1,5 +1,5 @@
-"""The metrics panel of the G1 scene: a counterweight run's report (the distribution check, one table per test
-split) and its figures."""
+"""The metrics panel of the G1 scene: a counterweight run's report (the task's diagnostics, the claim's verdict,
+one table per test split, success by sector) and its figures."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import viser
 from app.metrics_panel import load_report, read_figure
 from app.supervision import Supervisor
 from kinematics.errors import ProjectError
-from learning.counterweight.report import distribution_table, split_table
+from learning.counterweight.report import SECTOR_METRICS, distribution_table, sector_table, split_table, verdict_text
 
 
 class CounterweightMetricsPanel:
@@ -31,12 +31,15 @@ class CounterweightMetricsPanel:
             try:
                 report = load_report(run)
                 tables = [split_table(report, split) for split in report["results"]]
+                if any(SECTOR_METRICS[0] in stats for stats in report["results"]["test_iid"].values()):
+                    tables.append(sector_table(report))  # reports written before the by-sector metrics have none
                 check = distribution_table(report["distribution"])
+                verdict = verdict_text(report)
             except (ProjectError, KeyError) as exc:
                 self.report.content = f"⚠ report of `{run}` unavailable: {exc}"
                 return
             self.report.content = (
-                f"**Report of `{run}`** (preset `{report.get('preset')}`)\n\nBefore training:\n\n{check}\n\n"
+                f"**Report of `{run}`** (preset `{report.get('preset')}`)\n\nBefore training:\n\n{check}\n\n{verdict}\n\n"
                 + "\n\n".join(tables)
             )
             for name in report.get("figures", []):  # relative to the run: "figures/<name>.png"

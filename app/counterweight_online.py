@@ -1,9 +1,9 @@
-"""The per-goal optimisation (the experiment's reference: each goal's own action, optimised through the layer) on
-a thread of its own, once the goal has rested.
+"""The per-goal optimisation (the experiment's reference: each goal's own R^9 offset, optimised through the layer)
+on a thread of its own, once the goal has rested.
 
 It costs seconds, so it starts only after the goal has rested ``settle_s``, and its answer is drawn through the
 board's search gate: one computed for a goal that has since moved is discarded. The optimisation is abandoned
-between its steps once its goal has moved on (``optimise_actions``'s ``should_stop``), the full solve after it
+between its steps once its goal has moved on (``optimise_offsets``'s ``should_stop``), the full solve after it
 between chunks. Failures are caught, counted and shown by the ``Supervisor`` under ``PART``.
 """
 
@@ -66,14 +66,14 @@ class OnlineWorker:
         started = time.perf_counter()
         p = request.inputs[0]
         current = lambda: self.gate.is_current(request.generation)  # noqa: E731
-        actions = self.solver.optimise(p, should_stop=lambda: not current())
-        if actions is None:
+        choice = self.solver.optimise(p, should_stop=lambda: not current())
+        if choice is None:
             return False
         iterations = self.solver.full_iterations
-        result = self.solver.solve(p, actions, None, iterations, current=current)
+        result = self.solver.solve(p, [choice], None, iterations, current=current)
         if result is None:
             return False
-        answer = self.solver.answers([ONLINE], actions, result, RESTED, iterations, started)[ONLINE]
+        answer = self.solver.answers([ONLINE], [choice], result, RESTED, iterations, started)[ONLINE]
         return self.gate.publish(request.generation, lambda: self._draw(request.inputs, answer))
 
     def join(self, timeout: float) -> None:

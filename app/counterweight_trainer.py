@@ -1,4 +1,5 @@
-"""The counterweight policy's live trainer, shaped as ``app.trainer_worker.TrainerWorker`` drives a trainer.
+"""The counterweight policy's live trainer, shaped as ``app.trainer_worker.TrainerWorker`` drives a trainer, and the
+goals it trains on when no run is loaded.
 
 ``learning.counterweight.training.GradientTrainer`` steps the policy through the whole-body layer; this adds what
 the worker reads: the step count, the loss and validation history, validation and frozen snapshots.
@@ -9,34 +10,52 @@ from __future__ import annotations
 import copy
 
 import torch
+from torch import nn
 
-from learning.counterweight.config import TrainCfg
-from learning.counterweight.policy import CounterweightPolicy
+from learning.counterweight.config import ExperimentCfg, TrainCfg
+from learning.counterweight.goals import SPLITS, sample_split
 from learning.counterweight.problem import CounterweightProblem
 from learning.counterweight.training import GradientTrainer
 from learning.training import TrainingHistory
 
+LIVE_TRAIN_GOALS = 64  # without a run: the live trainer's goals (a run's splits hold 256 and 64)
+LIVE_VALIDATION_GOALS = 16
+
+
+def live_goals(problem: CounterweightProblem, cfg: ExperimentCfg) -> tuple[torch.Tensor, torch.Tensor]:
+    """Train and validation goals ``(n, 3)`` for the live trainer when no run's splits are loaded: drawn as the
+    experiment draws its splits (the same region, each split's own seed, only goals that need a counterweight,
+    half from each sector), but fewer (``LIVE_TRAIN_GOALS``, ``LIVE_VALIDATION_GOALS``): every candidate costs two
+    solves (the experiment's full splits take about 13 s), and the live validation runs between the page's
+    answers."""
+    out = []
+    for name, n in (("train", LIVE_TRAIN_GOALS), ("validation", LIVE_VALIDATION_GOALS)):
+        gen = torch.Generator().manual_seed(cfg.split_seed * 100 + SPLITS.index(name))
+        out.append(sample_split(problem, gen, n, cfg.goals, name).goals)
+    return out[0], out[1]
+
 
 class LiveCounterweightTrainer:
-    """A ``GradientTrainer`` on ``train_goals`` ``(n, 3)``, validated on ``validation_goals`` ``(m, 3)`` (success:
-    reached and balanced, the experiment's ``Outcome.success``)."""
+    """A ``GradientTrainer`` of ``policy`` on ``train_goals`` ``(n, 3)``, validated on ``validation_goals``
+    ``(m, 3)`` (success: reached and balanced, the experiment's ``Outcome.success``)."""
 
     def __init__(
         self,
         problem: CounterweightProblem,
+        policy: nn.Module,
         train_goals: torch.Tensor,
         validation_goals: torch.Tensor,
         cfg: TrainCfg,
         seed: int,
     ) -> None:
         self.problem = problem
-        self._trainer = GradientTrainer(problem, train_goals, cfg, seed)
+        self._trainer = GradientTrainer(problem, policy, train_goals, cfg, seed)
         self._validation = validation_goals.to(problem.tree.joint_lower.dtype)
         self.history = TrainingHistory()
         self.step_count = 0
 
     @property
-    def policy(self) -> CounterweightPolicy:
+    def policy(self) -> nn.Module:
         return self._trainer.policy
 
     def step(self) -> float:
@@ -48,14 +67,14 @@ class LiveCounterweightTrainer:
 
     def validate(self) -> float:
         """Validation success (fraction) of the current weights, recorded in the history."""
-        goals = self._validation
+        goals, policy = self._validation, self.policy
         with torch.no_grad():
-            outcome = self.problem.outcome(self.problem.solve(goals, self.policy(goals), "body"))
-        success = float(outcome.success.double().mean())
+            result = self.problem.solve(goals, policy(goals), "body", policy.parameterisation)
+        success = float(self.problem.outcome(result).success.double().mean())
         self.history.val_steps.append(self.step_count)
         self.history.val_success.append(success)
         return success
 
-    def snapshot(self) -> CounterweightPolicy:
+    def snapshot(self) -> nn.Module:
         """A frozen copy of the current policy (the page's answers read it while training goes on)."""
         return copy.deepcopy(self.policy).eval().requires_grad_(False)

@@ -1,4 +1,5 @@
-"""The thread that answers the newest reach question with reach only and the learned policy, in two phases.
+"""The thread that answers the newest reach question with every fast method (reach only and the policies), in two
+phases.
 
 While the goal moves, each question gets one chunk of cascade steps warm-started from the previous answer's
 poses: a *moving* answer, drawn as soon as it is computed. Once the goal has rested ``settle_s``, the full solve
@@ -15,12 +16,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import torch
+from torch import nn
 
-from app.counterweight_answers import MOVING, POLICY, RESTED, BodyAnswer, BodySolver
+from app.counterweight_answers import MOVING, POLICY, RESTED, BodyAnswer, BodySolver, Choice
 from app.generations import GenerationGate, Request
 from app.inference import BusySignal
 from app.question import Question
@@ -34,13 +36,15 @@ class BodyAnswers:
 
 
 class BodyWorker:
-    """One thread answering the newest ``Question`` of ``gate`` (goal ``p``, the policy snapshot ``policy``).
+    """One thread answering the newest ``Question`` of ``gate`` (goal ``p``, the gradient policy's snapshot under
+    ``POLICY`` if there is one) with reach only, that snapshot and the ``trained`` policies, in one batch.
 
     Args:
         gate: requests in, answers drawn through it.
         solver: the worker's own ``BodySolver``.
         draw: draws ``BodyAnswers``; called by ``gate.publish``, only while its question is current.
         supervisor: shows a failure of an answer, its drawing or ``after``.
+        trained: a loaded run's other policies by method key (fixed: they never change while the scene runs).
         after: called whenever the worker becomes idle (the board adopts what was offered meanwhile).
         settle_s: how long the goal must rest before the full solve.
         exclusive: held while computing and drawing an answer; the trainer holds it while stepping.
@@ -54,11 +58,13 @@ class BodyWorker:
         solver: BodySolver,
         draw: Callable[[BodyAnswers], None],
         supervisor: Supervisor,
+        trained: Mapping[str, nn.Module] | None = None,
         after: Callable[[], None] = lambda: None,
         settle_s: float = 0.3,
         exclusive: threading.Lock | None = None,
     ) -> None:
         self.gate, self.solver, self._draw, self._supervisor = gate, solver, draw, supervisor
+        self.trained = dict(trained or {})
         self._after, self.settle_s = after, settle_s
         self._exclusive = exclusive if exclusive is not None else threading.Lock()
         self.signal = BusySignal()
@@ -84,28 +90,33 @@ class BodyWorker:
                 with self._supervisor.guard(self.PART, "the work after an answer"):
                     self._after()
 
+    def _choices(self, question: Question) -> dict[str, Choice]:
+        snapshot = question.policies.get(POLICY)
+        policies = ({POLICY: snapshot} if snapshot is not None else {}) | self.trained
+        return self.solver.choices(question.p, policies)
+
     def answer_moving(self, request: Request[Question]) -> bool:
         """One warm-started chunk from each method's previous pose, drawn if still current; False (nothing done)
         when a method has no previous pose yet."""
         started = time.perf_counter()
-        actions = self.solver.policy_actions(request.inputs.p, request.inputs.policies.get(POLICY))
-        if any(key not in self._previous for key in actions):
+        choices = self._choices(request.inputs)
+        if any(key not in self._previous for key in choices):
             return False
-        seed = torch.stack([self._previous[key] for key in actions])
+        seed = torch.stack([self._previous[key] for key in choices])
         iterations = self.solver.chunk_iterations
-        result = self.solver.solve(request.inputs.p, torch.stack(list(actions.values())), seed, iterations)
-        self._publish(request, actions, result, MOVING, iterations, started)
+        result = self.solver.solve(request.inputs.p, list(choices.values()), seed, iterations)
+        self._publish(request, choices, result, MOVING, iterations, started)
         return True
 
     def answer_rested(self, request: Request[Question]) -> bool:
         """The full solve from the standing configuration, abandoned between chunks if its question changes;
         True if drawn."""
         started = time.perf_counter()
-        actions = self.solver.policy_actions(request.inputs.p, request.inputs.policies.get(POLICY))
+        choices = self._choices(request.inputs)
         iterations = self.solver.full_iterations
         result = self.solver.solve(
             request.inputs.p,
-            torch.stack(list(actions.values())),
+            list(choices.values()),
             None,
             iterations,
             current=lambda: self.gate.is_current(request.generation),
@@ -113,13 +124,13 @@ class BodyWorker:
         if result is None:
             self.abandoned += 1
             return False
-        return self._publish(request, actions, result, RESTED, iterations, started)
+        return self._publish(request, choices, result, RESTED, iterations, started)
 
-    def _publish(self, request, actions: dict[str, torch.Tensor], result, phase: str, iterations: int, started):
-        keys = list(actions)
+    def _publish(self, request, choices: dict[str, Choice], result, phase: str, iterations: int, started):
+        keys = list(choices)
         for i, key in enumerate(keys):
             self._previous[key] = result.q[i]
-        answers = self.solver.answers(keys, torch.stack(list(actions.values())), result, phase, iterations, started)
+        answers = self.solver.answers(keys, list(choices.values()), result, phase, iterations, started)
         drawn = BodyAnswers(request.inputs, answers)
         return self.gate.publish(request.generation, lambda: self._draw(drawn))
 

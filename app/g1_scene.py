@@ -1,19 +1,25 @@
 """Assembles the G1 scene (``python -m app --robot g1``): the counterweight experiment live. The G1 stands with both
-feet held and an 8 kg payload in its right hand; a draggable reach goal; reach only, the learned policy and the
-per-goal optimisation as ghosts, their centre of mass over the support polygon; the policy trained live.
+feet held and an 8 kg payload in its right hand; a reach goal, dragged (gizmo) or typed, bounded to the task's goal
+region (``app.counterweight_region``); reach only, the gradient policy (trained live, or a run's), a loaded run's
+other policies (the 7-D ablation, the best constant, every zero-order policy at both budgets) and the per-goal
+optimisation as ghosts (a picker chooses which are drawn), their centre of mass over the support polygon and the
+body targets each chose as frames; one table of every method's answer.
 
 The Franka scene's machinery carries it: one ``QuestionBoard`` owns the question (goal ``p``, no start joints:
-the G1 always starts standing, and the policy snapshot), its gates feed the workers and draw their answers under
-its lock, so an answer is drawn only while its question is current; every background part runs under the
-``Supervisor``; the trainer is a ``TrainerWorker`` with its ``TrainingPanel``. Locks, outermost first:
+the G1 always starts standing, and the gradient policy's snapshot), its gates feed the workers and draw their
+answers under its lock, so an answer is drawn only while its question is current; every background part runs under
+the ``Supervisor``; the trainer is a ``TrainerWorker`` with its ``TrainingPanel``. Locks, outermost first:
 ``QuestionBoard.lock`` -> ``G1Viewer._results_lock``.
 
 The trainer takes turns with the answers under one lock, answers first (as the Franka scene's trainers do): beside
-them, two threads of small torch ops on 2 cores slow each about 2.5-fold (the answers' median latency was 229 ms).
-A step is long even at the live trainer's ``LIVE_BATCH`` goals (about 0.5 s: the solve is op overhead, not
-arithmetic), too long for an answer to wait for, so the trainer starts no step until the goal has rested
-``TRAINER_QUIET_S`` and the per-goal optimisation (beside, off the lock; abandoned between its steps when the goal
-moves) is done: it trains while the page is idle, and a drag that starts during a step waits for that one step.
+them, two threads of small torch ops on 2 cores slow each about 2.5-fold. A step is long even at the live trainer's
+``LIVE_BATCH`` goals (about 0.5 s: the solve is op overhead, not arithmetic), too long for an answer to wait for, so
+the trainer starts no step until the goal has rested ``TRAINER_QUIET_S`` and the per-goal optimisation (beside, off
+the lock; abandoned between its steps when the goal moves) is done: it trains while the page is idle, and a drag
+that starts during a step waits for that one step. It trains on a loaded run's train and validation splits; without
+a run, on a smaller sample drawn the same way (``live_goals``: about 6 s on one core), drawn at startup on a thread
+of its own, off the lock (the first answers come beside it, slower, rather than after it), and the trainer starts
+once they are drawn.
 """
 
 from __future__ import annotations
@@ -28,19 +34,22 @@ from pathlib import Path
 import numpy as np
 import torch
 import viser
+from torch import nn
 
 import assets
 from app.config import ViewerConfig
-from app.counterweight_answers import ONLINE, POLICY, BodyAnswer, BodySolver
-from app.counterweight_methods import BODY_KEYS, BODY_METHODS, FAST_BODY_KEYS
+from app.counterweight_answers import ONLINE, POLICY, REACH_ONLY, BodyAnswer, BodySolver
+from app.counterweight_methods import BODY_KEYS, BODY_METHODS, GROUP_TITLES, RUN_KEYS
 from app.counterweight_metrics import CounterweightMetricsPanel
 from app.counterweight_online import OnlineWorker
 from app.counterweight_panel import ReachPanel
-from app.counterweight_trainer import LiveCounterweightTrainer
+from app.counterweight_region import GoalRegion
+from app.counterweight_trainer import LiveCounterweightTrainer, live_goals
 from app.counterweight_worker import BodyAnswers, BodyWorker
 from app.g1_view import SOLID_RGB, BodyGhost, BodyView, StickFigure, draw_support_polygon
 from app.ghosts import stack_labels
 from app.grasp_panel import PENDING
+from app.method_picker import MethodPicker
 from app.question import Place, Question, QuestionBoard, Source
 from app.robot_view import load_urdf
 from app.scene import TargetGizmo, set_stage
@@ -52,30 +61,38 @@ from app.viewer import exposure_notice
 from kinematics.errors import ProjectError
 from learning.counterweight.checkpoints import load_policy
 from learning.counterweight.config import ExperimentCfg, preset
-from learning.counterweight.experiment import build_problem, load_config
+from learning.counterweight.experiment import build_problem, checkpoint_path, load_config
 from learning.counterweight.figures import skeleton_bones
-from learning.counterweight.goals import goal_points, make_splits, sample_goals
-from learning.counterweight.policy import CounterweightPolicy
+from learning.counterweight.goals import load_splits
+from learning.counterweight.methods import make_policy
+from learning.counterweight.problem import CounterweightProblem
 
 CAMERA_POSITION = (1.7, -1.7, 1.35)  # metres, world frame: frames the G1, its reach and the polygon
 CAMERA_LOOK_AT = (0.15, -0.1, 0.7)
 CAMERA_FOV_DEG = 60.0
-INITIAL_GOAL = (0.40, -0.15, -0.2)  # distance (m), azimuth, elevation (rad) from the shoulder: far enough to tip
-GOAL_BOX_M = 0.45  # the gizmo moves within this of the shoulder, per axis
+INITIAL_GOAL = (0.40, -0.15, -0.2)  # distance (m), azimuth, elevation (rad) from the shoulder: in front, needs a
+# counterweight
+GOAL_BOX_M = 0.45  # the goal inputs' range: this far from the shoulder, per axis (the region reaches 0.44 m)
+# The gizmo's own limits are left open (viser's default): drei applies them to the offset from where the gizmo was
+# first placed, not to world coordinates, and they go stale once the page moves it; the region's clamp bounds the
+# goal, and a drag that ends outside the region puts the gizmo back on the clamped goal.
+GIZMO_FREE = ((-1000.0, 1000.0),) * 3
 SNAPSHOT_EVERY = 2  # trainer steps
 LIVE_BATCH = 8  # goals per live trainer step (the experiment's 32 take about 1.1 s a step, 8 about 0.5 s)
 TRAINER_QUIET_S = 0.5  # the trainer starts a step only once the goal has rested this long
 TRAINER_WAIT_S = 30.0  # ... or once it has waited this long (a drag that never pauses still trains, slowly)
+NEEDS_A_RUN = "needs `--run RUN`"
+NOT_IN_RUN = "not in the run"
 PAGE = "page"
 
 
 class G1Viewer:
     """The running G1 scene. ``launch_g1`` builds it; ``close`` stops its threads and the server.
 
-    Attributes useful to tests: ``board``, ``drawn`` (answers on screen by method key), ``pending``,
-    ``drawn_question``, ``latencies_ms`` (goal change -> reach only and policy ghosts drawn, first answer, moving or
-    rested), ``rested_latencies_ms`` (goal change -> the rested answer drawn), ``stale_draws`` (0 by
-    construction), ``supervisor``.
+    Attributes useful to tests: ``board``, ``drawn`` (answers on screen by method key, or why there is none),
+    ``pending``, ``drawn_question``, ``trained`` (a loaded run's other policies by method key), ``latencies_ms``
+    (goal change -> the fast ghosts drawn, first answer, moving or rested), ``rested_latencies_ms`` (goal change ->
+    the rested answer drawn), ``stale_draws`` (0 by construction), ``supervisor``.
     """
 
     def __init__(self, config: ViewerConfig) -> None:
@@ -94,13 +111,17 @@ class G1Viewer:
         self.cfg, run = self._config(config)
         self.solver = BodySolver(self.cfg)
         problem = self.solver.problem
-        initial_policy = self._load_policy(run, problem)
-        self.splits = make_splits(self.cfg, problem.shoulder)
+        self.region = GoalRegion(problem.shoulder.double().numpy(), self.cfg.goals)
+        initial_policy, self.trained = self._load_policies(run, problem)
+        self.goals = self._load_goals(run)  # the live trainer's (train, validation) goals; None: drawn later
         self._random = torch.Generator().manual_seed(0)
 
         self._results_lock = threading.Lock()
         self.drawn: dict[str, BodyAnswer | str | None] = {key: None for key in BODY_KEYS}
         self.drawn[POLICY] = None if initial_policy else "no snapshot yet"
+        for key in RUN_KEYS:
+            if key not in self.trained:
+                self.drawn[key] = NEEDS_A_RUN if initial_policy is None else NOT_IN_RUN
         self.pending: set[str] = set()
         self.drawn_question: Question | None = None
         self.latencies_ms: list[float] = []
@@ -118,12 +139,18 @@ class G1Viewer:
         else:
             self.robot = BodyView(self.server, load_urdf(assets.G1), assets.G1, "/robot")
             self.robot.show(problem.q_stand.double().numpy())
-        self.ghosts = {m.key: BodyGhost(self.server, bones, m.key, m.label, m.rgb) for m in BODY_METHODS}
-        shoulder = problem.shoulder.double()
-        goal = goal_points(shoulder, *(torch.tensor([v], dtype=torch.float64) for v in INITIAL_GOAL))[0]
-        box = tuple((float(c) - GOAL_BOX_M, float(c) + GOAL_BOX_M) for c in shoulder)
-        self.gizmo = TargetGizmo(self.server, goal.numpy(), box, self._gizmo_moved)
-        self.reach = ReachPanel(self.server, lambda: self._guarded("Random goal", self.set_target, self._random_goal()))
+        self.ghosts = {m.key: BodyGhost(self.server, bones, m) for m in BODY_METHODS}
+        goal = self.region.point(*INITIAL_GOAL)
+        box = tuple((float(c) - GOAL_BOX_M, float(c) + GOAL_BOX_M) for c in self.region.shoulder)
+        self.gizmo = TargetGizmo(self.server, goal, GIZMO_FREE, self._gizmo_moved)
+        self.reach = ReachPanel(
+            self.server,
+            goal,
+            box,
+            on_goal=lambda p: self._guarded("reading the goal inputs", self._ask_goal, p, Source.INPUTS),
+            on_random_goal=lambda: self._guarded("Random goal", self.set_target, self._random_goal()),
+        )
+        self.picker = MethodPicker(self.server, self._pick, BODY_METHODS, GROUP_TITLES)
 
         first = Question(tuple(float(v) for v in goal), ())
         if initial_policy is not None:
@@ -135,21 +162,22 @@ class G1Viewer:
             BodySolver(self.cfg),
             self._draw,
             self.supervisor,
+            trained=self.trained,
             after=self.board.catch_up,
             exclusive=answers_core,
         )
         self.online = OnlineWorker(self.board.search, BodySolver(self.cfg), self._draw_online, self.supervisor)
         initial_state = [initial_policy.state_dict()] if initial_policy is not None else []
-
         live = dataclasses.replace(self.cfg.train, batch_size=LIVE_BATCH)
 
         def build(seed: int) -> LiveCounterweightTrainer:
-            trainer = LiveCounterweightTrainer(
-                build_problem(self.cfg), self.splits["train"], self.splits["validation"], live, seed
-            )
+            problem = build_problem(self.cfg)
+            with torch.random.fork_rng():  # the seed's weights, without touching the process's generator
+                torch.manual_seed(seed)
+                policy = make_policy("gradient", problem, self.cfg)
             if initial_state:  # the first trainer continues from the run's policy; Reset starts from scratch
-                trainer.policy.load_state_dict(initial_state.pop())
-            return trainer
+                policy.load_state_dict(initial_state.pop())
+            return LiveCounterweightTrainer(problem, policy, *self.goals, live, seed)
 
         self.trainer = TrainerWorker(
             build,
@@ -167,7 +195,10 @@ class G1Viewer:
 
         self.answers.start()
         self.online.start()
-        self.trainer.start_thread()
+        if self.goals is None:
+            threading.Thread(target=self._draw_goals, name="live goals", daemon=True).start()
+        else:
+            self.trainer.start_thread()
         self.board.begin()
 
     @property
@@ -180,7 +211,7 @@ class G1Viewer:
             self.status.set(
                 "checkpoint",
                 f"No run: training the counterweight policy from scratch (preset `{config.preset}`); "
-                "`--run RUN` loads a counterweight run's policy and report.",
+                "`--run RUN` loads a counterweight run's policies and report.",
             )
             return preset(config.preset), None
         run = Path(config.checkpoint).resolve().parents[2]
@@ -190,9 +221,13 @@ class G1Viewer:
             self.status.set("checkpoint", f"⚠ run `{run}` could not be loaded: {exc} — training from scratch.")
             return preset(config.preset), None
 
-    def _load_policy(self, run: Path | None, problem) -> CounterweightPolicy | None:
+    def _load_policies(
+        self, run: Path | None, problem: CounterweightProblem
+    ) -> tuple[nn.Module | None, dict[str, nn.Module]]:
+        """The gradient policy of the checkpoint and the run's other policies of its seed, by method key (a missing
+        or unreadable one is reported and left out, its row saying so)."""
         if run is None:
-            return None
+            return None, {}
         try:
             policy, meta = load_policy(self.config.checkpoint, problem)
         except ProjectError as exc:
@@ -200,42 +235,102 @@ class G1Viewer:
                 "checkpoint",
                 f"⚠ checkpoint `{self.config.checkpoint}` could not be loaded: {exc} — training from scratch.",
             )
-            return None
+            return None, {}
+        trained: dict[str, nn.Module] = {}
+        problems = []
+        for method in BODY_METHODS:
+            if method.key not in RUN_KEYS:
+                continue
+            if method.key == "constant":  # one for the run, not per seed
+                path = run / "checkpoints" / "constant.pt"
+            else:
+                path = checkpoint_path(run, int(meta["seed"]), method.experiment_name)
+            try:
+                trained[method.key] = load_policy(path, problem)[0]
+            except ProjectError as exc:
+                problems.append(f"{method.label}: {exc}")
+        if problems:
+            self.status.set("run", "⚠ not loaded from the run: " + "; ".join(problems))
         self.status.set(
             "checkpoint",
-            f"Loaded `{self.config.checkpoint}` ({meta['method']}, seed {meta['seed']}); trainer paused: Start "
-            "fine-tunes it.",
+            f"Loaded `{self.config.checkpoint}` ({meta['method']}, seed {meta['seed']}) and {len(trained)} other "
+            "policies of the run; trainer paused: Start fine-tunes the gradient policy.",
         )
-        return policy
+        return policy, trained
+
+    def _load_goals(self, run: Path | None) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """A run's train and validation goals (None without a run, or if its splits cannot be read)."""
+        if run is None:
+            return None
+        try:
+            splits = load_splits(run / "splits.pt")
+            return splits["train"].goals, splits["validation"].goals
+        except (OSError, RuntimeError, KeyError) as exc:
+            self.status.set("splits", f"⚠ `{run}/splits.pt` could not be read ({exc}): the live trainer draws goals.")
+            return None
+
+    def _draw_goals(self) -> None:
+        """Without a run: draw the live trainer's goals, then start it (a failure is shown; the trainer then never
+        starts, the answers go on)."""
+        self.training.show_progress(None, "**drawing** the live trainer's goals (those that need a counterweight)")
+        with self.supervisor.guard("live goals", "drawing the live trainer's goals"):
+            self.goals = live_goals(build_problem(self.cfg), self.cfg)
+            self.trainer.start_thread()
 
     # Inputs -> questions.
     def set_target(self, p: np.ndarray) -> Question:
-        """Move the reach goal (m, world frame), as the Random goal button does; returns the question."""
-        with self.board.lock:
-            return self.board.ask(p=np.asarray(p, dtype=float), source=Source.PROGRAM)
+        """Move the reach goal (m, world frame; clamped into the region), as the Random goal button does; returns
+        the question."""
+        return self._ask_goal(p, Source.PROGRAM)
 
     def _guarded(self, doing: str, action, *args) -> None:
         with self.supervisor.guard(PAGE, doing):
             action(*args)
 
+    def _bounds(self, message: str | None) -> None:
+        """Show (or clear) what the last clamp of the goal did."""
+        self.status.set("goal bounds", None if message is None else f"⚠ {message}")
+        self.reach.show_bounds(message)
+
     def _gizmo_moved(self, p: np.ndarray) -> None:
         with self.supervisor.guard(PAGE, "moving the reach goal"):
-            self.board.offer_target(p, busy=lambda: self.answers.signal.is_busy)
+            clamped, message = self.region.clamp(p)
+            self._bounds(message)
+            self.board.offer_target(clamped, busy=lambda: self.answers.signal.is_busy)
+            if not self.gizmo.dragging and message is not None:
+                self.gizmo.place(clamped)  # the drag ended outside the region: show where the goal went
+
+    def _ask_goal(self, p: np.ndarray, source: Source) -> Question:
+        clamped, message = self.region.clamp(p)
+        self._bounds(message)
+        with self.board.lock:
+            question = self.board.ask(p=clamped, source=source)
+            if source is Source.INPUTS and message is not None:
+                self.reach.show_goal(clamped)  # committed: the inputs now show where the goal went
+        return question
 
     def _random_goal(self) -> np.ndarray:
-        goal = sample_goals(self._random, 1, self.cfg.goals, self.solver.problem.shoulder, "validation")
-        return goal[0].numpy()
+        """A random validation goal (either sector; they need a counterweight), or, before the live trainer has
+        drawn its goals, a goal drawn uniformly from a random sector."""
+        goals = self.goals
+        if goals is None:
+            return self.region.sample(self._random)
+        validation = goals[1]
+        return validation[int(torch.randint(len(validation), (1,), generator=self._random))].numpy()
 
     def _question_changed(self, old: Question | None, new: Question, source: Source) -> None:
-        """Under the board's lock: move the gizmo if it did not make the change, mark answers pending."""
-        if source is not Source.GIZMO and not self.gizmo.dragging:
-            if not np.array_equal(np.array(new.p), np.asarray(self.gizmo.handle.position, dtype=float)):
-                self.gizmo.place(np.array(new.p))
+        """Under the board's lock: move the controls that did not make the change, mark answers pending."""
         moved = old is None or new.p != old.p
         if moved:
             self._goal_moved_at = time.monotonic()
-        pending = set(FAST_BODY_KEYS) if moved else set()
-        if old is None or dict(old.versions).get(POLICY) != dict(new.versions).get(POLICY):
+            if source is not Source.GIZMO and not self.gizmo.dragging:
+                if not np.array_equal(np.array(new.p), np.asarray(self.gizmo.handle.position, dtype=float)):
+                    self.gizmo.place(np.array(new.p))
+            if source not in (Source.INPUTS, Source.TRAINER):  # never under a typing cursor
+                self.reach.show_goal(np.array(new.p))
+            self.reach.show_where(self.region.describe(np.array(new.p)))
+        pending = {REACH_ONLY, *self.trained} if moved else set()
+        if POLICY in new.policies and (moved or dict(old.versions).get(POLICY) != dict(new.versions).get(POLICY)):
             pending.add(POLICY)
         with self._results_lock:
             if moved:
@@ -245,13 +340,12 @@ class G1Viewer:
                 self.drawn[ONLINE] = PENDING
                 self.pending.add(ONLINE)
             for key in pending:
-                if key in new.policies or key != POLICY:
-                    self.ghosts[key].set_pending(True)
-                    self.pending.add(key)
+                self.ghosts[key].set_pending(True)
+                self.pending.add(key)
             self._restack(new)
             self.reach.show(self.drawn, self.pending)
 
-    def _snapshot(self, version: int, policy: CounterweightPolicy) -> None:
+    def _snapshot(self, version: int, policy: nn.Module) -> None:
         self.board.offer_policy(version, policy, busy=lambda: self.answers.signal.is_busy, key=POLICY)
 
     def _answers_first(self) -> None:
@@ -301,6 +395,11 @@ class G1Viewer:
             self.pending.discard(ONLINE)
             self._restack(self.board.current)
             self.reach.show(self.drawn, self.pending)
+
+    def _pick(self, key: str, shown: bool) -> None:
+        with self.supervisor.guard(PAGE, f"showing {key}"), self.board.lock, self._results_lock:
+            self.ghosts[key].enable(shown)
+            self._restack(self.board.current)
 
     def _restack(self, question: Question) -> None:
         stack_labels([self.ghosts[key] for key in BODY_KEYS], np.array(question.p))

@@ -2,7 +2,8 @@
 WebGL), and one ghost per counterweight method: its
 pose as a stick figure in the method's colour (a segment per URDF joint, between link origins: light enough for
 headless Chromium's software WebGL, where four full-mesh G1s take over 30 s a frame), the centre of mass's ground
-projection (red, larger, when the balance margin is violated), the policy's body-task targets as markers, and a
+projection (red, larger, when the balance margin is violated), the body targets its method chose as SE(3) frames
+(``BodyAnswer.targets``: the pelvis pose, the torso orientation at the torso, the free hand's position), and a
 label stacked above the goal (``app.ghosts.stack_labels``)."""
 
 from __future__ import annotations
@@ -11,17 +12,21 @@ from collections.abc import Sequence
 
 import numpy as np
 import viser
+import viser.transforms as vtf
 import yourdfpy
 
 from app.counterweight_answers import BodyAnswer
 from app.ghosts import LabelledGhost
+from app.methods import Method
 from app.robot_view import ArmView
 from assets import RobotDescription
+from learning.counterweight.problem import BODY_TASKS
 
 BONE_PX = 4.0
 SOLID_RGB = (90, 90, 100)  # the light mode's solid robot
 UNBALANCED_RGB = (230, 30, 30)
 COM_RADIUS_M = 0.012
+TARGET_AXES_M = 0.07  # the body-target frames' axes
 POLYGON_RGB = (60, 60, 60)
 
 
@@ -65,25 +70,32 @@ class StickFigure:
 
 
 class BodyGhost(LabelledGhost):
-    """A method's ``StickFigure`` under ``/ghosts/<key>``, its CoM marker, its target markers and its label."""
+    """A method's ``StickFigure`` under ``/ghosts/<key>``, its CoM marker, its body-target frames under
+    ``/body_targets/<key>`` (origin in the method's colour) and its label."""
 
     def __init__(
         self,
         server: viser.ViserServer,
         bones: Sequence[tuple[int, int]],
-        key: str,
-        label: str,
-        rgb: tuple[int, int, int],
+        method: Method,
     ) -> None:
-        super().__init__(server, key, label, enabled=True)
+        """Drawn once answered while the picker shows ``method`` (``method.shown`` at first)."""
+        key, rgb = method.key, method.rgb
+        super().__init__(server, key, method.label, enabled=method.shown)
         self._rgb = rgb
         self.figure = StickFigure(server, f"/ghosts/{key}", bones, rgb)
         self._com = server.scene.add_icosphere(f"/com/{key}", radius=COM_RADIUS_M, color=rgb, cast_shadow=False)
-        self._targets = {
-            name: server.scene.add_icosphere(f"/body_targets/{key}/{name}", radius=0.02, color=rgb, cast_shadow=False)
-            for name in ("pelvis", "torso", "left_hand")
+        self.targets = {
+            name: server.scene.add_frame(
+                f"/body_targets/{key}/{name}",
+                axes_length=TARGET_AXES_M,
+                axes_radius=0.004,
+                origin_radius=0.012,
+                origin_color=rgb,
+            )
+            for name in BODY_TASKS
         }
-        self._has_targets = False  # reach only and a run without targets draw no target markers
+        self._has_targets = False  # reach only draws no target frames
         self._apply()
 
     def show(self, answer: BodyAnswer) -> None:
@@ -92,9 +104,11 @@ class BodyGhost(LabelledGhost):
         self._com.position = (float(answer.com_xy[0]), float(answer.com_xy[1]), 0.002)
         self._com.color = self._rgb if balanced else UNBALANCED_RGB
         self._com.radius = COM_RADIUS_M if balanced else 2 * COM_RADIUS_M
-        for name, marker in self._targets.items():
+        for name, frame in self.targets.items():
             if answer.targets is not None:
-                marker.position = tuple(float(v) for v in answer.targets[name])
+                pose = answer.targets[name]
+                frame.position = tuple(float(v) for v in pose[:3, 3])
+                frame.wxyz = tuple(float(v) for v in vtf.SO3.from_matrix(pose[:3, :3]).wxyz)
         self._has_targets = answer.targets is not None
         self.answered = True
         self.set_pending(False)
@@ -105,8 +119,8 @@ class BodyGhost(LabelledGhost):
         self.figure.handle.visible = visible
         self._com.visible = visible
         self._label.visible = visible
-        for marker in self._targets.values():
-            marker.visible = visible and self._has_targets
+        for frame in self.targets.values():
+            frame.visible = visible and self._has_targets
 
 
 def draw_support_polygon(server: viser.ViserServer, hull_xy: np.ndarray) -> None:

@@ -1,29 +1,39 @@
-"""The method picker: which ghosts are drawn, one checkbox per method, grouped as rules / learned / search.
+"""The method picker: which ghosts are drawn, one checkbox per method, grouped (rules / learned / search for the
+Franka scene; the G1 scene passes its own methods and groups).
 
-The answers table lists every method whatever is picked; the picker only chooses the ghost arms, so that nine
-translucent arms never have to be read at once.
+The answers table lists every method whatever is picked; the picker only chooses the ghosts, so that nine
+translucent arms (or a dozen G1 stick figures) never have to be read at once.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 
 import viser
 
-from app.methods import LEARNED, METHODS, RULES, SEARCH
+from app.methods import LEARNED, METHODS, RULES, SEARCH, Method
 
 GROUP_TITLES = {RULES: "Rules", LEARNED: "Learned", SEARCH: "Search"}
 
 
 class MethodPicker:
-    """Args: ``on_change(key, shown)`` after the user ticks or unticks a method."""
+    """Args: ``on_change(key, shown)`` after the user ticks or unticks a method; ``methods`` (each ticked if
+    ``shown``) under the titles of ``groups``, in that order (a group without methods is left out)."""
 
-    def __init__(self, server: viser.ViserServer, on_change: Callable[[str, bool], None]) -> None:
+    def __init__(
+        self,
+        server: viser.ViserServer,
+        on_change: Callable[[str, bool], None],
+        methods: Sequence[Method] = METHODS,
+        groups: Mapping[str, str] = GROUP_TITLES,
+    ) -> None:
         self.boxes: dict[str, viser.GuiCheckboxHandle] = {}
         with server.gui.add_folder("Ghosts shown", expand_by_default=False):
-            for group, title in GROUP_TITLES.items():
-                server.gui.add_markdown(f"**{title}**")
-                for method in (m for m in METHODS if m.group == group):
+            for group, title in groups.items():
+                members = [m for m in methods if m.group == group]
+                if members:
+                    server.gui.add_markdown(f"**{title}**")
+                for method in members:
                     box = server.gui.add_checkbox(method.label, initial_value=method.shown)
                     box.on_update(lambda _, key=method.key, box=box: on_change(key, bool(box.value)))
                     self.boxes[method.key] = box

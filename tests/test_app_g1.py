@@ -1,8 +1,10 @@
-"""The G1 scene (``python -m app --robot g1``): its math against the experiment's, its table, the viewer in-process
-(no stale answer drawn, latency while training, failures shown) and one real-browser drag of the reach goal."""
+"""The G1 scene (``python -m app --robot g1``): its math against the experiment's, its table, the goal region's
+clamp, the viewer in-process (no stale answer drawn, latency while training, a loaded run's policies as ghosts and
+rows, failures shown) and one real-browser drag of the reach goal from the front sector into the one behind."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import re
@@ -16,18 +18,26 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_app_browser import find_x_arrow, method_row, page  # noqa: F401  (page: the Chromium fixture)
+from test_app_browser import find_x_arrow, input_xpath, method_row, page, project  # noqa: F401  (page: the fixture)
 from viewer_support import free_port, wait_until
 
 from app.config import ViewerConfig
-from app.counterweight_answers import RESTED, BodyAnswer, BodySolver, convex_hull
+from app.counterweight_answers import POLICY, REACH_ONLY, RESTED, BodyAnswer, BodySolver, convex_hull
+from app.counterweight_methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
 from app.counterweight_panel import answers_table
+from app.counterweight_region import INSIDE_RAD, GoalRegion
 from app.counterweight_trainer import LiveCounterweightTrainer
-from app.g1_scene import CAMERA_FOV_DEG, CAMERA_LOOK_AT, CAMERA_POSITION, launch_g1
+from app.g1_scene import CAMERA_FOV_DEG, CAMERA_LOOK_AT, CAMERA_POSITION, INITIAL_GOAL, NEEDS_A_RUN, launch_g1
+from app.scene import GIZMO_SCALE
+from learning.counterweight.checkpoints import save_policy
 from learning.counterweight.config import PRESETS
+from learning.counterweight.experiment import build_problem, checkpoint_path
 from learning.counterweight.figures import skeleton_bones
+from learning.counterweight.goals import SplitGoals, goal_points, save_splits
+from learning.counterweight.methods import GRADIENT_METHODS, make_policy
 
 REPO = Path(__file__).resolve().parents[1]
+REGION = PRESETS["full"].goals
 
 
 @pytest.fixture
@@ -53,6 +63,34 @@ def start_g1(one_thread):
         viewer.close()
 
 
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory) -> Path:
+    """A counterweight run folder as ``python -m learning train --task counterweight`` lays it out (smoke preset,
+    seed 0): every policy checkpoint, each with small random weights (so that each chooses other body targets),
+    and splits; no report."""
+    cfg = PRESETS["smoke"]
+    run = tmp_path_factory.mktemp("counterweight-run")
+    problem = build_problem(cfg)
+    (run / "config.json").write_text(json.dumps(cfg.to_dict()))
+    keys = ["gradient", *(key for key in RUN_KEYS if key != "constant")]
+    for index, key in enumerate([*keys, "constant"]):
+        method = key if key in (*GRADIENT_METHODS, "constant") else key.rsplit("_", 1)[0]  # es_seconds -> es
+        torch.manual_seed(index)
+        policy = make_policy(method, problem, cfg)
+        with torch.no_grad():
+            for parameter in policy.parameters():
+                parameter.add_(0.05 * torch.randn_like(parameter))
+        path = run / "checkpoints" / "constant.pt" if key == "constant" else checkpoint_path(run, 0, key)
+        save_policy(path, method, key, 0, cfg, problem, policy.state_dict())
+    shoulder = problem.shoulder.double()
+    goals = goal_points(
+        shoulder, *(torch.tensor(v, dtype=torch.float64) for v in ([0.38, 0.38], [0.0, -2.7], [-0.2, -0.2]))
+    )
+    split = SplitGoals(goals, torch.tensor([0, 1]), 2)
+    save_splits({"train": split, "validation": split}, run / "splits.pt")
+    return run
+
+
 def _answer(**kwargs) -> BodyAnswer:
     fields = dict(q=np.zeros(36), success=True, hand_error=0.004, balance_margin=0.012, balanced=True,
                   com_xy=np.zeros(2), phase=RESTED, iterations=16, latency_ms=250.0, frames=np.zeros((40, 3)))  # fmt: skip
@@ -67,71 +105,118 @@ def test_convex_hull_drops_interior_points_and_runs_counter_clockwise() -> None:
     assert area == pytest.approx(1.0)  # positive: counter-clockwise
 
 
-def test_table_marks_pending_answers_and_a_violated_margin() -> None:
-    drawn = {"reach_only": _answer(balanced=False, balance_margin=-0.003, success=False), "policy": _answer()}
+def _row(table: str, label: str) -> str:
+    return next(line for line in table.splitlines() if f"</span> {label} |" in line)
+
+
+def test_table_marks_pending_answers_a_violated_margin_and_methods_without_a_run() -> None:
+    drawn = {
+        "reach_only": _answer(balanced=False, balance_margin=-0.003, success=False),
+        "policy": _answer(),
+        "es_seconds": NEEDS_A_RUN,
+    }
     table = answers_table(drawn, pending={"policy"})
-    reach = next(line for line in table.splitlines() if "reach only" in line)
-    policy = next(line for line in table.splitlines() if "learned policy" in line)
+    reach = _row(table, "reach only")
     assert "✘" in reach and "-3.0 ⚠" in reach and "rested (16 it.)" in reach
+    policy = _row(table, "learned policy (R^9)")
     assert "*pending…*" in policy and "*4.0*" in policy
-    assert "| – |" in next(line for line in table.splitlines() if "per-goal optimisation" in line)
+    assert "| needs `--run RUN` |" in _row(table, "ES (equal time)")
+    assert "| – |" in _row(table, "per-goal optimisation")
+    assert len([line for line in table.splitlines() if line.startswith("| <span")]) == len(BODY_BY_KEY)
 
 
 def test_chunked_solve_is_the_experiments_solve(one_thread) -> None:
     solver = BodySolver(PRESETS["full"])
     problem = solver.problem
     goal = tuple(float(v) for v in problem.shoulder + torch.tensor([0.35, -0.05, -0.1]))
-    actions = torch.tensor([[0.0] * 7, [-0.5, 0.1, 0.0, -0.2, 0.0, 0.1, 0.2]], dtype=solver.dtype)
-    chunked = solver.solve(goal, actions, None, solver.full_iterations)
+    offsets = torch.zeros(1, 18, dtype=solver.dtype)
+    offsets[0, :3] = torch.tensor([-0.03, 0.02, -0.02])  # the pelvis moved
+    offsets[0, 15:] = torch.tensor([-0.2, 0.1, 0.05])  # the free hand moved
+    choice = {name: pose[0] for name, pose in problem.body_targets(offsets).items()}
+    chunked = solver.solve(goal, [None, choice], None, solver.full_iterations)
     with torch.no_grad():
-        whole = problem.solve(solver.goal_tensor(goal, 2), actions, "body")
-    torch.testing.assert_close(chunked.q, whole.q, atol=1e-5, rtol=0)
-    answers = solver.answers(["reach_only", "policy"], actions, chunked, RESTED, solver.full_iterations, 0.0)
-    outcome = problem.outcome(whole)
-    assert [a.success for a in answers.values()] == outcome.success.tolist()
-    assert answers["reach_only"].targets is None and set(answers["policy"].targets) == {"pelvis", "torso", "left_hand"}
-    abandoned = solver.solve(goal, actions, None, solver.full_iterations, current=lambda: False)
-    assert abandoned is None
+        reach = problem.solve(solver.goal_tensor(goal, 1), None, "body")
+        chosen = problem.solve(solver.goal_tensor(goal, 1), offsets, "body", "r9")
+    torch.testing.assert_close(chunked.q, torch.cat([reach.q, chosen.q]), atol=1e-5, rtol=0)
+    answers = solver.answers(["reach_only", "policy"], [None, choice], chunked, RESTED, solver.full_iterations, 0.0)
+    assert answers["reach_only"].success == bool(problem.outcome(reach).success[0])
+    assert answers["policy"].success == bool(problem.outcome(chosen).success[0])
+    targets = answers["policy"].targets
+    assert answers["reach_only"].targets is None and set(targets) == {"pelvis", "torso", "left_hand"}
+    np.testing.assert_allclose(targets["pelvis"], choice["pelvis"].double().numpy(), atol=1e-7)
+    np.testing.assert_allclose(targets["left_hand"], choice["left_hand"].double().numpy(), atol=1e-7)
+    torso = problem.tree.frame_pose(chunked.q[1], problem.robot.frames["torso"])  # the torso frame sits on the torso
+    np.testing.assert_allclose(targets["torso"][:3, 3], torso[:3, 3].double().numpy(), atol=1e-6)
+    np.testing.assert_allclose(targets["torso"][:3, :3], choice["torso"][:3, :3].double().numpy(), atol=1e-7)
+    assert solver.solve(goal, [None, choice], None, solver.full_iterations, current=lambda: False) is None
 
 
 def test_live_trainer_steps_validates_and_snapshots(one_thread) -> None:
     cfg = PRESETS["smoke"]
     solver = BodySolver(cfg)
-    goals = solver.problem.shoulder + torch.tensor([0.3, -0.05, -0.1])
-    trainer = LiveCounterweightTrainer(solver.problem, goals[None].double(), goals[None].double(), cfg.train, 0)
+    goals = (solver.problem.shoulder + torch.tensor([0.3, -0.05, -0.1]))[None].double()
+    policy = make_policy("gradient", solver.problem, cfg)
+    trainer = LiveCounterweightTrainer(solver.problem, policy, goals, goals, cfg.train, 0)
     loss = trainer.step()
     assert math.isfinite(loss) and trainer.step_count == 1 and trainer.history.loss == [loss]
     assert 0.0 <= trainer.validate() <= 1.0 and trainer.history.val_steps == [1]
     snapshot = trainer.snapshot()
     assert not any(p.requires_grad for p in snapshot.parameters())
+    assert snapshot(goals).shape == (1, 18) and snapshot.parameterisation == "r9"
 
 
-def _rested(viewer) -> bool:
+def test_goal_region_clamps_side_near_and_far_goals_into_the_region() -> None:
+    shoulder = np.array([0.0, -0.2, 1.2])
+    region = GoalRegion(shoulder, REGION)
+    inside = region.point(0.38, -0.1, -0.2)
+    point, message = region.clamp(inside)
+    assert message is None and np.array_equal(point, inside) and "front sector" in region.describe(inside)
+    behind = region.point(0.38, -2.7, 0.0)
+    assert region.clamp(behind)[1] is None and "behind sector" in region.describe(behind)
+    cases = {  # (distance, azimuth, elevation) -> where the clamp puts it
+        (0.38, -1.5, -0.2): (0.38, REGION.between_azimuth[0] + INSIDE_RAD, -0.2),  # at the side: the between band
+        (0.38, 1.6, -0.2): (0.38, REGION.sectors[0][1] - INSIDE_RAD, -0.2),  # the other side: the front sector
+        (0.38, 2.9, -0.2): (0.38, REGION.sectors[1][0] + INSIDE_RAD, -0.2),  # behind, the wrong side: round the back
+        (0.70, -0.1, -0.2): (REGION.far_distance[1] - INSIDE_RAD, -0.1, -0.2),  # too far
+        (0.10, -0.1, -1.2): (REGION.distance[0] + INSIDE_RAD, -0.1, REGION.elevation[0] + INSIDE_RAD),  # near, low
+    }
+    for given, expected in cases.items():
+        point, message = region.clamp(region.point(*given))
+        np.testing.assert_allclose(region.spherical(point), expected, atol=1e-9)
+        moved = ", ".join(f"{v:.3f}" for v in point)
+        assert message is not None and "outside the task's region" in message and f"moved to ({moved}) m" in message
+        assert region.clamp(np.round(point, 4))[1] is None  # the page's rounding keeps it inside
+    point, message = region.clamp(np.array([np.nan, 0.0, 1.0]))
+    assert np.all(np.isfinite(point)) and "nan" in message
+
+
+def _rested(viewer, keys=(REACH_ONLY, POLICY)) -> bool:
     drawn = viewer.drawn
     return (
         viewer.drawn_question is not None
         and viewer.drawn_question.p == viewer.board.current.p
-        and all(isinstance(drawn[key], BodyAnswer) and drawn[key].phase == RESTED for key in ("reach_only", "policy"))
-        and not {"reach_only", "policy"} & viewer.pending
+        and all(isinstance(drawn[key], BodyAnswer) and drawn[key].phase == RESTED for key in keys)
+        and not set(keys) & viewer.pending
     )
 
 
 def test_moving_goal_draws_no_stale_answer_and_latency_while_training(start_g1) -> None:
     viewer = start_g1()
-    wait_until(lambda: viewer.trainer.status.step >= 1 and _rested(viewer), 90, "the trainer and rested answers")
+    assert all(viewer.drawn[key] == NEEDS_A_RUN for key in RUN_KEYS)  # said in their rows, not left out
+    assert "needs `--run RUN`" in viewer.reach.table.content
+    wait_until(lambda: viewer.trainer.status.step >= 1 and _rested(viewer), 120, "the trainer and rested answers")
     viewer.latencies_ms.clear()
-    start = np.array(viewer.board.current.p)
-    for i in range(16):  # a hand dragging the goal: a position every 150 ms
-        viewer.board.offer_target(
-            start + [0.008 * i, 0.004 * i, -0.004 * i], busy=lambda: viewer.answers.signal.is_busy
-        )
+    region = viewer.region
+    distance, azimuth, elevation = INITIAL_GOAL
+    path = [region.point(distance, azimuth + 0.02 * i, elevation + 0.01 * i) for i in range(16)]
+    for p in path:  # a hand dragging the goal across the front sector: a position every 150 ms
+        viewer.board.offer_target(p, busy=lambda: viewer.answers.signal.is_busy)
         time.sleep(0.15)
     wait_until(lambda: _rested(viewer), 30, "the rested answers for the final goal")
-    final = tuple(float(v) for v in start + [0.008 * 15, 0.004 * 15, -0.004 * 15])
-    assert viewer.drawn_question.p == pytest.approx(final)
+    assert viewer.drawn_question.p == pytest.approx(tuple(path[-1]))
     assert viewer.stale_draws == 0
     bones = np.array(skeleton_bones(viewer.solver.problem))
-    for key in ("reach_only", "policy"):  # each ghost's stick figure is its drawn answer's pose
+    for key in (REACH_ONLY, POLICY):  # each ghost's stick figure is its drawn answer's pose
         figure = viewer.ghosts[key].figure.handle.points
         np.testing.assert_allclose(figure, viewer.drawn[key].frames[bones], atol=1e-6)
     latencies = list(viewer.latencies_ms)
@@ -143,7 +228,59 @@ def test_moving_goal_draws_no_stale_answer_and_latency_while_training(start_g1) 
         f"{viewer.answers.abandoned}"
     )
     assert viewer.trainer.status.state == "running"
-    assert "reach only" in viewer.reach.table.content
+    assert "front sector" in viewer.reach.where.content
+
+
+def test_a_loaded_run_shows_every_policy_as_a_ghost_and_a_row(start_g1, smoke_run: Path) -> None:
+    viewer = start_g1(checkpoint=checkpoint_path(smoke_run, 0, "gradient"))
+    assert set(viewer.trained) == set(RUN_KEYS) and "run" not in viewer.status.messages
+    wait_until(lambda: _rested(viewer, FAST_BODY_KEYS), 60, "every policy's rested answer")
+    table = viewer.reach.table.content
+    for key in FAST_BODY_KEYS:
+        answer, ghost = viewer.drawn[key], viewer.ghosts[key]
+        assert re.search(r"\| [✔✘] \|", _row(table, BODY_BY_KEY[key].label)), key
+        assert ghost.drawn == BODY_BY_KEY[key].shown  # answered; drawn as the picker says
+        if key != REACH_ONLY:  # its body targets, as frames where its ghost is drawn
+            for name, frame in ghost.targets.items():
+                assert frame.visible == ghost.drawn
+                np.testing.assert_allclose(frame.position, answer.targets[name][:3, 3], atol=1e-6)
+    es = viewer.drawn["es_seconds"].targets["pelvis"]
+    assert not np.allclose(es, viewer.drawn[POLICY].targets["pelvis"])  # each policy its own targets
+    viewer.picker.boxes["es_evaluations"].value = True  # as a browser ticking it
+    viewer.picker.boxes["es_seconds"].value = False
+    wait_until(lambda: viewer.ghosts["es_evaluations"].drawn and not viewer.ghosts["es_seconds"].drawn, 5, "the picker")
+    assert viewer.ghosts["es_evaluations"].targets["pelvis"].visible
+    assert not viewer.ghosts["es_seconds"].targets["pelvis"].visible
+
+
+def test_a_goal_outside_the_region_is_clamped_with_a_message(start_g1, smoke_run: Path) -> None:
+    viewer = start_g1(checkpoint=checkpoint_path(smoke_run, 0, "gradient"))
+    region = viewer.region
+    side = region.point(0.38, -1.5, -0.2)  # beside the robot: between the sectors' azimuths
+    question = viewer.set_target(side)
+    distance, azimuth, _ = region.spherical(np.array(question.p))
+    assert azimuth == pytest.approx(REGION.between_azimuth[0] + INSIDE_RAD)
+    moved = ", ".join(f"{v:.3f}" for v in question.p)
+    assert f"moved to ({moved}) m" in viewer.status.messages["goal bounds"]
+    assert f"moved to ({moved}) m" in viewer.reach.bounds.content
+    assert "between the sectors" in viewer.reach.where.content
+    np.testing.assert_allclose(viewer.gizmo.handle.position, question.p)
+    np.testing.assert_allclose(viewer.reach.goal, question.p, atol=1e-4)  # the inputs follow a button
+
+    far = region.point(0.6, -2.7, 0.0)  # typed: too far, behind
+    for handle, v in zip(viewer.reach.inputs, far, strict=True):
+        handle.value = float(v)  # a draft: nothing moves yet
+    assert viewer.board.current.p == question.p
+    viewer.reach.form.submit()  # Enter
+    distance, azimuth, _ = region.spherical(np.array(viewer.board.current.p))
+    assert distance == pytest.approx(REGION.far_distance[1] - INSIDE_RAD) and azimuth == pytest.approx(-2.7)
+    assert (
+        "behind sector" in viewer.reach.where.content and "farther than any trained goal" in viewer.reach.where.content
+    )
+    np.testing.assert_allclose(viewer.reach.goal, viewer.board.current.p, atol=1e-4)  # committed: shows where it went
+    inside = region.point(0.37, -2.6, -0.1)
+    viewer.set_target(inside)
+    assert "goal bounds" not in viewer.status.messages and viewer.reach.bounds.content == ""
 
 
 def test_worker_failures_are_shown_and_answers_go_on(start_g1, monkeypatch) -> None:
@@ -156,20 +293,23 @@ def test_worker_failures_are_shown_and_answers_go_on(start_g1, monkeypatch) -> N
     monkeypatch.setattr(LiveCounterweightTrainer, "step", broken_step)
     monkeypatch.setattr(BodySolver, "optimise", broken_optimise)
     viewer = start_g1()
-    wait_until(lambda: "trainer" in viewer.status.messages, 90, "the trainer failure in the status line")
+    wait_until(lambda: "trainer" in viewer.status.messages, 120, "the trainer failure in the status line")
     wait_until(lambda: "per-goal optimisation" in viewer.status.messages, 30, "the optimisation failure")
     assert "simulated trainer crash" in viewer.training.state.content
     assert "simulated optimisation crash" in viewer.status.handle.content
-    viewer.set_target(np.array(viewer.board.current.p) + [0.02, 0.0, 0.0])
+    viewer.set_target(viewer.region.point(0.38, -0.05, -0.2))
     wait_until(lambda: _rested(viewer), 30, "answers after the failures")
 
 
 G1_CAMERA = (CAMERA_POSITION, CAMERA_LOOK_AT, CAMERA_FOV_DEG)
+DRAG_X_M = -0.75  # from the initial goal in front of the shoulder to behind it, along the gizmo's x arrow
+TYPED_GOAL = (0.38, 0.1, -0.1)  # distance (m), azimuth, elevation (rad): in front
 
 
 @pytest.mark.browser
-def test_dragging_the_goal_with_the_mouse_moves_the_ghosts(page, tmp_path: Path) -> None:  # noqa: F811
-    """``--light``: the solid G1 as a stick figure too (its meshes take seconds a frame in software WebGL)."""
+def test_dragging_the_goal_with_the_mouse_from_front_to_behind(page, tmp_path: Path) -> None:  # noqa: F811
+    """Then types a goal in front and commits it with Enter. ``--light``: the solid G1 as a stick figure too (its
+    meshes take seconds a frame in software WebGL)."""
     log_path = tmp_path / "app.log"
     with log_path.open("w") as log:
         proc = subprocess.Popen(
@@ -181,6 +321,12 @@ def test_dragging_the_goal_with_the_mouse_moves_the_ghosts(page, tmp_path: Path)
         finally:
             proc.terminate()
             proc.wait(timeout=10)
+
+
+def _goal_line(page) -> str:  # noqa: F811
+    return page.evaluate(
+        """() => [...document.querySelectorAll("p")].map(p => p.innerText).find(t => t.startsWith("Goal:")) || \"\""""
+    )
 
 
 def _drag_in_browser(page, proc, log_path: Path) -> None:  # noqa: F811
@@ -205,24 +351,38 @@ def _drag_in_browser(page, proc, log_path: Path) -> None:  # noqa: F811
         current = rows()
         return all(len(c) > 4 and c[1] in "✔✘" and (phase is None or phase in c[4]) for c in current.values())
 
-    wait_until(lambda: answered("rested"), 60, "the first rested answers in the page", poll_s=0.2)
+    wait_until(lambda: answered("rested"), 90, "the first rested answers in the page", poll_s=0.2)
+    assert "front sector" in _goal_line(page)
     before = rows()
     page.evaluate("document.querySelectorAll('.mantine-Notification-root').forEach(n => n.remove())")
     page.wait_for_timeout(1000)
-    grab, direction = find_x_arrow(page, tuple(_initial_goal()), G1_CAMERA, radius_px=15)
+    goal = _goal(INITIAL_GOAL)
+    grab, _ = find_x_arrow(page, tuple(goal), G1_CAMERA, radius_px=15)
+    box = page.locator("canvas").first.bounding_box()
+    held = goal + [0.6 * GIZMO_SCALE, 0.0, 0.0]  # the point of the arrow under the mouse
+    start, end = (project(p, box["width"], box["height"], G1_CAMERA) for p in (held, held + [DRAG_X_M, 0.0, 0.0]))
     page.mouse.move(*grab)
     page.mouse.down()
-    for step in range(1, 7):
-        page.mouse.move(*(grab + 60.0 * step / 6 * direction))
+    for step in range(1, 11):
+        page.mouse.move(*(grab + (end - start) * step / 10))
     page.mouse.up()
-    wait_until(lambda: answered() and rows() != before, 60, "rows answering the dragged goal", poll_s=0.2)
-    print(f"\nafter the drag: {rows()}")
+    wait_until(lambda: "behind sector" in _goal_line(page), 60, "the goal line to say the goal is behind", poll_s=0.2)
+    wait_until(lambda: answered("rested") and rows() != before, 60, "rows answering the dragged goal", poll_s=0.2)
+    print(f"\ndragged {np.linalg.norm(end - start):.0f} px: {_goal_line(page)}; rows {rows()}")
+
+    typed = _goal(TYPED_GOAL)  # typed back into the front sector: a draft until Enter
+    behind = rows()
+    for axis, value in zip("xyz", typed, strict=True):
+        page.locator(f"xpath={input_xpath(f'goal {axis} (m)')}").fill(f"{value:.4f}")
+        page.wait_for_timeout(200)  # viser's page sends one message per 50 ms and keeps only the latest
+    page.wait_for_timeout(1000)
+    assert "behind sector" in _goal_line(page), "a typed draft moved the goal"
+    page.locator(f"xpath={input_xpath('goal z (m)')}").press("Enter")
+    wait_until(lambda: "front sector" in _goal_line(page), 30, "the typed goal, committed by Enter", poll_s=0.2)
+    wait_until(lambda: answered("rested") and rows() != behind, 60, "rows answering the typed goal", poll_s=0.2)
+    print(f"typed: {_goal_line(page)}")
 
 
-def _initial_goal() -> np.ndarray:
-    from app.g1_scene import INITIAL_GOAL
-    from learning.counterweight.experiment import build_problem
-    from learning.counterweight.goals import goal_points
-
+def _goal(spherical: tuple[float, float, float]) -> np.ndarray:
     shoulder = build_problem(PRESETS["full"]).shoulder.double()
-    return goal_points(shoulder, *(torch.tensor([v], dtype=torch.float64) for v in INITIAL_GOAL))[0].numpy()
+    return goal_points(shoulder, *(torch.tensor([v], dtype=torch.float64) for v in spherical))[0].numpy()
