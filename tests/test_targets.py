@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from optional_dependencies import require_module
 
 import assets
+from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, InvalidTargetError
+from kinematics.benchmark import peers
 from kinematics.benchmark.problem import (
     targets_away_from_seeds_near_limits,
     targets_near_seeds_in_joint_box,
@@ -13,6 +16,7 @@ from kinematics.benchmark.problem import (
     targets_near_seeds_near_ready_pose,
     targets_with_distant_seeds_in_joint_box,
 )
+from kinematics.rotations import FLOAT32_GEOMETRY_TOLERANCE
 
 N = 4000
 GENERATORS = [
@@ -77,3 +81,28 @@ def test_near_limit_seeds_put_about_half_the_joints_within_31_mm_of_a_limit(pand
     assert (gap >= 1e-3 - 1e-12).all()
     assert float((gap <= 0.031 + 1e-12).double().mean()) == pytest.approx(0.5, abs=0.05)
     assert _mad_sigma(problem.target_q - problem.seeds) == pytest.approx(0.2, rel=0.05)
+
+
+def test_targets_from_another_librarys_float32_forward_kinematics_solve_with_the_checks_on(panda64):
+    """pytorch_kinematics parses the URDF and runs its FK in float32: cast to float64, its rotations are
+    orthonormal only to float32's precision (above the old 1e-8), yet they are rigid transforms; the float64 layer
+    with its input checks on accepts and solves them. A clearly invalid target still raises."""
+    require_module("pytorch_kinematics", "pip install pytorch-kinematics, or the dev extra")
+    pk_chain = peers.pk_chain(
+        assets.PANDA.urdf_text(), "panda_hand_tcp", "panda_link0", panda64.joint_names, "cpu", torch.float32
+    )
+    generator = torch.Generator().manual_seed(0)
+    ready = torch.tensor(assets.PANDA.reference_posture, dtype=torch.float64)
+    q = (ready + 0.3 * torch.randn(64, 7, generator=generator, dtype=torch.float64)).clamp(panda64.lower, panda64.upper)
+    targets = pk_chain.forward_kinematics(q.float()).get_matrix().double()  # (64, 4, 4), made in float32
+    rotation = targets[:, :3, :3]
+    deviation = (rotation.transpose(-1, -2) @ rotation - torch.eye(3, dtype=torch.float64)).abs().amax()
+    assert 1e-8 < deviation <= FLOAT32_GEOMETRY_TOLERANCE  # float32's rounding, within the documented tolerance
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=16))
+    seeds = (q + 0.02).clamp(panda64.lower, panda64.upper)
+    result = ik.solve(targets, seeds)
+    assert result.success.double().mean() >= 0.95
+    scaled = targets.clone()
+    scaled[0, :3, :3] *= 1.001  # a scaled block: not a rotation at any precision
+    with pytest.raises(InvalidTargetError, match="orthonormal"):
+        ik.solve(scaled, seeds)
