@@ -25,8 +25,8 @@ class Method:
 
 # Distinct hues that read well over the grey arm and the white floor, one per method.
 METHODS: tuple[Method, ...] = (
-    Method("heading", "heading", (245, 130, 20), RULES, True, "heading"),
-    Method("current_yaw", "current-yaw rule", (200, 170, 0), RULES, False, "current_yaw"),
+    Method("radial", "radial rule", (245, 130, 20), RULES, True, "radial"),
+    Method("heading", "heading", (200, 170, 0), RULES, True, "heading"),
     Method("learned", "learned predictor", (30, 170, 90), LEARNED, True, "ik_trained"),
     Method("teacher_supervised", "teacher-supervised", (0, 150, 170), LEARNED, False, "teacher_supervised"),
     Method("zero_order", "zero-order (ES)", (120, 120, 120), LEARNED, False, "zero_order"),

@@ -14,10 +14,10 @@ import viser
 
 from app.supervision import Supervisor
 from kinematics.errors import ProjectError
-from learning.baselines import heading_yaw
+from learning.baselines import radial_yaw
 from learning.config import ExperimentCfg
 from learning.predictors import YawPolicy
-from learning.report import split_table
+from learning.report import split_table, upgrade_report
 from learning.scoring import score_yaws
 from learning.splits import TEST_SPLITS, GoalSet
 from learning.task import failure_penalty
@@ -31,7 +31,7 @@ def load_report(run: Path) -> dict:
     if not path.is_file():
         raise ProjectError(f"{path} does not exist; run `python -m learning evaluate --run {run}`")
     try:
-        return json.loads(path.read_text())
+        return upgrade_report(json.loads(path.read_text()))
     except (OSError, ValueError) as exc:
         raise ProjectError(f"{path} is not a readable report: {exc}") from exc
 
@@ -89,7 +89,7 @@ class MetricsPanel:
             self.evaluate = server.gui.add_button("Evaluate now", icon=viser.Icon.PLAYER_PLAY)
             self.progress = server.gui.add_progress_bar(0.0, visible=False)
             self.live = server.gui.add_markdown(
-                "Evaluate now scores the live snapshot and heading on the validation and test splits."
+                "Evaluate now scores the live snapshot and the radial rule on the validation and test splits."
             )
             self.report = server.gui.add_markdown("")
             self.figures = []
@@ -131,20 +131,20 @@ class MetricsPanel:
             kin = self._ik.kinematics
             penalty = failure_penalty(kin)
             jobs = [
-                (split, method) for split in EVAL_SPLITS if split in self._splits for method in ("heading", "learned")
+                (split, method) for split in EVAL_SPLITS if split in self._splits for method in ("radial", "learned")
             ]
-            jobs = [(s, m) for s, m in jobs if m == "heading" or policy is not None]
+            jobs = [(s, m) for s, m in jobs if m == "radial" or policy is not None]
             self.progress.value, self.progress.visible = 0.0, True
             rows: dict[str, dict[str, dict[str, float]]] = {}
             for done, (split, method) in enumerate(jobs, 1):
                 goals = self._splits[split].to(kin.device, kin.dtype)
                 with torch.no_grad():
-                    yaw = heading_yaw(goals.p) if method == "heading" else policy(goals.p, goals.q0)
+                    yaw = radial_yaw(goals.p) if method == "radial" else policy(goals.p, goals.q0)
                 metrics = score_yaws(self._ik, goals, yaw, self._cfg.weights, penalty).means()
                 rows.setdefault(split, {})[method] = metrics
                 self.progress.value = 100.0 * done / len(jobs)
                 self.live.content = evaluation_table(rows)
-            self.live.content = "**Live snapshot vs heading** (64-step IK check)\n\n" + evaluation_table(rows)
+            self.live.content = "**Live snapshot vs the radial rule** (64-step IK check)\n\n" + evaluation_table(rows)
         except Exception as exc:  # noqa: BLE001 - reported in the page
             self._supervisor.failed(self.PART, "evaluate-now", exc)
         finally:

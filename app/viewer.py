@@ -51,7 +51,7 @@ from learning.splits import make_splits, sample_points, sample_start_states
 from learning.training import Trainer
 
 LIVE_TRAINING_STEPS = 100_000  # the viewer trains on and on; the LR schedule spans this many steps
-INITIAL_TARGET = (0.5, 0.15, 0.12)  # metres: inside the training region, off the heading's symmetry axis
+INITIAL_TARGET = (0.5, 0.15, 0.12)  # metres: inside the training region, off the radial rule's symmetry axis
 LABEL_CHUNK = 16  # goals the teacher labels between two looks at the page (the page's answers go first)
 NEEDS_A_RUN = "needs a run"
 PAGE = "page"  # supervisor part of the page's callbacks (inputs, buttons)
@@ -338,9 +338,9 @@ class Viewer:
         if old is None or new.place != old.place:
             pending |= set(new.policies)
         if old is None or new.p != old.p:
-            pending.add("heading")
+            pending.add("radial")
         if old is None or new.place != old.place:
-            pending |= {"current_yaw", *self.trained, *SEARCH_KEYS}
+            pending |= {"heading", *self.trained, *SEARCH_KEYS}
         with self._results_lock:
             if old is None or new.p != old.p:
                 self._changed_at = (new.p, time.perf_counter())

@@ -4,7 +4,7 @@ python -m learning train --preset smoke|full [--run DIR]   # splits, teacher lab
 python -m learning evaluate --run DIR                       # re-evaluate a trained run
 python -m learning report --run DIR                         # print the split table of a run's report
 python -m learning analyse --run DIR [--out FILE]           # where the predictors lose to the teacher, per goal
-python -m learning check-distribution [--out FILE]          # heading, current yaw, a 72-yaw grid on 256 goals
+python -m learning check-distribution [--out FILE]          # radial, heading, a 72-yaw grid on 256 goals
 
 --task counterweight (train, check-distribution) runs the whole-body counterweight experiment instead of the
 grasp-yaw one (its reach-only / no-balance fractions before any training); evaluate and report read the task
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
     analyse = commands.add_parser("analyse", help="per-goal gaps to the teacher and learning curves per split")
     analyse.add_argument("--run", type=Path, required=True)
     analyse.add_argument("--out", type=Path, default=None, help="write FILE.json and FILE.md (default: in the run)")
-    check = commands.add_parser("check-distribution", help="heading, current-yaw and a 72-yaw grid on 256 goals")
+    check = commands.add_parser("check-distribution", help="the radial rule, heading and a 72-yaw grid on 256 goals")
     check.add_argument("--preset", choices=sorted(PRESETS), default="full")
     check.add_argument("--task", choices=TASKS, default="grasp-yaw")
     check.add_argument(

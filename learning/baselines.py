@@ -1,4 +1,4 @@
-"""Yaw choosers that need no training: heading, the hand's present yaw, an angular grid, online optimisation,
+"""Yaw choosers that need no training: the radial rule, heading (the hand's current yaw), an angular grid, online optimisation,
 and the teacher (dense grid plus local refinement), the numerical reference.
 
 Every chooser returns unit yaw vectors ``(N, 2)``; the searches solve IK from ``q0`` for each candidate.
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer
-from learning.task import CostWeights, grasp_pose, hand_yaw, heading, smooth_cost, yaw_cost, yaw_vector
+from learning.task import CostWeights, current_heading, grasp_pose, radial_angle, smooth_cost, yaw_cost, yaw_vector
 
 _CHUNK = 16384  # IK rows per batched call: bounds memory of the searches
 
@@ -22,13 +22,13 @@ def ik_layer(kinematics: KinematicsLayer, iterations: int) -> DifferentiableIKLa
     return DifferentiableIKLayer(kinematics, DifferentiableIKCfg(max_iterations=iterations, validate_inputs=False))
 
 
-def heading_yaw(p: torch.Tensor) -> torch.Tensor:
-    return yaw_vector(heading(p))
+def radial_yaw(p: torch.Tensor) -> torch.Tensor:
+    return yaw_vector(radial_angle(p))
 
 
-def current_yaw(kinematics: KinematicsLayer, q0: torch.Tensor) -> torch.Tensor:
+def heading_yaw(kinematics: KinematicsLayer, q0: torch.Tensor) -> torch.Tensor:
     """Keep the hand's present yaw (read from FK of ``q0``); blind to joint limits."""
-    return yaw_vector(hand_yaw(kinematics, q0))
+    return yaw_vector(current_heading(kinematics, q0))
 
 
 @dataclass
@@ -63,9 +63,9 @@ def candidate_costs(
 def angular_grid(
     ik: DifferentiableIKLayer, p: torch.Tensor, q0: torch.Tensor, yaws: int, weights: CostWeights, penalty: float
 ) -> SearchResult:
-    """``yaws`` evenly spaced candidates on the full circle (offset from heading), the cheapest kept."""
+    """``yaws`` evenly spaced candidates on the full circle (offset from the radial yaw), the cheapest kept."""
     offsets = torch.arange(yaws, dtype=p.dtype, device=p.device) * (2 * math.pi / yaws)
-    psi = heading(p)[:, None] + offsets
+    psi = radial_angle(p)[:, None] + offsets
     cost = candidate_costs(ik, p, q0, psi, weights, penalty)
     best = cost.argmin(-1)
     chosen = psi.gather(-1, best[:, None])[:, 0]
@@ -107,8 +107,8 @@ def online_optimization(
     weights: CostWeights,
     penalty: float,
 ) -> SearchResult:
-    """Per-goal Adam steps on ``psi`` through the IK layer, from heading; the cheapest iterate is kept."""
-    psi = heading(p).detach().clone().requires_grad_(True)
+    """Per-goal Adam steps on ``psi`` through the IK layer, from the radial yaw; the cheapest iterate is kept."""
+    psi = radial_angle(p).detach().clone().requires_grad_(True)
     optimizer = torch.optim.Adam([psi], lr=learning_rate)
     best_psi = psi.detach().clone()
     best_cost = torch.full_like(best_psi, math.inf)

@@ -1,6 +1,6 @@
-"""Does the yaw matter? Heading, the current-yaw rule and a dense grid on the first goals of the validation split.
+"""Does the yaw matter? The radial rule, heading (keep the current yaw) and a dense grid on the first goals of the validation split.
 
-The experiment shows something only if ``q0`` varies enough that heading is far from the best yaw; this check
+The experiment shows something only if ``q0`` varies enough that the simple rules are far from the best yaw; this check
 (``python -m learning check-distribution``) measures that with 64-step IK, as the experiment's evaluation does.
 """
 
@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import torch
 
-from learning.baselines import angular_grid, current_yaw, heading_yaw, ik_layer
+from learning.baselines import angular_grid, heading_yaw, ik_layer, radial_yaw
 from learning.config import ExperimentCfg
+from learning.report import rename_legacy_methods
 from learning.robot import franka_kinematics
 from learning.scoring import score_yaws
 from learning.splits import make_splits
@@ -17,7 +18,7 @@ from learning.task import failure_penalty
 
 
 def distribution_check(cfg: ExperimentCfg, goals: int = 256, grid_yaws: int = 72) -> dict[str, dict[str, float]]:
-    """Success and mean joint displacement of heading, current-yaw and a ``grid_yaws`` grid on ``goals`` goals,
+    """Success and mean joint displacement of the radial rule, heading and a ``grid_yaws`` grid on ``goals`` goals,
     and the fraction of goals that some grid yaw solves."""
     kinematics = franka_kinematics(cfg.device)
     split = make_splits(cfg, kinematics)["validation"].subset(slice(0, goals))
@@ -26,8 +27,8 @@ def distribution_check(cfg: ExperimentCfg, goals: int = 256, grid_yaws: int = 72
     grid = angular_grid(ik, split.p, split.q0, grid_yaws, cfg.weights, penalty)
     out = {}
     for name, yaw in (
-        ("heading", heading_yaw(split.p)),
-        ("current_yaw", current_yaw(kinematics, split.q0)),
+        ("radial", radial_yaw(split.p)),
+        ("heading", heading_yaw(kinematics, split.q0)),
         (f"grid_{grid_yaws}", grid.yaw),
     ):
         metrics = score_yaws(ik, split, yaw, cfg.weights, penalty)
@@ -39,7 +40,7 @@ def distribution_check(cfg: ExperimentCfg, goals: int = 256, grid_yaws: int = 72
 def distribution_markdown(check: dict[str, dict[str, float]]) -> str:
     """The check as a markdown table (success %, mean joint displacement rad²) and the solvable fraction."""
     lines = ["| method | success % | joint displacement rad² |", "|---|---|---|"]
-    for name, values in check.items():
+    for name, values in rename_legacy_methods(check).items():
         if "success" in values:
             lines.append(f"| {name} | {100 * values['success']:.1f} | {values['displacement']:.2f} |")
     solvable = check.get("any_yaw_solves", {}).get("fraction")

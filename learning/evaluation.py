@@ -13,7 +13,7 @@ from collections.abc import Callable
 import torch
 
 from kinematics import KinematicsLayer
-from learning.baselines import angular_grid, current_yaw, heading_yaw, ik_layer, online_optimization, teacher
+from learning.baselines import angular_grid, heading_yaw, ik_layer, online_optimization, radial_yaw, teacher
 from learning.config import ExperimentCfg
 from learning.predictors import YawPolicy
 from learning.splits import GoalSet
@@ -24,8 +24,8 @@ _SINGLES_BUDGET_S = 3.0  # slow searches stop timing single goals after this lon
 Chooser = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 METHODS = (
+    "radial",
     "heading",
-    "current_yaw",
     "shared_constant",
     "ik_trained",
     "ik_trained_one_yaw",
@@ -46,8 +46,8 @@ def search_choosers(cfg: ExperimentCfg, kinematics: KinematicsLayer) -> dict[str
     online_ik = ik_layer(kinematics, b.online_ik_iterations)
     teacher_ik = ik_layer(kinematics, b.teacher_ik_iterations)
     return {
-        "heading": lambda p, q0: heading_yaw(p),
-        "current_yaw": lambda p, q0: current_yaw(kinematics, q0),
+        "radial": lambda p, q0: radial_yaw(p),
+        "heading": lambda p, q0: heading_yaw(kinematics, q0),
         "online_optimization": lambda p, q0: (
             online_optimization(online_ik, p, q0, b.online_steps, b.online_learning_rate, w, penalty).yaw
         ),

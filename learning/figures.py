@@ -95,7 +95,7 @@ def budget_curves(report: dict):
 
 def yaw_choices(yaws: dict[str, torch.Tensor]):
     reference = torch.atan2(yaws["teacher"][:, 1], yaws["teacher"][:, 0]).numpy()
-    shown = [m for m in ("heading", "current_yaw", "ik_trained", "teacher_supervised", "angular_grid") if m in yaws]
+    shown = [m for m in ("radial", "heading", "ik_trained", "teacher_supervised", "angular_grid") if m in yaws]
     fig, axes = plt.subplots(1, len(shown), figsize=(3.2 * len(shown), 3.3), sharey=True)
     for ax, method in zip(np.atleast_1d(axes), shown, strict=False):
         psi = torch.atan2(yaws[method][:, 1], yaws[method][:, 0]).numpy()

@@ -3,7 +3,7 @@
 Where the yaw predictor fixes the grasp to be top-down at ``p`` and only chooses the yaw, this head predicts all
 of ``T_root_tcp``: a translation offset from ``p`` and two rotation columns made orthonormal by Gram-Schmidt
 (``kinematics.r9``), so its output is a valid IK target with no angle wrap anywhere on SO(3). It starts at the
-heading grasp; ``grasp_deviation`` measures how far a pose is from a top-down grasp at ``p`` and serves as the
+radial grasp; ``grasp_deviation`` measures how far a pose is from a top-down grasp at ``p`` and serves as the
 task's soft constraint when the head is trained through the IK layer.
 """
 
@@ -13,11 +13,11 @@ import torch
 from torch import nn
 
 from kinematics.r9 import r9_to_se3, se3_to_r9
-from learning.task import grasp_pose, heading, yaw_vector
+from learning.task import grasp_pose, radial_angle, yaw_vector
 
 
 class GraspPoseNet(nn.Module):
-    """MLP ``features -> (dt, da1, da2)`` added to the heading grasp's R^9 coordinates, mapped to SE(3)."""
+    """MLP ``features -> (dt, da1, da2)`` added to the radial grasp's R^9 coordinates, mapped to SE(3)."""
 
     def __init__(self, in_features: int, hidden: int = 128) -> None:
         super().__init__()
@@ -29,7 +29,7 @@ class GraspPoseNet(nn.Module):
 
     def forward(self, features: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
         """``(N, F), (N, 3) -> (N, 4, 4)`` grasp poses in the root frame."""
-        base = se3_to_r9(grasp_pose(p, yaw_vector(heading(p))))
+        base = se3_to_r9(grasp_pose(p, yaw_vector(radial_angle(p))))
         return r9_to_se3(base + self.body(features))
 
 

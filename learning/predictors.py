@@ -1,11 +1,11 @@
 """Yaw predictors: the conditional network ``f(q0, p)``, its several-hypothesis variant, and the shared constant,
-all correcting the heading yaw.
+all correcting the radial yaw.
 
-All output a unit yaw vector ``(N, 2)``: the heading vector rotated by a predicted unit correction, so the
+All output a unit yaw vector ``(N, 2)``: the radial yaw vector rotated by a predicted unit correction, so the
 prediction is continuous on the whole circle (no wrap at +-pi). The several-hypothesis network predicts ``K``
 such yaws and its policy answers with the one whose IK solve costs least, so its answer can jump between basins
 where the best yaw does, which a single continuous output cannot. The network reads normalised joints, their
-sines and cosines, the normalised grasp point, the heading and the hand's present yaw (from FK of ``q0``).
+sines and cosines, the normalised grasp point, the radial yaw and the heading (the hand's current yaw, from FK of ``q0``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from torch import nn
 from kinematics import KinematicsLayer
 from learning.baselines import candidate_costs, ik_layer
 from learning.config import ExperimentCfg, TrainCfg, WorkspaceCfg
-from learning.task import failure_penalty, hand_yaw, heading, yaw_vector
+from learning.task import current_heading, failure_penalty, radial_angle, yaw_vector
 
 
 def rotate_yaw(base: torch.Tensor, correction: torch.Tensor) -> torch.Tensor:
@@ -36,13 +36,20 @@ def goal_features(
     hi = p.new_tensor([workspace.x[1], workspace.y[1], workspace.z[1]])
     p_norm = 2 * (p - lo) / (hi - lo) - 1
     return torch.cat(
-        (q_norm, torch.sin(q0), torch.cos(q0), p_norm, yaw_vector(heading(p)), yaw_vector(hand_yaw(kinematics, q0))),
+        (
+            q_norm,
+            torch.sin(q0),
+            torch.cos(q0),
+            p_norm,
+            yaw_vector(radial_angle(p)),
+            yaw_vector(current_heading(kinematics, q0)),
+        ),
         -1,
     )
 
 
 class YawNet(nn.Module):
-    """MLP ``features -> unit correction (2,)`` applied to the heading yaw. Starts at heading (correction 0)."""
+    """MLP ``features -> unit correction (2,)`` applied to the radial yaw. Starts at the radial yaw (correction 0)."""
 
     def __init__(self, in_features: int, hidden: int = 128) -> None:
         super().__init__()
@@ -57,12 +64,12 @@ class YawNet(nn.Module):
     def forward(self, features: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
         raw = self.body(features)
         correction = raw / raw.norm(dim=-1, keepdim=True).clamp_min(1e-6)
-        return rotate_yaw(yaw_vector(heading(p)), correction)
+        return rotate_yaw(yaw_vector(radial_angle(p)), correction)
 
 
 class YawHypothesesNet(nn.Module):
     """MLP ``features -> K unit corrections``: ``K`` yaw hypotheses ``(N, K, 2)``, hypothesis ``k`` starting at
-    heading + ``2 pi k / K`` (a ``K``-yaw grid). ``YawPolicy`` answers with the one whose IK solve costs least."""
+    the radial yaw + ``2 pi k / K`` (a ``K``-yaw grid). ``YawPolicy`` answers with the one whose IK solve costs least."""
 
     def __init__(self, in_features: int, hidden: int, hypotheses: int) -> None:
         super().__init__()
@@ -83,7 +90,7 @@ class YawHypothesesNet(nn.Module):
     def forward(self, features: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
         correction = self.body(features).reshape(-1, self.hypotheses, 2)
         correction = correction / correction.norm(dim=-1, keepdim=True).clamp_min(1e-6)
-        return rotate_yaw(yaw_vector(heading(p))[:, None, :], correction)
+        return rotate_yaw(yaw_vector(radial_angle(p))[:, None, :], correction)
 
 
 class SharedConstant(nn.Module):
@@ -94,7 +101,7 @@ class SharedConstant(nn.Module):
         self.offset = nn.Parameter(torch.zeros(()))
 
     def forward(self, features: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
-        return yaw_vector(heading(p) + self.offset)
+        return yaw_vector(radial_angle(p) + self.offset)
 
 
 class YawPolicy(nn.Module):

@@ -9,8 +9,8 @@ from learning.scoring import METRICS
 from learning.splits import TEST_SPLITS
 
 LABELS = {
-    "heading": "heading",
-    "current_yaw": "current-yaw rule",
+    "radial": "radial rule",
+    "heading": "heading (current TCP yaw kept)",
     "shared_constant": "shared constant (IK-trained)",
     "ik_trained": "IK-trained predictor",
     "ik_trained_one_yaw": "IK-trained predictor, one yaw",
@@ -21,6 +21,34 @@ LABELS = {
     "angular_grid": "angular grid",
     "teacher": "teacher / reference",
 }
+
+
+# Runs written before the project took the seed's words call the radial rule "heading" and keeping the current TCP
+# heading "current_yaw". Such a run has a "current_yaw" key; reading it maps both names.
+LEGACY_METHOD_NAMES = {"heading": "radial", "current_yaw": "heading"}
+LEGACY_NOTE = (
+    "Written before the method names changed: the run's `heading` is the radial rule and its `current_yaw` is "
+    "heading (the current TCP yaw kept); its keys are mapped on reading."
+)
+
+
+def rename_legacy_methods(methods: dict) -> dict:
+    """A method-keyed mapping with the legacy names mapped; unchanged if it has no ``current_yaw`` key."""
+    if "current_yaw" not in methods:
+        return methods
+    return {LEGACY_METHOD_NAMES.get(name, name): value for name, value in methods.items()}
+
+
+def upgrade_report(report: dict) -> dict:
+    """``report`` in today's method names, with ``legacy_names_note`` set if it was written with the old ones."""
+    if not any("current_yaw" in methods for methods in report["results"].values()):
+        return report
+    return {
+        **report,
+        "results": {split: rename_legacy_methods(methods) for split, methods in report["results"].items()},
+        "latency": rename_legacy_methods(report["latency"]),
+        "legacy_names_note": LEGACY_NOTE,
+    }
 
 
 def summarize(rows: dict[str, dict[str, list[dict]]], metrics=METRICS) -> dict:
@@ -127,6 +155,7 @@ def budget_table(report: dict, methods: tuple[str, ...] = EQUAL_IK_EVALUATIONS) 
 
 
 def render_markdown(report: dict) -> str:
+    report = upgrade_report(report)
     t = report["teacher_labels"]
     parts = [
         f"# Grasp-yaw experiment: preset `{report['preset']}`",
@@ -141,6 +170,8 @@ def render_markdown(report: dict) -> str:
     ]
     if "provenance" in report:
         parts += [provenance_line(report["provenance"]), ""]
+    if "legacy_names_note" in report:
+        parts += [report["legacy_names_note"], ""]
     parts += ["**Test splits at a glance**", "", summary_table(report), ""]
     for split in report["results"]:
         parts += [split_table(report, split), ""]

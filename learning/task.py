@@ -1,4 +1,4 @@
-"""The top-down grasp task: grasp poses ``T(p, psi)``, the heading rule, the hand's present yaw, and the cost of a yaw.
+"""The top-down grasp task: grasp poses ``T(p, psi)``, the radial rule, the current heading, and the cost of a yaw.
 
 A grasp points the TCP z-axis straight down with its origin at the grasp point ``p`` (root frame, metres); the
 yaw ``psi`` (radians) rotates the hand about the vertical. ``psi`` and ``psi + pi`` grasp the same with a
@@ -31,13 +31,15 @@ def grasp_pose(p: torch.Tensor, yaw: torch.Tensor) -> torch.Tensor:
     return torch.stack(torch.broadcast_tensors(*rows), -1).reshape(*c.shape, 4, 4)
 
 
-def heading(p: torch.Tensor) -> torch.Tensor:
+def radial_angle(p: torch.Tensor) -> torch.Tensor:
     """``(..., 3) -> (...)`` the geometric rule ``psi = atan2(p_y, p_x)``: face away from the robot's base."""
     return torch.atan2(p[..., 1], p[..., 0])
 
 
-def hand_yaw(kinematics: KinematicsLayer, q0: torch.Tensor) -> torch.Tensor:
-    """``(..., dof) -> (...)`` the present yaw of the hand: its x-axis projected on the table plane."""
+def current_heading(kinematics: KinematicsLayer, q0: torch.Tensor) -> torch.Tensor:
+    """``(..., dof) -> (...)`` the current TCP heading: the hand's x-axis projected on the table plane.
+
+    Keeping it is the rule the seed's system calls *heading*."""
     pose = kinematics(q0)
     return torch.atan2(pose[..., 1, 0], pose[..., 0, 0])
 

@@ -44,9 +44,16 @@ CHROMIUM_ARGS = [
 STARTUP_TIMEOUT_S = 45.0
 UI_TIMEOUT_MS = 30_000
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # app.viewer.INITIAL_TARGET
-NEW_TARGET = (0.42, -0.28, 0.08)  # metres; heading yaw -33.7 deg
+NEW_TARGET = (0.42, -0.28, 0.08)  # metres; radial yaw -33.7 deg
 # The methods whose ghosts are shown by default (app.methods), by their labels in the answers table.
-DEFAULT_GHOSTS = ("heading", "learned predictor", "angular grid", "online optimization", "teacher (numerical")
+DEFAULT_GHOSTS = (
+    "radial rule",
+    "heading",
+    "learned predictor",
+    "angular grid",
+    "online optimization",
+    "teacher (numerical",
+)
 
 
 @pytest.fixture
@@ -142,20 +149,20 @@ def method_row(page, label: str) -> list[str]:
 
 
 def wait_for_yaws(page, target: tuple[float, float, float], before: dict[str, str], timeout_s: float = 30.0) -> None:
-    """Wait until the heading row shows atan2(y, x) of ``target`` (deg, 0.1) and the learned row a new yaw."""
+    """Wait until the radial rule's row shows atan2(y, x) of ``target`` (deg, 0.1) and the learned row a new yaw."""
     expected = math.degrees(math.atan2(target[1], target[0]))
     deadline = time.monotonic() + timeout_s
     while True:
-        heading, learned = method_row(page, "heading"), method_row(page, "learned predictor")
+        radial, learned = method_row(page, "radial rule"), method_row(page, "learned predictor")
         try:
-            ok = abs(float(heading[1]) - expected) <= 0.051 and learned[1] != before["learned"]
+            ok = abs(float(radial[1]) - expected) <= 0.051 and learned[1] != before["learned"]
             float(learned[1])
         except (IndexError, ValueError):
             ok = False
         if ok:
             return
         if time.monotonic() > deadline:
-            pytest.fail(f"heading row {heading}, learned row {learned}; expected heading yaw {expected:.1f}")
+            pytest.fail(f"radial row {radial}, learned row {learned}; expected radial yaw {expected:.1f}")
         page.wait_for_timeout(100)
 
 
@@ -222,7 +229,7 @@ def screenshot_path(tmp_path: Path) -> Path:
 
 def drag_gizmo_along_x(page, target: tuple[float, float, float], pixels: float = 60.0) -> tuple[float, float, float]:
     """Drag the target gizmo's x arrow with the mouse (down, 6 moves, up) and wait until the target inputs show a
-    larger x and the heading row follows them; returns the inputs' target. (Headless Chromium renders this scene
+    larger x and the radial rule's row follows them; returns the inputs' target. (Headless Chromium renders this scene
     in software at a few seconds per frame, and each mouse event waits for one: hence few moves.)"""
     labels = ["target x (m)", "target y (m)", "target z (m)"]
     page.evaluate("document.querySelectorAll('.mantine-Notification-root').forEach(n => n.remove())")
@@ -236,16 +243,16 @@ def drag_gizmo_along_x(page, target: tuple[float, float, float], pixels: float =
     deadline = time.monotonic() + 30
     while True:
         x, y, z = (float(v) for v in read_inputs(page, labels))
-        heading = method_row(page, "heading")
+        radial = method_row(page, "radial rule")
         try:
-            follows = abs(float(heading[1]) - math.degrees(math.atan2(y, x))) <= 0.051
+            follows = abs(float(radial[1]) - math.degrees(math.atan2(y, x))) <= 0.051
         except (IndexError, ValueError):
             follows = False
         if x > target[0] + 0.05 and follows:
             print(f"dragged the gizmo's x arrow from pixel {grab.round()}: target x {target[0]} -> {x} m")
             return x, y, z
         if time.monotonic() > deadline:
-            pytest.fail(f"after the drag: target inputs ({x}, {y}, {z}), heading row {heading}")
+            pytest.fail(f"after the drag: target inputs ({x}, {y}, {z}), radial row {radial}")
         page.wait_for_timeout(100)
 
 

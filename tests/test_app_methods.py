@@ -154,12 +154,14 @@ def test_the_picker_chooses_the_ghosts_and_labels_never_overlap(start_viewer) ->
     viewer = start_viewer(train=False)
     wait_until(lambda: _all_answered_searches(viewer), 60, "the searches")
     drawn = [g for g in viewer.ghosts.values() if g.drawn]
-    assert {g.key for g in drawn} >= {"heading", "angular_grid", "online_optimization", "reference"}
+    assert {g.key for g in drawn} >= {"radial", "angular_grid", "online_optimization", "reference"}
     heights = sorted(float(g._label.position[2]) for g in drawn)
     assert all(b - a > 0.03 for a, b in zip(heights, heights[1:], strict=False)), heights
-    viewer.picker.boxes["current_yaw"].value = True  # as a browser ticking it
+    viewer.picker.boxes["heading"].value = False  # as a browser unticking it
     viewer.picker.boxes["angular_grid"].value = False
-    assert viewer.ghosts["current_yaw"].drawn and not viewer.ghosts["angular_grid"].drawn
+    assert not viewer.ghosts["heading"].drawn and not viewer.ghosts["angular_grid"].drawn
+    viewer.picker.boxes["heading"].value = True
+    assert viewer.ghosts["heading"].drawn
     assert "angular grid" in viewer.grasp.table.content, "the table lists every method whatever is shown"
     drawn = [g for g in viewer.ghosts.values() if g.drawn]
     heights = sorted(float(g._label.position[2]) for g in drawn)
@@ -205,15 +207,15 @@ def test_the_table_marks_the_best_printed_value_of_each_column_and_the_gap_to_th
         return MethodResult(yaw, success, displacement, 0.0 if success else 0.01, 0.0, np.zeros(7), np.eye(4), ms)
 
     rows = {
-        "heading": answer(1.0, False, 30),  # cheapest but failed: not the best displacement
+        "radial": answer(1.0, False, 30),  # cheapest but failed: not the best displacement
         "learned": answer(4.0001, True, 40, yaw=0.4),
-        "current_yaw": answer(4.0, True, 31),
+        "heading": answer(4.0, True, 31),
         "reference": answer(3.9, True, 90),
     }
     lines = results_table(rows).splitlines()
     row = {key: next(line for line in lines if f"</span> {BY_KEY[key].label} |" in line) for key in rows}
-    assert "**3.900**" in row["reference"] and "**1.000**" not in row["heading"]
-    assert "**30**" in row["heading"] and "**0.0 / 0.0**" in row["learned"] and "**0.0 / 0.0**" in row["current_yaw"]
+    assert "**3.900**" in row["reference"] and "**1.000**" not in row["radial"]
+    assert "**30**" in row["radial"] and "**0.0 / 0.0**" in row["learned"] and "**0.0 / 0.0**" in row["heading"]
     assert "yaw 5.7° apart, Δq +0.100 rad² (+3 %), both solve" in lines[-1]
     pending = results_table(rows, pending={"reference"}).splitlines()
     assert "waiting for both answers" in pending[-1] and "**" not in next(x for x in pending if "teacher (" in x)

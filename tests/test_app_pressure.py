@@ -131,7 +131,7 @@ def test_a_failed_draw_is_shown_and_the_next_target_draws(start_viewer, monkeypa
     failures = {"left": 1}
 
     def failing_show(self: Ghost, qpos, T_root_tcp) -> None:
-        if self.key == "heading" and failures["left"]:
+        if self.key == "radial" and failures["left"]:
             failures["left"] -= 1
             raise RuntimeError("simulated drawing failure")
         show(self, qpos, T_root_tcp)
@@ -145,7 +145,7 @@ def test_a_failed_draw_is_shown_and_the_next_target_draws(start_viewer, monkeypa
     viewer.set_target(np.array([0.52, 0.21, 0.08]))
     wait_until(lambda: _answered(viewer) and viewer.drawn_question.p == (0.52, 0.21, 0.08), 30, "the next target")
     assert viewer.supervisor.failures("inference") == 1
-    assert abs(viewer.drawn["heading"].yaw - math.atan2(0.21, 0.52)) < 1e-6
+    assert abs(viewer.drawn["radial"].yaw - math.atan2(0.21, 0.52)) < 1e-6
 
 
 def test_failures_after_an_answer_in_the_reference_and_in_evaluation_are_counted(start_viewer, monkeypatch) -> None:
@@ -195,7 +195,7 @@ def test_answers_are_marked_pending_while_computed(start_viewer, monkeypatch) ->
     solve = GraspSolver.solve
 
     def held_solve(self, p, q0, choosers):
-        if "heading" in choosers:
+        if "radial" in choosers:
             entered.set()
             release.wait(10)
         return solve(self, p, q0, choosers)
@@ -204,16 +204,16 @@ def test_answers_are_marked_pending_while_computed(start_viewer, monkeypatch) ->
     viewer.set_target(np.array([0.46, -0.1, 0.1]))
     assert entered.wait(10)
     try:
-        assert {"heading", "learned", "reference"} <= viewer.pending
-        assert viewer.ghosts["heading"].pending and viewer.ghosts["learned"].pending
+        assert {"radial", "learned", "reference"} <= viewer.pending
+        assert viewer.ghosts["radial"].pending and viewer.ghosts["learned"].pending
         table = viewer.grasp.table.content
-        heading_row = next(line for line in table.splitlines() if "heading" in line)
+        radial_row = next(line for line in table.splitlines() if "radial rule" in line)
         learned_row = next(line for line in table.splitlines() if "learned" in line)
-        assert "pending" in heading_row and "pending" in learned_row
+        assert "pending" in radial_row and "pending" in learned_row
     finally:
         release.set()
     wait_until(lambda: _answered(viewer), 30, "the answers")
-    assert not viewer.ghosts["heading"].pending and "heading" not in viewer.pending
+    assert not viewer.ghosts["radial"].pending and "radial" not in viewer.pending
 
 
 def test_out_of_range_inputs_are_moved_into_reach_with_a_message(start_viewer) -> None:
@@ -238,7 +238,7 @@ def test_out_of_range_inputs_are_moved_into_reach_with_a_message(start_viewer) -
     assert viewer.set_q0(q0).q0[3] == pytest.approx(upper)
     assert assets.PANDA.joints[3] in viewer.status.messages["q0 bounds"]
     wait_until(lambda: viewer.drawn_question == viewer.board.current, 30, "answers for the moved inputs")
-    assert viewer.drawn["heading"].yaw == pytest.approx(math.atan2(viewer.board.current.p[1], 0.5), abs=1e-6)
+    assert viewer.drawn["radial"].yaw == pytest.approx(math.atan2(viewer.board.current.p[1], 0.5), abs=1e-6)
 
 
 def test_launch_leaves_the_process_thread_count_alone(start_viewer) -> None:

@@ -19,7 +19,7 @@ MOVES = 50
 
 
 def _settled(viewer: Viewer) -> bool:
-    """The heading and learned answers on screen are for the current target and q0."""
+    """The radial rule's and the learned answers on screen are for the current target and q0."""
     current, drawn = viewer.board.current, viewer.drawn_question
     return (
         drawn is not None
@@ -51,18 +51,18 @@ def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_view
     assert viewer.board.fast.discarded > 0, "the burst should have overtaken some answers"
     final = tuple(float(v) for v in targets[-1])
     assert viewer.drawn_question.p == pytest.approx(final, abs=1e-9)
-    heading = viewer.drawn["heading"].yaw
+    radial = viewer.drawn["radial"].yaw
     expected = math.atan2(final[1], final[0])
-    assert abs(math.remainder(heading - expected, 2 * math.pi)) < 1e-6
+    assert abs(math.remainder(radial - expected, 2 * math.pi)) < 1e-6
     learned = viewer.drawn["learned"]
     assert np.isfinite(learned.yaw) and learned.T_root_tcp.shape == (4, 4)
     table = viewer.grasp.table.content
-    assert "heading" in table and f"{math.degrees(heading):.1f}" in table, table
+    assert "radial rule" in table and f"{math.degrees(radial):.1f}" in table, table
 
     wait_until(lambda: viewer.trainer.status.step > first_step, 30, "the trainer to advance")
     latency = viewer.median_latency_ms()
     print(
-        f"\ntarget change -> heading+learned ghosts drawn: median {latency:.0f} ms over "
+        f"\ntarget change -> radial+learned ghosts drawn: median {latency:.0f} ms over "
         f"{len(viewer.latencies_ms)} changes (trainer running); drawn {viewer.board.fast.drawn}, "
         f"discarded {viewer.board.fast.discarded}, stale drawn {viewer.stale_draws}"
     )

@@ -13,7 +13,7 @@ from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
 from kinematics.errors import CheckpointMismatchError, ConfigError
 from learning.__main__ import main as learning_main
 from learning.analysis import analysis_markdown, angle_gap, gap_kind
-from learning.baselines import angular_grid, heading_yaw, ik_layer
+from learning.baselines import angular_grid, ik_layer, radial_yaw
 from learning.checkpoints import load_checkpoint
 from learning.config import SMOKE, ExperimentCfg
 from learning.evaluation import METHODS, policy_chooser, search_choosers
@@ -24,10 +24,10 @@ from learning.scoring import score_yaws
 from learning.splits import SPLITS, in_heldout, make_splits
 from learning.task import (
     CostWeights,
+    current_heading,
     failure_penalty,
     grasp_pose,
-    hand_yaw,
-    heading,
+    radial_angle,
     smooth_cost,
     yaw_cost,
     yaw_vector,
@@ -40,10 +40,10 @@ def kin64():
     return franka_kinematics(dtype=torch.float64)
 
 
-def test_heading_hand_computed():
+def test_radial_rule_hand_computed():
     p = torch.tensor([[0.5, 0.0, 0.1], [0.0, 0.4, 0.1], [0.3, -0.3, 0.2], [-0.2, 0.0, 0.1]], dtype=torch.float64)
     expected = torch.tensor([0.0, math.pi / 2, -math.pi / 4, math.pi], dtype=torch.float64)
-    torch.testing.assert_close(heading(p), expected)
+    torch.testing.assert_close(radial_angle(p), expected)
 
 
 def test_grasp_pose_points_down_with_the_yaw(kin64):
@@ -54,7 +54,10 @@ def test_grasp_pose_points_down_with_the_yaw(kin64):
     # The ready pose's hand points down at yaw 0: its FK equals the grasp at its own position.
     ready = kin64(ready_pose(dtype=torch.float64))
     torch.testing.assert_close(
-        ready, grasp_pose(ready[:3, 3], yaw_vector(hand_yaw(kin64, ready_pose(dtype=torch.float64)))), atol=1e-6, rtol=0
+        ready,
+        grasp_pose(ready[:3, 3], yaw_vector(current_heading(kin64, ready_pose(dtype=torch.float64)))),
+        atol=1e-6,
+        rtol=0,
     )
 
 
@@ -112,7 +115,7 @@ def test_no_success_from_a_real_q0_can_cost_the_failure_penalty(kin64):
 def test_every_failed_row_of_a_scored_batch_costs_more_than_every_success(kin64):
     splits = make_splits(SMOKE, kin64)
     ik, penalty = ik_layer(kin64, SMOKE.eval_ik_iterations), failure_penalty(kin64)
-    rows = [score_yaws(ik, splits[name], heading_yaw(splits[name].p), SMOKE.weights, penalty) for name in EVAL_SPLITS]
+    rows = [score_yaws(ik, splits[name], radial_yaw(splits[name].p), SMOKE.weights, penalty) for name in EVAL_SPLITS]
     cost = torch.cat([r.cost for r in rows])
     success = torch.cat([r.success for r in rows]).bool()
     assert 10 <= int((~success).sum()) and 100 <= int(success.sum())  # both kinds, plenty of each
@@ -141,7 +144,7 @@ def test_yaw_head_is_continuous_across_the_period(kin64):
     """The predicted yaw vector is a smooth function of the inputs, also where the angle wraps at +-pi."""
     torch.manual_seed(0)
     net = YawNet(feature_count(7), 32).double()
-    # Inputs whose heading crosses pi: points just left and right of the negative x axis.
+    # Inputs whose radial yaw crosses pi: points just left and right of the negative x axis.
     y = torch.linspace(-1e-3, 1e-3, 21, dtype=torch.float64)
     p = torch.stack((torch.full_like(y, -0.5), y, torch.full_like(y, 0.1)), -1)
     q0 = ready_pose(dtype=torch.float64).expand(21, 7)
@@ -173,13 +176,13 @@ def test_cost_gradient_reaches_the_network_parameters(kin64):
     assert constant.offset.grad.abs() > 0
 
 
-def test_grid_is_never_worse_than_heading(kin64):
+def test_grid_is_never_worse_than_the_radial_rule(kin64):
     """Heading is the grid's first candidate, so the grid's choice never costs more."""
     goals = make_splits(SMOKE, kin64)["validation"].subset(slice(0, 8))
     ik, penalty = ik_layer(kin64, 24), failure_penalty(kin64)
     grid = angular_grid(ik, goals.p, goals.q0, 8, SMOKE.weights, penalty)
     with torch.no_grad():
-        result = ik.solve(grasp_pose(goals.p, yaw_vector(heading(goals.p))), goals.q0)
+        result = ik.solve(grasp_pose(goals.p, yaw_vector(radial_angle(goals.p))), goals.q0)
     assert (grid.cost <= yaw_cost(result, goals.q0, SMOKE.weights, penalty) + 1e-9).all()
     assert grid.ik_solves == 8 * 8
 
@@ -219,12 +222,12 @@ def _short_run(kind: str, steps: int, validate_every: int):
     return cfg, kin, splits["validation"], trainer, trainer.run()
 
 
-def test_ik_trained_predictor_beats_heading_on_validation():
-    """Regression: a short IK-trained run of the one-yaw network lowers the validation cost far below heading's,
+def test_ik_trained_predictor_beats_the_radial_rule_on_validation():
+    """Regression: a short IK-trained run of the one-yaw network lowers the validation cost far below the radial rule's,
     near a 12-yaw grid's.
 
     The smoke preset's 30 steps at lr 1e-2 end in the dip training passes through (success first drops, then
-    climbs to ~100 %), where checkpoint selection keeps the untrained, heading-like start; 120 steps at lr 3e-3
+    climbs to ~100 %), where checkpoint selection keeps the untrained, radial-like start; 120 steps at lr 3e-3
     get past it in about 3 s. Heading sits near a ridge of the cost, so even gradient ascent first lowers it: the
     grid bound is what only descent meets.
     """
@@ -234,19 +237,19 @@ def test_ik_trained_predictor_beats_heading_on_validation():
         name: score_yaws(
             trainer.eval_ik, goals, choosers[name](goals.p, goals.q0), cfg.weights, trainer.penalty
         ).means()
-        for name in ("heading", "angular_grid", "ik_trained")
+        for name in ("radial", "angular_grid", "ik_trained")
     }
     print(", ".join(f"{k} cost {v['cost']:.2f} success {v['success']:.3f}" for k, v in metrics.items()))
-    trained, heading_metrics, grid = metrics["ik_trained"], metrics["heading"], metrics["angular_grid"]
+    trained, radial_metrics, grid = metrics["ik_trained"], metrics["radial"], metrics["angular_grid"]
     assert history.best_step > 0, "checkpoint selection kept the untrained start"
     assert trained["cost"] == pytest.approx(history.best_val_cost, rel=1e-6)
-    assert trained["cost"] < 0.25 * heading_metrics["cost"]
-    assert trained["success"] >= heading_metrics["success"]
+    assert trained["cost"] < 0.25 * radial_metrics["cost"]
+    assert trained["success"] >= radial_metrics["success"]
     assert trained["cost"] < 1.5 * grid["cost"]
 
 
 def test_four_hypotheses_training_beats_its_untrained_four_yaw_grid_on_validation():
-    """The untrained four-hypothesis network is a 4-yaw grid around heading; a short run must do better than it
+    """The untrained four-hypothesis network is a 4-yaw grid around the radial yaw; a short run must do better than it
     on validation and come near the 12-yaw grid."""
     cfg, kin, goals, trainer, history = _short_run("ik_trained", steps=60, validate_every=20)
     grid = search_choosers(cfg, kin)["angular_grid"](goals.p, goals.q0)
@@ -302,16 +305,16 @@ def test_smoke_run_writes_a_complete_report(smoke_run, capsys):
     assert report["provenance"]["commit"] and report["provenance"]["machine"]["logical_cores"] >= 1
     markdown = (run / "report.md").read_text()
     assert "Test splits at a glance" in markdown and report["provenance"]["commit"] in markdown
-    iid = report["results"]["test_iid"]["heading"]
-    heading_row = next(line for line in markdown.splitlines() if line.startswith("| heading |"))
-    assert heading_row.split(" | ")[1] == f"{100 * iid['success']['mean']:.1f}", "the summary shows the split's mean"
+    iid = report["results"]["test_iid"]["radial"]
+    radial_row = next(line for line in markdown.splitlines() if line.startswith("| radial rule |"))
+    assert radial_row.split(" | ")[1] == f"{100 * iid['success']['mean']:.1f}", "the summary shows the split's mean"
     assert report["teacher_labels"]["ik_solves"] == SMOKE.sizes.train * (
         SMOKE.baselines.teacher_yaws + SMOKE.baselines.teacher_refine_yaws
     )
-    # The reference never does worse than heading on the splits' mean cost.
+    # The reference never does worse than the radial rule on the splits' mean cost.
     for split in EVAL_SPLITS:
         r = report["results"][split]
-        assert r["teacher"]["cost"]["mean"] <= r["heading"]["cost"]["mean"] + 1e-9
+        assert r["teacher"]["cost"]["mean"] <= r["radial"]["cost"]["mean"] + 1e-9
     # The zero-order trainer spent the one-yaw IK-trained predictor's IK-evaluation budget (to within one ES
     # step), the wall-time one its training seconds (to within one ES step); every hypothesis costs an IK solve.
     t = SMOKE.train
@@ -383,7 +386,7 @@ def test_full_pose_head_trains_through_r9_and_the_ik_layer():
     head = GraspPoseNet(feature_count(7), 64).double()
     features = goal_features(kin, goals.p, goals.q0, SMOKE.workspace)
     start = head(features, goals.p)
-    assert float(grasp_deviation(start, goals.p).detach().max()) < 1e-4  # starts at the heading grasp
+    assert float(grasp_deviation(start, goals.p).detach().max()) < 1e-4  # starts at the radial grasp
     ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(max_iterations=12))
     optimizer = torch.optim.Adam(head.parameters(), lr=3e-3)
 
@@ -411,8 +414,8 @@ def test_distribution_check_reports_the_baselines_and_the_grid():
     from learning.distribution import distribution_check
 
     result = distribution_check(SMOKE, goals=16, grid_yaws=8)
-    assert set(result) == {"heading", "current_yaw", "grid_8", "any_yaw_solves"}
-    assert result["grid_8"]["success"] >= result["heading"]["success"]
+    assert set(result) == {"radial", "heading", "grid_8", "any_yaw_solves"}
+    assert result["grid_8"]["success"] >= result["radial"]["success"]
     assert result["any_yaw_solves"]["fraction"] >= result["grid_8"]["success"]
     assert all(0.0 <= v["success"] <= 1.0 for k, v in result.items() if k != "any_yaw_solves")
 
@@ -431,7 +434,7 @@ def test_teacher_labels_made_in_chunks_equal_one_batch():
     assert parts_cost["ik_solves"] == whole_cost["ik_solves"] and parts_cost["goals"] == 20
 
 
-def test_hypotheses_policy_starts_as_a_grid_around_heading_and_answers_with_the_cheapest():
+def test_hypotheses_policy_starts_as_a_grid_around_the_radial_yaw_and_answers_with_the_cheapest():
     kin64 = franka_kinematics(dtype=torch.float64)
     torch.manual_seed(0)
     net = YawHypothesesNet(feature_count(7), 32, 4).double()
@@ -439,7 +442,7 @@ def test_hypotheses_policy_starts_as_a_grid_around_heading_and_answers_with_the_
     policy = YawPolicy(net, kin64, SMOKE)
     yaw = net(policy.features(goals.p, goals.q0), goals.p)
     assert yaw.shape == (len(goals), 4, 2)
-    expected = heading(goals.p)[:, None] + torch.arange(4, dtype=torch.float64) * (math.pi / 2)
+    expected = radial_angle(goals.p)[:, None] + torch.arange(4, dtype=torch.float64) * (math.pi / 2)
     torch.testing.assert_close(yaw, yaw_vector(expected), atol=0.02, rtol=0)
     # The answer is the hypothesis a 4-yaw grid of the same IK would pick (the same candidates).
     with torch.no_grad():
@@ -523,3 +526,20 @@ def test_angle_gap_and_kind_hand_computed():
     torch.testing.assert_close(gap, torch.tensor([0.1, 2 * math.pi - 6.2, 3.1, math.pi - 0.1]).double())
     assert gap_kind(gap).tolist() == [0, 0, 1, 1]
     assert gap_kind(torch.tensor([0.5, -1.5, 2.8])).tolist() == [2, 2, 2]
+
+
+def test_a_report_written_with_the_old_method_names_reads_in_todays_names():
+    """Before the seed's words were adopted, ``heading`` was the radial rule and ``current_yaw`` was heading."""
+    from learning.report import render_markdown, upgrade_report
+
+    old = json.loads(open("docs/results/experiment/report.json").read())
+    assert "current_yaw" in old["results"]["test_iid"], "the committed report is an old-format run"
+    new = upgrade_report(old)
+    for split, methods in old["results"].items():
+        assert new["results"][split]["radial"] == methods["heading"]
+        assert new["results"][split]["heading"] == methods["current_yaw"]
+        assert "current_yaw" not in new["results"][split]
+    assert new["latency"]["radial"] == old["latency"]["heading"]
+    assert upgrade_report(new) is new, "a report in today's names is left alone"
+    markdown = render_markdown(old)
+    assert "`current_yaw` is heading" in markdown and "| radial rule |" in markdown and "current_yaw |" not in markdown
