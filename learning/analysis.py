@@ -136,7 +136,7 @@ def analyse_run(run_dir: Path, methods: tuple[str, ...] = ANALYSED_METHODS) -> d
             }
             states = meta.get("validation_states", [])
             fresh = YawPolicy(
-                build_predictor(method, kinematics.dof, cfg.train).to(kinematics.device, kinematics.dtype),
+                build_predictor(method, kinematics, cfg).to(kinematics.device, kinematics.dtype),
                 kinematics,
                 cfg,
             )

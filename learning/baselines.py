@@ -32,13 +32,47 @@ def heading_yaw(kinematics: KinematicsLayer, q0: torch.Tensor) -> torch.Tensor:
 
 
 @dataclass
+class Candidates:
+    """What solving candidate yaws gave, ``(N, M)`` each: the yaws, their cost, joint displacement and success."""
+
+    psi: torch.Tensor
+    cost: torch.Tensor
+    displacement: torch.Tensor  # |q_ik - q0|^2, rad^2
+    success: torch.Tensor  # bool
+
+
+@dataclass
 class SearchResult:
     yaw: torch.Tensor  # (N, 2) chosen yaw vectors
     cost: torch.Tensor  # (N,) cost of the choice at the search's own IK iterations
     ik_solves: int  # IK solves spent
+    candidates: Candidates | None = None  # the grid's evaluations: its yaw landscape
 
 
 @torch.no_grad()
+def solve_candidates(
+    ik: DifferentiableIKLayer,
+    p: torch.Tensor,
+    q0: torch.Tensor,
+    psi: torch.Tensor,
+    weights: CostWeights,
+    penalty: float,
+) -> Candidates:
+    """Solve every candidate yaw ``psi`` ``(N, M)`` for goals ``p`` ``(N, 3)`` from ``q0`` ``(N, dof)``."""
+    n, m = psi.shape
+    flat_p = p[:, None, :].expand(n, m, 3).reshape(-1, 3)
+    flat_q0 = q0[:, None, :].expand(n, m, q0.shape[-1]).reshape(-1, q0.shape[-1])
+    flat_psi = psi.reshape(-1)
+    cost, displacement, success = [], [], []
+    for start in range(0, n * m, _CHUNK):
+        rows = slice(start, start + _CHUNK)
+        result = ik.solve(grasp_pose(flat_p[rows], yaw_vector(flat_psi[rows])), flat_q0[rows])
+        cost.append(yaw_cost(result, flat_q0[rows], weights, penalty))
+        displacement.append((result.qpos - flat_q0[rows]).square().sum(-1))
+        success.append(result.success)
+    return Candidates(psi, *(torch.cat(parts).reshape(n, m) for parts in (cost, displacement, success)))
+
+
 def candidate_costs(
     ik: DifferentiableIKLayer,
     p: torch.Tensor,
@@ -48,28 +82,33 @@ def candidate_costs(
     penalty: float,
 ) -> torch.Tensor:
     """``(N, M)`` cost of each candidate yaw ``psi`` ``(N, M)`` for goals ``p`` ``(N, 3)`` from ``q0`` ``(N, dof)``."""
-    n, m = psi.shape
-    flat_p = p[:, None, :].expand(n, m, 3).reshape(-1, 3)
-    flat_q0 = q0[:, None, :].expand(n, m, q0.shape[-1]).reshape(-1, q0.shape[-1])
-    flat_psi = psi.reshape(-1)
-    costs = []
-    for start in range(0, n * m, _CHUNK):
-        rows = slice(start, start + _CHUNK)
-        result = ik.solve(grasp_pose(flat_p[rows], yaw_vector(flat_psi[rows])), flat_q0[rows])
-        costs.append(yaw_cost(result, flat_q0[rows], weights, penalty))
-    return torch.cat(costs).reshape(n, m)
+    return solve_candidates(ik, p, q0, psi, weights, penalty).cost
+
+
+def grid_yaws(p: torch.Tensor, yaws: int, anchor: str = "radial") -> torch.Tensor:
+    """``(N, yaws)`` the grid's candidate yaws for goals ``p`` ``(N, 3)``: evenly spaced on the full circle from the
+    radial yaw (``"radial"``), or the seed's ``linspace(-pi, pi, yaws)`` for every goal (``"absolute"``; both ends
+    are the same yaw)."""
+    if anchor == "absolute":
+        return torch.linspace(-math.pi, math.pi, yaws, dtype=p.dtype, device=p.device).expand(p.shape[0], yaws)
+    offsets = torch.arange(yaws, dtype=p.dtype, device=p.device) * (2 * math.pi / yaws)
+    return radial_angle(p)[:, None] + offsets
 
 
 def angular_grid(
-    ik: DifferentiableIKLayer, p: torch.Tensor, q0: torch.Tensor, yaws: int, weights: CostWeights, penalty: float
+    ik: DifferentiableIKLayer,
+    p: torch.Tensor,
+    q0: torch.Tensor,
+    yaws: int,
+    weights: CostWeights,
+    penalty: float,
+    anchor: str = "radial",
 ) -> SearchResult:
-    """``yaws`` evenly spaced candidates on the full circle (offset from the radial yaw), the cheapest kept."""
-    offsets = torch.arange(yaws, dtype=p.dtype, device=p.device) * (2 * math.pi / yaws)
-    psi = radial_angle(p)[:, None] + offsets
-    cost = candidate_costs(ik, p, q0, psi, weights, penalty)
-    best = cost.argmin(-1)
-    chosen = psi.gather(-1, best[:, None])[:, 0]
-    return SearchResult(yaw_vector(chosen), cost.gather(-1, best[:, None])[:, 0], p.shape[0] * yaws)
+    """``yaws`` candidates on the full circle (``grid_yaws``), the cheapest kept."""
+    candidates = solve_candidates(ik, p, q0, grid_yaws(p, yaws, anchor), weights, penalty)
+    best = candidates.cost.argmin(-1)[:, None]
+    chosen = candidates.psi.gather(-1, best)[:, 0]
+    return SearchResult(yaw_vector(chosen), candidates.cost.gather(-1, best)[:, 0], p.shape[0] * yaws, candidates)
 
 
 def teacher(
@@ -106,12 +145,23 @@ def online_optimization(
     learning_rate: float,
     weights: CostWeights,
     penalty: float,
+    start: torch.Tensor | None = None,
+    incumbents: tuple[float, ...] = (),
 ) -> SearchResult:
-    """Per-goal Adam steps on ``psi`` through the IK layer, from the radial yaw; the cheapest iterate is kept."""
-    psi = radial_angle(p).detach().clone().requires_grad_(True)
+    """Per-goal Adam steps on ``psi`` through the IK layer from ``start`` ``(N,)`` (default: the radial yaw); the
+    cheapest iterate is kept, and each absolute yaw in ``incumbents`` is solved first and kept if cheaper (the
+    seed's search keeps yaw 0 so)."""
+    psi = (radial_angle(p) if start is None else start).detach().clone().requires_grad_(True)
     optimizer = torch.optim.Adam([psi], lr=learning_rate)
     best_psi = psi.detach().clone()
     best_cost = torch.full_like(best_psi, math.inf)
+    for yaw in incumbents:
+        fixed = torch.full_like(best_psi, yaw)
+        with torch.no_grad():
+            result = ik.solve(grasp_pose(p, yaw_vector(fixed)), q0)
+            cost = yaw_cost(result, q0, weights, penalty)
+        best_psi = torch.where(cost < best_cost, fixed, best_psi)
+        best_cost = torch.minimum(cost, best_cost)
     for _ in range(steps + 1):
         result = ik.solve(grasp_pose(p, yaw_vector(psi)), q0)
         smooth = smooth_cost(result, q0, weights)
@@ -123,4 +173,4 @@ def online_optimization(
         optimizer.zero_grad(set_to_none=True)
         smooth.sum().backward()
         optimizer.step()
-    return SearchResult(yaw_vector(best_psi), best_cost, p.shape[0] * (steps + 1))
+    return SearchResult(yaw_vector(best_psi), best_cost, p.shape[0] * (steps + 1 + len(incumbents)))

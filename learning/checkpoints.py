@@ -56,7 +56,7 @@ def load_checkpoint(path: Path | str, kinematics: KinematicsLayer) -> tuple[YawP
     if data["geometry_fingerprint"] != kinematics.model.fingerprint:
         raise CheckpointMismatchError(f"{path} was trained on another robot chain ({data['joint_names']})")
     cfg = ExperimentCfg.from_dict(data["config"])
-    predictor = build_predictor(data["method"], kinematics.dof, cfg.train)
+    predictor = build_predictor(data["method"], kinematics, cfg)
     try:
         predictor.load_state_dict(data["state_dict"])
     except RuntimeError as exc:

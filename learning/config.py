@@ -1,4 +1,8 @@
-"""Experiment configuration: frozen dataclasses, the ``smoke`` and ``full`` presets, JSON round trip."""
+"""Experiment configuration: frozen dataclasses, the ``smoke``, ``full`` and ``reference`` presets, JSON round trip.
+
+``full`` is this project's protocol. ``reference`` is the protocol of the seed's own example as its README and
+config state it (a local task around its ready posture); every knob that differs between the two is a field here.
+"""
 
 from __future__ import annotations
 
@@ -20,17 +24,38 @@ class WorkspaceCfg:
     heldout_y: tuple[float, float] = (0.20, 0.40)
 
 
+START_DISTRIBUTIONS = ("gaussian", "box")
+NETWORKS = ("unit_correction", "bounded")
+CONSTANTS = ("radial_offset", "absolute")
+SCHEDULES = ("cosine", "constant")
+GRID_ANCHORS = ("radial", "absolute")
+ONLINE_STARTS = ("radial", "heading")
+
+
 @dataclass(frozen=True)
 class StartStateCfg:
-    """Initial joints ``q0``: ready pose, Gaussian noise on joints 1-6, wrist (joint 7) uniform over its range.
+    """Initial joints ``q0`` around ``posture`` (empty: the robot's ready pose), in one of two distributions.
 
-    The shifted distribution (initial-state-shift test) draws joint 1 uniform in ``+-shift_base_range`` and
-    uses ``shift_noise`` on joints 2-6.
+    ``"gaussian"``: Gaussian ``noise`` on joints 1-6, the wrist (joint 7) uniform over its range; the shifted
+    distribution (initial-state-shift test) draws joint 1 uniform in ``+-shift_base_range`` and uses
+    ``shift_noise`` on joints 2-6.
+
+    ``"box"`` (the seed's): uniform in ``+-box_half_width`` on every joint plus ``+-wrist_half_width`` more on the
+    wrist; the shifted distribution adds ``shift_offsets`` (radians, one per joint) to the same draws.
     """
 
+    distribution: str = "gaussian"
+    posture: tuple[float, ...] = ()
     noise: float = 0.25
     shift_base_range: float = 1.2
     shift_noise: float = 0.4
+    box_half_width: float = 0.12
+    wrist_half_width: float = 0.7
+    shift_offsets: tuple[float, ...] = (0.20, 0.0, 0.15, 0.0, 0.0, 0.0, 0.0)
+
+    def __post_init__(self) -> None:
+        if self.distribution not in START_DISTRIBUTIONS:
+            raise ConfigError(f"unknown start distribution {self.distribution!r}; choose one of {START_DISTRIBUTIONS}")
 
 
 @dataclass(frozen=True)
@@ -54,6 +79,15 @@ class TrainCfg:
     ik_iterations: int = 24
     validate_every: int = 50
     hidden: int = 128
+    # The one-yaw networks (IK-trained one yaw, teacher-supervised, zero-order): "unit_correction" rotates the
+    # radial yaw by a predicted unit vector, reading goal_features; "bounded" is the seed's network, heading plus
+    # at most +-90 degrees, reading only the normalised joints and grasp point (predictors.BoundedYawNet).
+    network: str = "unit_correction"
+    # The shared constant: "radial_offset" adds one learned angle to the radial yaw; "absolute" (the seed's) is one
+    # learned yaw for every goal.
+    constant: str = "radial_offset"
+    constant_learning_rate: float = 0.02
+    lr_schedule: str = "cosine"  # "cosine" decays to zero over the budget; "constant" (the seed's) keeps it
     # The IK-trained network's yaw hypotheses: each step solves IK for all of them and the cheapest (failures
     # penalised) takes the cost gradient; at inference the cheapest of them is the answer.
     hypotheses: int = 4
@@ -66,6 +100,11 @@ class TrainCfg:
     es_sigma: float = 0.02
     es_learning_rate: float = 0.01
 
+    def __post_init__(self) -> None:
+        for name, allowed in (("network", NETWORKS), ("constant", CONSTANTS), ("lr_schedule", SCHEDULES)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"unknown {name} {getattr(self, name)!r}; choose one of {allowed}")
+
 
 @dataclass(frozen=True)
 class BaselineCfg:
@@ -73,12 +112,22 @@ class BaselineCfg:
 
     grid_yaws: int = 32
     grid_ik_iterations: int = 24
+    # "radial": the radial yaw plus k 2 pi / grid_yaws; "absolute" (the seed's): linspace(-pi, pi, grid_yaws), both
+    # ends included (the same yaw twice).
+    grid_anchor: str = "radial"
     online_steps: int = 20
     online_learning_rate: float = 0.15
     online_ik_iterations: int = 24
+    online_start: str = "radial"  # the yaw the per-goal Adam search starts from: "radial" or "heading" (the seed's)
+    online_incumbents: tuple[float, ...] = ()  # absolute yaws also solved and kept if cheaper (the seed's: (0.0,))
     teacher_yaws: int = 72
     teacher_refine_yaws: int = 11
     teacher_ik_iterations: int = 64
+
+    def __post_init__(self) -> None:
+        for name, allowed in (("grid_anchor", GRID_ANCHORS), ("online_start", ONLINE_STARTS)):
+            if getattr(self, name) not in allowed:
+                raise ConfigError(f"unknown {name} {getattr(self, name)!r}; choose one of {allowed}")
 
 
 @dataclass(frozen=True)
@@ -135,13 +184,57 @@ SMOKE = ExperimentCfg(
         constant_steps=10,
         supervised_steps=30,
         learning_rate=1e-2,
+        constant_learning_rate=0.1,
     ),
     baselines=BaselineCfg(grid_yaws=12, online_steps=3, teacher_yaws=16, teacher_refine_yaws=3),
     latency_batch=32,
     latency_singles=3,
 )
 FULL = ExperimentCfg()
-PRESETS = {"smoke": SMOKE, "full": FULL}
+
+# The seed's ready posture and its TCP by this project's Panda FK (metres, root frame; a test checks them). The
+# target box is x and z +-5 cm around that TCP and y from -5 to +1 cm; the disjoint-spatial test has y from +2.5 to
+# +5.5 cm, disjoint from the box (so the held-out region never needs rejecting).
+REFERENCE_POSTURE = (0.0, -0.569, 0.0, -2.810, 0.0, 3.037, 0.741)
+REFERENCE_TCP = (0.46333, 0.0, 0.38549)
+REFERENCE = ExperimentCfg(
+    preset="reference",
+    workspace=WorkspaceCfg(
+        x=(REFERENCE_TCP[0] - 0.05, REFERENCE_TCP[0] + 0.05),
+        y=(REFERENCE_TCP[1] - 0.05, REFERENCE_TCP[1] + 0.01),
+        z=(REFERENCE_TCP[2] - 0.05, REFERENCE_TCP[2] + 0.05),
+        heldout_x=(REFERENCE_TCP[0] - 0.05, REFERENCE_TCP[0] + 0.05),
+        heldout_y=(REFERENCE_TCP[1] + 0.025, REFERENCE_TCP[1] + 0.055),
+    ),
+    start=StartStateCfg(distribution="box", posture=REFERENCE_POSTURE),
+    sizes=SplitSizes(train=1024, validation=128, test_iid=128, test_spatial=128, test_shift=128),
+    train=TrainCfg(
+        seeds=(17, 29, 43),
+        steps=200,
+        batch_size=64,
+        learning_rate=0.002,
+        grad_clip=10.0,
+        validate_every=25,
+        hidden=64,
+        network="bounded",
+        constant="absolute",
+        constant_steps=200,
+        constant_learning_rate=0.04,
+        supervised_steps=200,
+        lr_schedule="constant",
+    ),
+    baselines=BaselineCfg(
+        grid_yaws=129,
+        grid_ik_iterations=64,
+        grid_anchor="absolute",
+        online_steps=50,
+        online_learning_rate=0.08,
+        online_start="heading",
+        online_incumbents=(0.0,),
+    ),
+    weights=CostWeights(position=1e4, rotation=100.0),
+)
+PRESETS = {"smoke": SMOKE, "full": FULL, "reference": REFERENCE}
 
 
 def preset(name: str) -> ExperimentCfg:

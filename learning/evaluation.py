@@ -17,7 +17,7 @@ from learning.baselines import angular_grid, heading_yaw, ik_layer, online_optim
 from learning.config import ExperimentCfg
 from learning.predictors import YawPolicy
 from learning.splits import GoalSet
-from learning.task import failure_penalty, grasp_pose
+from learning.task import current_heading, failure_penalty, grasp_pose
 
 _SINGLES_BUDGET_S = 3.0  # slow searches stop timing single goals after this long (at least 3 are timed)
 
@@ -49,9 +49,19 @@ def search_choosers(cfg: ExperimentCfg, kinematics: KinematicsLayer) -> dict[str
         "radial": lambda p, q0: radial_yaw(p),
         "heading": lambda p, q0: heading_yaw(kinematics, q0),
         "online_optimization": lambda p, q0: (
-            online_optimization(online_ik, p, q0, b.online_steps, b.online_learning_rate, w, penalty).yaw
+            online_optimization(
+                online_ik,
+                p,
+                q0,
+                b.online_steps,
+                b.online_learning_rate,
+                w,
+                penalty,
+                start=current_heading(kinematics, q0) if b.online_start == "heading" else None,
+                incumbents=b.online_incumbents,
+            ).yaw
         ),
-        "angular_grid": lambda p, q0: angular_grid(grid_ik, p, q0, b.grid_yaws, w, penalty).yaw,
+        "angular_grid": lambda p, q0: angular_grid(grid_ik, p, q0, b.grid_yaws, w, penalty, b.grid_anchor).yaw,
         "teacher": lambda p, q0: teacher(teacher_ik, p, q0, b.teacher_yaws, b.teacher_refine_yaws, w, penalty).yaw,
     }
 

@@ -34,7 +34,8 @@ from learning.figures import write_figures
 from learning.io import atomic_torch_save, atomic_write_json, atomic_write_text
 from learning.report import render_markdown, summarize
 from learning.robot import franka_kinematics
-from learning.scoring import score_yaws
+from learning.scoring import GRID_METRICS, METRICS, RowMetrics, score_yaws
+from learning.seed_run import load_seed_run
 from learning.splits import TEST_SPLITS, load_splits, make_splits, save_splits
 from learning.task import failure_penalty
 from learning.training import TRAINED_METHODS, Trainer
@@ -137,11 +138,16 @@ def evaluate_run(run_dir: Path, show_progress: bool = True, command: str = "pyth
         ]
     rows: dict[str, dict[str, list[dict]]] = {split: {m: [] for m in METHODS} for split in EVAL_SPLITS}
     yaws: dict[str, torch.Tensor] = {}
-    jobs = [(split, m) for split in EVAL_SPLITS for m in METHODS]
+    # The grid first: every method's paired measures are taken against its answers on the same goals.
+    order = ("angular_grid", *(m for m in METHODS if m != "angular_grid"))
+    jobs = [(split, m) for split in EVAL_SPLITS for m in order]
+    grid: dict[str, RowMetrics] = {}
     for split, method in tqdm(jobs, desc="evaluating", disable=not show_progress):
         for k, chooser in enumerate(choosers[method]):
             yaw, _ = solve_choice(chooser, splits[split], eval_ik)
-            rows[split][method].append(score_yaws(eval_ik, splits[split], yaw, cfg.weights, penalty).means())
+            scored = score_yaws(eval_ik, splits[split], yaw, cfg.weights, penalty)
+            grid.setdefault(split, scored)
+            rows[split][method].append({**scored.means(), **scored.against_grid(grid[split])})
             if split == "test_iid" and k == 0:
                 yaws[method] = yaw.detach().cpu()
     latency = {
@@ -154,12 +160,14 @@ def evaluate_run(run_dir: Path, show_progress: bool = True, command: str = "pyth
         "seeds": list(cfg.train.seeds),
         "teacher_labels": training["label_cost"],
         "train_seconds": training["train_seconds"],
-        "results": summarize(rows),
+        "results": summarize(rows, (*METRICS, *GRID_METRICS)),
         "latency": latency,
         "training": training["histories"],
         "torch_threads": torch.get_num_threads(),
         "provenance": provenance(command),
     }
+    if cfg.preset == "reference":
+        report["seed_run"] = load_seed_run()
     atomic_write_json(run_dir / "report.json", report)
     atomic_write_text(run_dir / "report.md", render_markdown(report))
     write_figures(report, yaws, run_dir / "figures")

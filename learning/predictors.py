@@ -1,11 +1,13 @@
-"""Yaw predictors: the conditional network ``f(q0, p)``, its several-hypothesis variant, and the shared constant,
-all correcting the radial yaw.
+"""Yaw predictors: the conditional network ``f(q0, p)``, its several-hypothesis variant, the seed's bounded network,
+and the shared constant.
 
 All output a unit yaw vector ``(N, 2)``: the radial yaw vector rotated by a predicted unit correction, so the
 prediction is continuous on the whole circle (no wrap at +-pi). The several-hypothesis network predicts ``K``
 such yaws and its policy answers with the one whose IK solve costs least, so its answer can jump between basins
 where the best yaw does, which a single continuous output cannot. The network reads normalised joints, their
 sines and cosines, the normalised grasp point, the radial yaw and the heading (the hand's current yaw, from FK of ``q0``).
+The seed's bounded network reads only the joints and the grasp point, normalised around the start distribution and
+the target box, and answers heading plus at most +-90 degrees.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from torch import nn
 
 from kinematics import KinematicsLayer
 from learning.baselines import candidate_costs, ik_layer
-from learning.config import ExperimentCfg, TrainCfg, WorkspaceCfg
+from learning.config import ExperimentCfg, StartStateCfg, WorkspaceCfg
+from learning.splits import start_posture
 from learning.task import current_heading, failure_penalty, radial_angle, yaw_vector
 
 
@@ -93,14 +96,57 @@ class YawHypothesesNet(nn.Module):
         return rotate_yaw(yaw_vector(radial_angle(p))[:, None, :], correction)
 
 
-class SharedConstant(nn.Module):
-    """Heading plus one learned scalar correction (radians), the same for every goal."""
+class BoundedYawNet(nn.Module):
+    """The seed's network: an MLP ``(dof + 3) -> hidden -> hidden -> 1`` (SiLU) whose output ``u`` sets the yaw to
+    heading + ``pi/2 tanh(u)``; its last layer is zero, so it starts at heading.
 
-    def __init__(self) -> None:
+    It reads ``(q0 - q_centre) / q_scale`` and ``(p - p_centre) / p_scale`` (buffers, saved with the weights): the
+    start distribution's centre and half-widths, the target box's centre and half-extents.
+    """
+
+    def __init__(self, kinematics: KinematicsLayer, start: StartStateCfg, workspace: WorkspaceCfg, hidden: int) -> None:
         super().__init__()
+        dof = kinematics.dof
+        q_centre = start_posture(kinematics, start)
+        if start.distribution == "box":
+            q_scale = torch.full((dof,), start.box_half_width, dtype=torch.float64)
+            q_scale[-1] = start.wrist_half_width
+        else:
+            q_scale = torch.full((dof,), start.noise, dtype=torch.float64)
+            q_scale[-1] = 0.5 * float(kinematics.upper[-1] - kinematics.lower[-1])
+        box = torch.tensor((workspace.x, workspace.y, workspace.z), dtype=torch.float64)
+        self.register_buffer("q_centre", q_centre)
+        self.register_buffer("q_scale", q_scale)
+        self.register_buffer("p_centre", box.mean(-1))
+        self.register_buffer("p_scale", 0.5 * (box[:, 1] - box[:, 0]))
+        self.body = nn.Sequential(
+            nn.Linear(dof + 3, hidden), nn.SiLU(), nn.Linear(hidden, hidden), nn.SiLU(), nn.Linear(hidden, 1)
+        )
+        nn.init.zeros_(self.body[-1].weight)
+        nn.init.zeros_(self.body[-1].bias)
+
+    def features(self, kinematics: KinematicsLayer, p: torch.Tensor, q0: torch.Tensor) -> torch.Tensor:
+        """``(N, dof + 5)``: the normalised joints and grasp point, then the heading as a unit vector."""
+        q = (q0 - self.q_centre) / self.q_scale
+        return torch.cat((q, (p - self.p_centre) / self.p_scale, yaw_vector(current_heading(kinematics, q0))), -1)
+
+    def forward(self, features: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        correction = (torch.pi / 2) * torch.tanh(self.body(features[:, :-2]))[:, 0]
+        return rotate_yaw(features[:, -2:], yaw_vector(correction))
+
+
+class SharedConstant(nn.Module):
+    """One learned angle (radians), the same for every goal: added to the radial yaw, or (``absolute``, the seed's
+    constant) the yaw itself."""
+
+    def __init__(self, absolute: bool = False) -> None:
+        super().__init__()
+        self.absolute = absolute
         self.offset = nn.Parameter(torch.zeros(()))
 
     def forward(self, features: torch.Tensor, p: torch.Tensor) -> torch.Tensor:
+        if self.absolute:
+            return yaw_vector(self.offset).expand(p.shape[0], 2)
         return yaw_vector(radial_angle(p) + self.offset)
 
 
@@ -125,6 +171,8 @@ class YawPolicy(nn.Module):
         return yaw if yaw.dim() == 2 else self.cheapest(p, q0, yaw)
 
     def features(self, p: torch.Tensor, q0: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.predictor, BoundedYawNet):
+            return self.predictor.features(self._kinematics[0], p, q0)
         return goal_features(self._kinematics[0], p, q0, self.workspace)
 
     def cheapest(self, p: torch.Tensor, q0: torch.Tensor, hypotheses: torch.Tensor) -> torch.Tensor:
@@ -138,11 +186,15 @@ def feature_count(dof: int) -> int:
     return 3 * dof + 7
 
 
-def build_predictor(kind: str, dof: int, train: TrainCfg) -> nn.Module:
-    """``kind``: ``"shared_constant"`` or a network kind (``"ik_trained"``, ``"teacher_supervised"``, ...); the
-    IK-trained predictor has ``train.hypotheses`` yaw hypotheses (one: the plain network), every other network one."""
+def build_predictor(kind: str, kinematics: KinematicsLayer, cfg: ExperimentCfg) -> nn.Module:
+    """``kind``: ``"shared_constant"`` or a network kind (``"ik_trained"``, ``"teacher_supervised"``, ...). The
+    IK-trained predictor has ``train.hypotheses`` yaw hypotheses; every other network has one yaw and is
+    ``train.network``'s (``YawNet`` or the seed's ``BoundedYawNet``)."""
+    train = cfg.train
     if kind == "shared_constant":
-        return SharedConstant()
+        return SharedConstant(absolute=train.constant == "absolute")
     if kind == "ik_trained" and train.hypotheses > 1:
-        return YawHypothesesNet(feature_count(dof), train.hidden, train.hypotheses)
-    return YawNet(feature_count(dof), train.hidden)
+        return YawHypothesesNet(feature_count(kinematics.dof), train.hidden, train.hypotheses)
+    if train.network == "bounded":
+        return BoundedYawNet(kinematics, cfg.start, cfg.workspace, train.hidden)
+    return YawNet(feature_count(kinematics.dof), train.hidden)

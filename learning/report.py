@@ -154,6 +154,40 @@ def budget_table(report: dict, methods: tuple[str, ...] = EQUAL_IK_EVALUATIONS) 
     return "\n".join(lines)
 
 
+# The seed's methods by its names, and the method of this project that runs each under the reference preset.
+SEED_METHODS = {
+    "heading": "heading",
+    "constant": "shared_constant",
+    "learned": "ik_trained_one_yaw",
+    "supervised": "teacher_supervised",
+    "online": "online_optimization",
+    "grid": "angular_grid",
+}
+SEED_SPLITS = {"iid": "test_iid", "spatial": "test_spatial", "state_shift": "test_shift"}
+
+
+def seed_table(report: dict) -> str:
+    """The seed's own table (``report["seed_run"]``: its success %, mean joint displacement over solved goals and
+    mean relative displacement above its 129-angle grid, per split) beside this run's, method by method."""
+    seed = {(row["split"], row["method"]): row for row in report["seed_run"]["rows"]}
+    headers = ["seed's method (ours)"]
+    for split in SEED_SPLITS:
+        headers += [f"{split} success seed / ours", f"{split} displ. seed / ours", f"{split} above grid % seed / ours"]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    for seed_name, ours in SEED_METHODS.items():
+        cells = [f"{seed_name} ({LABELS[ours]})"]
+        for split, our_split in SEED_SPLITS.items():
+            theirs, stats = seed[(split, seed_name)], report["results"][our_split][ours]
+            gap = "" if theirs["grid_gap_pct"] is None else f"{theirs['grid_gap_pct']:.2f}"
+            cells += [
+                f"{100 * theirs['success_rate']:.1f} / {cell(stats['success'], 100, 1)}",
+                f"{theirs['mean_cost_valid']:.3f} / {cell(stats['displacement_solved'], 1, 3)}",
+                f"{gap} / {cell(stats['grid_gap'], 100, 2)}",
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def render_markdown(report: dict) -> str:
     report = upgrade_report(report)
     t = report["teacher_labels"]
@@ -172,6 +206,15 @@ def render_markdown(report: dict) -> str:
         parts += [provenance_line(report["provenance"]), ""]
     if "legacy_names_note" in report:
         parts += [report["legacy_names_note"], ""]
+    if "seed_run" in report:
+        parts += [
+            "**Beside the seed's own run** (its `learn_grasp_yaw`, same protocol, its own tasks and implementation: "
+            f"{report['seed_run']['source']}). Displacement is the mean over solved goals (rad²); *above grid* is "
+            "the mean relative displacement above the 129-angle grid's on goals both solve.",
+            "",
+            seed_table(report),
+            "",
+        ]
     parts += ["**Test splits at a glance**", "", summary_table(report), ""]
     for split in report["results"]:
         parts += [split_table(report, split), ""]

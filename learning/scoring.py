@@ -11,6 +11,7 @@ from learning.splits import GoalSet
 from learning.task import CostWeights, grasp_pose, yaw_cost
 
 METRICS = ("success", "displacement", "position_error", "rotation_error", "cost")
+GRID_METRICS = ("displacement_solved", "grid_gap")  # RowMetrics.against_grid
 
 
 @dataclass
@@ -26,6 +27,17 @@ class RowMetrics:
 
     def means(self) -> dict[str, float]:
         return {name: float(getattr(self, name).double().mean()) for name in METRICS}
+
+    def against_grid(self, grid: RowMetrics) -> dict[str, float]:
+        """The seed's paired measures: the mean joint displacement over the goals this method solves, and its mean
+        relative displacement above ``grid``'s over the goals both solve (``nan`` where there are none)."""
+        solved, both = self.success > 0.5, (self.success > 0.5) & (grid.success > 0.5)
+        displacement = self.displacement.double()
+        ratio = displacement[both] / grid.displacement.double()[both] - 1
+        return {
+            "displacement_solved": float(displacement[solved].mean()) if solved.any() else float("nan"),
+            "grid_gap": float(ratio.mean()) if both.any() else float("nan"),
+        }
 
 
 @torch.no_grad()

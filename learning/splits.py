@@ -13,6 +13,7 @@ from pathlib import Path
 import torch
 
 from kinematics import KinematicsLayer
+from kinematics.errors import ConfigError
 from learning.config import ExperimentCfg, StartStateCfg, WorkspaceCfg
 from learning.io import atomic_torch_save
 from learning.robot import ready_pose
@@ -61,17 +62,32 @@ def sample_points(gen: torch.Generator, n: int, ws: WorkspaceCfg, heldout: bool)
     return torch.cat(chunks)[:n]
 
 
+def start_posture(kinematics: KinematicsLayer, cfg: StartStateCfg) -> torch.Tensor:
+    """``(dof,)`` float64 CPU: the posture the start states are drawn around (the robot's ready pose by default)."""
+    if not cfg.posture:
+        return ready_pose(dtype=torch.float64)
+    if len(cfg.posture) != kinematics.dof:
+        raise ConfigError(f"start posture has {len(cfg.posture)} values for a {kinematics.dof}-joint arm")
+    return torch.tensor(cfg.posture, dtype=torch.float64)
+
+
 def sample_start_states(
     gen: torch.Generator, n: int, kinematics: KinematicsLayer, cfg: StartStateCfg, shifted: bool
 ) -> torch.Tensor:
-    """``(n, 7)`` initial joints inside the limits: the ready pose with noise, the wrist anywhere in its range."""
+    """``(n, dof)`` initial joints inside the limits, drawn around ``start_posture`` as ``cfg.distribution`` says."""
     lower, upper = kinematics.lower.double().cpu(), kinematics.upper.double().cpu()
-    q = ready_pose(dtype=torch.float64).expand(n, -1).clone()
-    noise = cfg.shift_noise if shifted else cfg.noise
-    q[:, :6] += noise * torch.randn(n, 6, generator=gen, dtype=torch.float64)
-    if shifted:
-        q[:, 0] = cfg.shift_base_range * (2 * torch.rand(n, generator=gen, dtype=torch.float64) - 1)
-    q[:, 6] = lower[6] + (upper[6] - lower[6]) * torch.rand(n, generator=gen, dtype=torch.float64)
+    q = start_posture(kinematics, cfg).expand(n, -1).clone()
+    if cfg.distribution == "box":
+        q += cfg.box_half_width * (2 * torch.rand(n, kinematics.dof, generator=gen, dtype=torch.float64) - 1)
+        q[:, -1] += cfg.wrist_half_width * (2 * torch.rand(n, generator=gen, dtype=torch.float64) - 1)
+        if shifted:
+            q += torch.tensor(cfg.shift_offsets, dtype=torch.float64)
+    else:
+        noise = cfg.shift_noise if shifted else cfg.noise
+        q[:, :6] += noise * torch.randn(n, 6, generator=gen, dtype=torch.float64)
+        if shifted:
+            q[:, 0] = cfg.shift_base_range * (2 * torch.rand(n, generator=gen, dtype=torch.float64) - 1)
+        q[:, 6] = lower[6] + (upper[6] - lower[6]) * torch.rand(n, generator=gen, dtype=torch.float64)
     # Stay a hair inside the limits so the seed is never on a clamp boundary.
     margin = 1e-3
     return torch.clamp(q, lower + margin, upper - margin)

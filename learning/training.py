@@ -100,15 +100,18 @@ class Trainer:
         self.train_set, self.validation_set, self.labels = train, validation, labels
         torch.manual_seed(seed)
         self.generator = torch.Generator().manual_seed(seed)
-        predictor = build_predictor(method, kinematics.dof, cfg.train).to(kinematics.device, kinematics.dtype)
+        predictor = build_predictor(method, kinematics, cfg).to(kinematics.device, kinematics.dtype)
         self.policy = YawPolicy(predictor, kinematics, cfg)
         self.total_steps = self.steps_for(method, cfg)
         self.history = TrainingHistory()
-        lr = cfg.train.es_learning_rate if method in ZERO_ORDER else cfg.train.learning_rate
-        lr = 10 * lr if method == "shared_constant" else lr
-        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=lr)
+        lr = {
+            "shared_constant": cfg.train.constant_learning_rate,
+            **dict.fromkeys(ZERO_ORDER, cfg.train.es_learning_rate),
+        }
+        self.optimizer = torch.optim.Adam(self.policy.parameters(), lr=lr.get(method, cfg.train.learning_rate))
+        cosine = cfg.train.lr_schedule == "cosine"
         self.schedule = torch.optim.lr_scheduler.LambdaLR(
-            self.optimizer, lambda k: 0.5 * (1 + math.cos(math.pi * self.budget_spent(k)))
+            self.optimizer, lambda k: 0.5 * (1 + math.cos(math.pi * self.budget_spent(k))) if cosine else 1.0
         )
         self.train_ik = ik_layer(kinematics, cfg.train.ik_iterations)
         self.eval_ik = ik_layer(kinematics, cfg.eval_ik_iterations)
@@ -217,7 +220,7 @@ class Trainer:
         return YawPolicy(frozen, self.kinematics, self.cfg)
 
     def best_policy(self) -> YawPolicy:
-        predictor = build_predictor(self.method, self.kinematics.dof, self.cfg.train)
+        predictor = build_predictor(self.method, self.kinematics, self.cfg)
         predictor.load_state_dict(self.best_state)
         predictor.to(self.kinematics.device, self.kinematics.dtype).eval().requires_grad_(False)
         return YawPolicy(predictor, self.kinematics, self.cfg)
