@@ -175,7 +175,7 @@ def seed_table(report: dict) -> str:
         headers += [f"{split} success seed / ours", f"{split} displ. seed / ours", f"{split} above grid % seed / ours"]
     lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     for seed_name, ours in SEED_METHODS.items():
-        cells = [f"{seed_name} ({LABELS[ours]})"]
+        cells = [LABELS[ours] if LABELS[ours].startswith(seed_name) else f"{seed_name} ({LABELS[ours]})"]
         for split, our_split in SEED_SPLITS.items():
             theirs, stats = seed[(split, seed_name)], report["results"][our_split][ours]
             gap = "" if theirs["grid_gap_pct"] is None else f"{theirs['grid_gap_pct']:.2f}"
