@@ -168,7 +168,8 @@ SEED_SPLITS = {"iid": "test_iid", "spatial": "test_spatial", "state_shift": "tes
 
 def seed_table(report: dict) -> str:
     """The seed's own table (``report["seed_run"]``: its success %, mean joint displacement over solved goals and
-    mean relative displacement above its 129-angle grid, per split) beside this run's, method by method."""
+    mean relative displacement above its 129-angle grid, per split) beside this run's, method by method; then this
+    project's other methods under the same protocol."""
     seed = {(row["split"], row["method"]): row for row in report["seed_run"]["rows"]}
     headers = ["seed's method (ours)"]
     for split in SEED_SPLITS:
@@ -183,6 +184,16 @@ def seed_table(report: dict) -> str:
                 f"{100 * theirs['success_rate']:.1f} / {cell(stats['success'], 100, 1)}",
                 f"{theirs['mean_cost_valid']:.3f} / {cell(stats['displacement_solved'], 1, 3)}",
                 f"{gap} / {cell(stats['grid_gap'], 100, 2)}",
+            ]
+        lines.append("| " + " | ".join(cells) + " |")
+    for ours in (m for m in report["results"]["test_iid"] if m not in SEED_METHODS.values()):
+        cells = [f"{LABELS[ours]} (ours only)"]
+        for our_split in SEED_SPLITS.values():
+            stats = report["results"][our_split][ours]
+            cells += [
+                f"— / {cell(stats['success'], 100, 1)}",
+                f"— / {cell(stats['displacement_solved'], 1, 3)}",
+                f"— / {cell(stats['grid_gap'], 100, 2)}",
             ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -44,6 +44,7 @@ def test_the_whole_body_example_runs_and_its_gradient_arrives(capsys) -> None:
 RESULTS = README.parent / "docs" / "results"
 MEASURED_SECTIONS = (
     "The experiment",
+    "Beside the seed's own system: its protocol as `--preset reference`",
     "Measured speed",
     "Beyond the docs: constraints, implicit gradients and R^9",
     "Measured: whole-body kinematics",
@@ -85,6 +86,7 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         "benchmark/wholebody": wholebody_suite.markdown,
         "benchmark-torch-ops/ik": report.ik_markdown,
         "experiment/report": render_markdown,
+        "reference/report": render_markdown,
         "counterweight/report": counterweight_markdown,
         "experiment/check-distribution": lambda doc: (
             f"{provenance_line(doc['provenance'])}\n\n{distribution_markdown(doc['methods'])}"
