@@ -19,6 +19,8 @@ from assets import RobotDescription
 GHOST_ALPHA = 0.35
 LABEL_BASE_M = 0.08  # the lowest label's height above the target
 LABEL_SPACING_M = 0.035  # between stacked labels
+LABEL_SCALE = 0.7  # the labels' font, times viser's 12 px
+LABEL_ANCHOR = "bottom-left"  # the text stands on its point: the whole column stays above LABEL_BASE_M
 
 
 class LabelledGhost:
@@ -27,7 +29,9 @@ class LabelledGhost:
 
     def __init__(self, server: viser.ViserServer, key: str, text: str, enabled: bool) -> None:
         self.key, self._text = key, text
-        self._label = server.scene.add_label(f"/ghost_labels/{key}", text, font_screen_scale=0.7)
+        self._label = server.scene.add_label(
+            f"/ghost_labels/{key}", text, font_screen_scale=LABEL_SCALE, anchor=LABEL_ANCHOR
+        )
         self.pending = False
         self.answered = False
         self.enabled = enabled
@@ -106,10 +110,15 @@ class Ghost(LabelledGhost):
         self._label.visible = visible
 
 
+def label_position(target: np.ndarray, row: int) -> np.ndarray:
+    """Where the ``row``-th label of the column above ``target`` stands (m, root frame)."""
+    return np.asarray(target, dtype=float) + [0.0, 0.0, LABEL_BASE_M + LABEL_SPACING_M * row]
+
+
 def stack_labels(ghosts: list[Ghost], target: np.ndarray) -> None:
     """Put the drawn ghosts' labels in a column above ``target``, in the order given, one row each."""
     row = 0
     for ghost in ghosts:
         if ghost.drawn:
-            ghost.place_label(np.asarray(target, dtype=float) + [0.0, 0.0, LABEL_BASE_M + LABEL_SPACING_M * row])
+            ghost.place_label(label_position(target, row))
             row += 1

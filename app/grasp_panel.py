@@ -5,7 +5,6 @@ latency) as a table whose rows carry the ghosts' colours.
 from __future__ import annotations
 
 import math
-import threading
 from collections.abc import Callable, Mapping, Set
 
 import numpy as np
@@ -14,10 +13,13 @@ import viser
 import assets
 from app.inference import MethodResult
 from app.methods import BY_KEY, KEYS
+from app.typed_numbers import Guard, TypedNumbers, parse_value
 
 PENDING = "pending"
-SLIDER_STEP = 1e-3  # radians
-TARGET_STEP = 1e-3  # metres
+ANSWERED_SWATCH, PENDING_SWATCH = "■", "□"  # the row's colour swatch: filled, or hollow while its answer is computed
+PENDING_OPACITY = 0.4
+PENDING_LEGEND = f"{PENDING_SWATCH} dimmed: the previous answer, shown while the answer to the new inputs is computed."
+TYPED_TARGET, TYPED_Q0 = "typed target", "typed q0"  # status keys of refused typed text
 
 
 def _cells(result: MethodResult) -> tuple[str, str, str]:
@@ -29,10 +31,11 @@ def _cells(result: MethodResult) -> tuple[str, str, str]:
     )
 
 
-def _best(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -> dict[str, str]:
-    """The best cell of each numeric column among current answers (displacement and residual over successful
-    ones), as printed: every row that prints it is marked."""
-    answers = [r for k, r in results.items() if isinstance(r, MethodResult) and k not in pending]
+def _best(results: Mapping[str, MethodResult | str | None]) -> dict[str, str]:
+    """The best cell of each numeric column among the answers shown (displacement and residual over successful
+    ones), as printed: every row that prints it is marked. Pending answers take part, so that a row going
+    pending moves no bold mark (bold is wider: a column could change width and its cells wrap)."""
+    answers = [r for r in results.values() if isinstance(r, MethodResult)]
     solved = [r for r in answers if r.success]
     best: dict[str, str] = {}
     if solved:
@@ -43,44 +46,47 @@ def _best(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -
     return best
 
 
+def _dimmed(text: str) -> str:
+    """``text`` greyed out, at the same width (italics or an added word would change the table's layout)."""
+    return f"<span style='opacity:{PENDING_OPACITY}'>{text}</span>"
+
+
 def format_row(
     key: str, result: MethodResult | str | None, pending: bool = False, best: Mapping[str, str] | None = None
 ) -> str:
-    """One table row; ``pending``: ``result`` answers earlier inputs and the new answer is being computed (its
-    values are shown in italics, the ok column says so); values equal to ``best`` are bold."""
+    """One table row; ``pending``: ``result`` answers earlier inputs and the new answer is being computed: the
+    swatch is hollow and the values dimmed, and nothing else changes, so the table keeps its layout; values equal
+    to ``best`` are bold."""
     method = BY_KEY[key]
-    swatch = f"<span style='color:rgb{method.rgb}'>■</span> {method.label}"
+    marker = PENDING_SWATCH if pending else ANSWERED_SWATCH
+    swatch = f"<span style='color:rgb{method.rgb}'>{marker}</span> {method.label}"
     if result is None:
         return f"| {swatch} | {PENDING}… | | | | |" if pending else f"| {swatch} | – | | | | |"
     if isinstance(result, str):
         return f"| {swatch} | {result}… | | | | |"
-    best = {} if pending or best is None else best
+    best = {} if best is None else best
 
     def mark(text: str, column: str, eligible: bool = True) -> str:
         return f"**{text}**" if eligible and best.get(column) == text else text
 
-    ok = f"{PENDING}…" if pending else ("✔" if result.success else "✘")
     displacement, residual, latency = _cells(result)
     cells = (
         f"{math.degrees(result.yaw):.1f}",
-        ok,
+        "✔" if result.success else "✘",
         mark(displacement, "displacement", result.success),
         mark(residual, "residual", result.success),
         mark(latency, "latency"),
     )
     if pending:
-        cells = tuple(f"*{cell}*" for cell in cells)
+        cells = tuple(_dimmed(cell) for cell in cells)
     return f"| {swatch} | " + " | ".join(cells) + " |"
 
 
 def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -> str:
-    """The learned predictor against the teacher, once both answered the current inputs."""
+    """The learned predictor against the teacher once both answered, dimmed while either is pending (its text
+    stays: a shorter one would change the panel's height)."""
     learned, teacher = results.get("learned"), results.get("reference")
-    if (
-        not isinstance(learned, MethodResult)
-        or not isinstance(teacher, MethodResult)
-        or {"learned", "reference"} & pending
-    ):
+    if not isinstance(learned, MethodResult) or not isinstance(teacher, MethodResult):
         return "Learned predictor vs teacher: waiting for both answers."
     apart = abs(math.degrees(math.remainder(learned.yaw - teacher.yaw, 2 * math.pi)))
     extra = learned.displacement - teacher.displacement
@@ -90,37 +96,40 @@ def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str]
         if learned.success and teacher.success
         else ("**learned fails**" if teacher.success else "teacher fails")
     )
-    return f"Learned predictor vs teacher: yaw {apart:.1f}° apart, Δq {extra:+.3f} rad²{relative}, {verdict}."
+    line = f"Learned predictor vs teacher: yaw {apart:.1f}° apart, Δq {extra:+.3f} rad²{relative}, {verdict}."
+    return _dimmed(line) if {"learned", "reference"} & pending else line
 
 
 def results_table(results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> str:
     """Markdown table of every method's answer (``PENDING`` while computing, None before the first); methods in
-    ``pending`` show their previous answer marked as pending; the best current value of each column is bold."""
+    ``pending`` show their previous answer, marked pending without changing the layout; the best value of each
+    column is bold."""
     lines = [
         "| method | yaw ° | ok | Δq rad² | pos mm / rot mrad | ms |",
         "|:--|--:|:-:|--:|--:|--:|",
     ]
-    best = _best(results, pending)
+    best = _best(results)
     rows = [format_row(key, results.get(key), key in pending, best) for key in KEYS]
-    return "\n".join(lines + rows) + "\n\n" + gap_line(results, pending)
+    return "\n".join(lines + rows) + "\n\n" + gap_line(results, pending) + "\n\n" + PENDING_LEGEND
 
 
 class GraspPanel:
     """Inputs of the grasp question and the answers' table.
 
-    The panel does not own the question: it reports what the user typed or slid (``on_target``, ``on_q0``) and
-    ``show_question`` writes the current question back into its inputs. Writes made by ``show_question`` do not
-    report themselves (viser runs an input's callbacks in the thread that sets it; the guard is per thread, so a
-    user's change arriving meanwhile on another thread is never swallowed).
+    The panel does not own the question: it hands what the user typed to ``on_target`` / ``on_q0`` when they
+    commit it, and ``show_question`` writes the current question back into the boxes. The target and ``q0`` are
+    typed into ``TypedNumbers`` boxes (Enter or a pause commits them; nothing is rewritten under the cursor).
 
     Args:
         server: the viser server.
         target: initial grasp point ``(3,)`` metres.
         q0: initial start joints ``(7,)`` radians.
-        limits: per arm joint ``(lower, upper)`` radians (the sliders' range).
-        target_box: per axis ``(lower, upper)`` metres (the target inputs' range).
-        on_target: called with the three target inputs ``(3,)`` after the user changes one.
-        on_q0: called with the seven sliders ``(7,)`` after the user changes one.
+        limits: per arm joint ``(lower, upper)`` radians (the boxes' hints).
+        on_target: called with the three typed target values ``(3,)`` m when the user commits them; returns the
+            target in force ``(3,)`` (moved into reach if it was outside).
+        on_q0: the same for the seven start joints (clipped to their limits).
+        on_message: ``(key, message or None)``: why typed text was refused (``TYPED_TARGET``, ``TYPED_Q0``).
+        guard: ``guard(doing)`` runs a commit so that a failure is shown in the page.
         on_random_target, on_random_q0, on_ready: the buttons.
     """
 
@@ -130,74 +139,66 @@ class GraspPanel:
         target: np.ndarray,
         q0: np.ndarray,
         limits: dict[str, tuple[float, float]],
-        target_box: tuple[tuple[float, float], ...],
-        on_target: Callable[[np.ndarray], None],
-        on_q0: Callable[[np.ndarray], None],
+        on_target: Callable[[np.ndarray], np.ndarray],
+        on_q0: Callable[[np.ndarray], np.ndarray],
+        on_message: Callable[[str, str | None], None],
+        guard: Guard,
         on_random_target: Callable[[], None],
         on_random_q0: Callable[[], None],
         on_ready: Callable[[], None],
     ) -> None:
-        self._writing = threading.local()
         with server.gui.add_folder("Grasp"):
             self.table = server.gui.add_markdown(results_table({}))
-            self.targets = tuple(
-                server.gui.add_number(
-                    f"target {axis} (m)",
-                    initial_value=round(float(v), 4),
-                    min=bounds[0],
-                    max=bounds[1],
-                    step=TARGET_STEP,
-                )
-                for axis, v, bounds in zip("xyz", target, target_box, strict=True)
+            self.targets = TypedNumbers(
+                server,
+                "Target (Enter or a pause takes it)",
+                [f"target {axis} (m)" for axis in "xyz"],
+                target,
+                on_target,
+                lambda message: on_message(TYPED_TARGET, message),
+                guard,
             )
             random_target = server.gui.add_button("Random target", icon=viser.Icon.TARGET)
             with server.gui.add_folder("Start joints q0", expand_by_default=False):
-                self.sliders = tuple(
-                    server.gui.add_slider(
-                        name, min=limits[name][0], max=limits[name][1], step=SLIDER_STEP, initial_value=float(v)
-                    )
-                    for name, v in zip(assets.PANDA.joints, q0, strict=True)
+                self.joints = TypedNumbers(
+                    server,
+                    "q0, rad (Enter or a pause takes it)",
+                    assets.PANDA.joints,
+                    q0,
+                    on_q0,
+                    lambda message: on_message(TYPED_Q0, message),
+                    guard,
+                    hints=[f"{limits[name][0]:.4f} to {limits[name][1]:.4f} rad" for name in assets.PANDA.joints],
                 )
                 random_q0 = server.gui.add_button("Random q0", icon=viser.Icon.DICE)
                 ready = server.gui.add_button("Ready pose")
-        for handle in self.targets:
-            handle.on_update(lambda _: self._user_changed(on_target, self.target))
-        for handle in self.sliders:
-            handle.on_update(lambda _: self._user_changed(on_q0, self.q0))
         random_target.on_click(lambda _: on_random_target())
         random_q0.on_click(lambda _: on_random_q0())
         ready.on_click(lambda _: on_ready())
 
     @property
     def target(self) -> np.ndarray:
-        return np.array([h.value for h in self.targets], dtype=float)
+        """What the target boxes say ``(3,)`` m (NaN where a box holds no number)."""
+        return _said(self.targets)
 
     @property
     def q0(self) -> np.ndarray:
-        return np.array([h.value for h in self.sliders], dtype=float)
+        """What the joint boxes say ``(7,)`` rad (NaN where a box holds no number)."""
+        return _said(self.joints)
 
     def show_question(self, target: np.ndarray, q0: np.ndarray) -> None:
-        """Write the current question into the inputs (unchanged values send nothing)."""
-        self.show_target(target)
-        self.show_q0(q0)
-
-    def show_target(self, target: np.ndarray) -> None:
-        self._write(self.targets, [round(float(v), 4) for v in target])
-
-    def show_q0(self, q0: np.ndarray) -> None:
-        self._write(self.sliders, [float(v) for v in q0])
-
-    def _write(self, handles, values) -> None:
-        self._writing.active = True
-        try:
-            for handle, v in zip(handles, values, strict=True):
-                handle.value = v
-        finally:
-            self._writing.active = False
+        """Write the current question into the boxes not being typed in (unchanged values send nothing)."""
+        self.targets.show(target)
+        self.joints.show(q0)
 
     def show(self, results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> None:
         self.table.content = results_table(results, pending)
 
-    def _user_changed(self, callback: Callable[[np.ndarray], None], values: np.ndarray) -> None:
-        if not getattr(self._writing, "active", False):
-            callback(values)
+    def close(self) -> None:
+        self.targets.close()
+        self.joints.close()
+
+
+def _said(numbers: TypedNumbers) -> np.ndarray:
+    parsed = (parse_value(box.value) for box in numbers.boxes)
+    return np.array([math.nan if v is None else v for v in parsed], dtype=float)

@@ -26,7 +26,7 @@ class Source(enum.Enum):
     """Who changed the question; the control that moved is never written back while it moves."""
 
     GIZMO = "gizmo"  # the target dragged in the 3D scene
-    INPUTS = "inputs"  # the panel's target numbers or q0 sliders
+    INPUTS = "inputs"  # the numbers typed into the panel (target, q0)
     PROGRAM = "program"  # buttons (random target / q0, ready pose) and the Python API
     TRAINER = "trainer"  # a new predictor snapshot
 

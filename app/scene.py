@@ -18,6 +18,9 @@ CAMERA_POSITION = (1.25, -0.85, 0.8)  # metres, root frame: frames the arm, the 
 CAMERA_LOOK_AT = (0.35, 0.0, 0.2)
 CAMERA_FOV_DEG = 75.0  # vertical
 GIZMO_SCALE = 0.18  # metres: the length of the target gizmo's arrows
+SCENE_LABEL_SCALE = 0.8  # the regions' labels' font, times viser's 12 px
+SCENE_LABEL_ANCHOR = "top-left"  # the text hangs below and right of its point
+SCENE_LABEL_OFFSET_M = 0.1  # the regions' labels' distance in front of the workspace's near edge (+x)
 
 
 def box_edges(x: tuple[float, float], y: tuple[float, float], z: tuple[float, float]) -> np.ndarray:
@@ -65,15 +68,31 @@ def draw_workspace(server: viser.ViserServer, ws: WorkspaceCfg) -> None:
         opacity=0.35,
         cast_shadow=False,
     )
-    server.scene.add_label(
-        "/workspace/train_label", "workspace", position=(ws.x[0], ws.y[0], ws.z[1] + 0.02), font_screen_scale=0.8
-    )
-    server.scene.add_label(
-        "/workspace/heldout_label",
-        "disjoint-spatial test",
-        position=(ws.heldout_x[1], ws.heldout_y[1], ws.z[1] + 0.02),
-        font_screen_scale=0.8,
-    )
+    for name, text, position in workspace_labels(ws):
+        server.scene.add_label(
+            f"/workspace/{name}",
+            text,
+            position=position,
+            font_screen_scale=SCENE_LABEL_SCALE,
+            anchor=SCENE_LABEL_ANCHOR,
+        )
+
+
+def workspace_labels(ws: WorkspaceCfg) -> list[tuple[str, str, tuple[float, float, float]]]:
+    """``(name, text, position)`` of the regions' labels: on the floor in front of the workspace's near edge (the
+    side the initial camera looks from), below every ghost label, which stacks above the target: at the initial
+    camera they never overlap for a target in the workspace (tests/test_app_labels.py projects them)."""
+    front = ws.x[1] + SCENE_LABEL_OFFSET_M
+    return [
+        ("train_label", "workspace", (front, ws.y[0] + 0.1, 0.0)),
+        ("heldout_label", "disjoint-spatial\ntest", (front, ws.heldout_y[0] - 0.05, 0.0)),
+    ]
+
+
+def translation_limits(position: np.ndarray, box: tuple[tuple[float, float], ...]) -> tuple[tuple[float, float], ...]:
+    """viser's ``translation_limits`` for a gizmo first placed at ``position`` that must stay in ``box``: viser
+    (drei's pivot controls) bounds the drag's offset from where the gizmo was first placed, not its position."""
+    return tuple((float(lo - p), float(hi - p)) for p, (lo, hi) in zip(position, box, strict=True))
 
 
 class TargetGizmo:
@@ -82,7 +101,9 @@ class TargetGizmo:
     Args:
         server: the viser server.
         position: initial grasp point (m, root frame).
-        box: per axis ``(lower, upper)`` metres the gizmo can be dragged within.
+        box: per axis ``(lower, upper)`` metres the gizmo can be dragged within (viser keeps the limits it was
+            built with: after the target is moved by other means they stay relative to ``position``, and the
+            server's clamp to the reach is what bounds the target).
         on_move: called with the gizmo's present position ``(3,)`` on every drag update and at the drag's end
             (viser runs these callbacks on a thread pool, possibly out of order, so each one reads the
             position the gizmo has when it runs: the last one to run sees the final position).
@@ -100,7 +121,7 @@ class TargetGizmo:
             scale=GIZMO_SCALE,
             disable_rotations=True,
             position=tuple(float(v) for v in position),
-            translation_limits=tuple(tuple(float(v) for v in axis) for axis in box),
+            translation_limits=translation_limits(position, box),
             depth_test=False,
         )
         server.scene.add_icosphere("/target/marker", radius=0.015, color=TARGET_COLOR, cast_shadow=False)

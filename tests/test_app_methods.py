@@ -216,6 +216,9 @@ def test_the_table_marks_the_best_printed_value_of_each_column_and_the_gap_to_th
     row = {key: next(line for line in lines if f"</span> {BY_KEY[key].label} |" in line) for key in rows}
     assert "**3.900**" in row["reference"] and "**1.000**" not in row["radial"]
     assert "**30**" in row["radial"] and "**0.0 / 0.0**" in row["learned"] and "**0.0 / 0.0**" in row["heading"]
-    assert "yaw 5.7° apart, Δq +0.100 rad² (+3 %), both solve" in lines[-1]
+    gap = next(line for line in lines if line.startswith("Learned predictor vs teacher"))
+    assert "yaw 5.7° apart, Δq +0.100 rad² (+3 %), both solve" in gap
     pending = results_table(rows, pending={"reference"}).splitlines()
-    assert "waiting for both answers" in pending[-1] and "**" not in next(x for x in pending if "teacher (" in x)
+    dimmed = next(line for line in pending if "Learned predictor vs teacher" in line)
+    assert "opacity" in dimmed and "yaw 5.7° apart" in dimmed, "a pending answer dims the gap, keeping its text"
+    assert "waiting for both answers" in results_table({"learned": rows["learned"]}).splitlines()[-3]

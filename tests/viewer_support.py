@@ -1,13 +1,15 @@
-"""Helpers of the viewer's tests: a free port and waiting for a condition (the ``start_viewer`` fixture is in
+"""Helpers of the viewer's tests: a free port, waiting for a condition and typing into a box (the ``start_viewer`` fixture is in
 ``conftest.py``)."""
 
 from __future__ import annotations
 
 import socket
+import threading
 import time
 from collections.abc import Callable
 
 import pytest
+import viser
 
 
 def free_port() -> int:
@@ -23,3 +25,19 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str, poll_
         if time.monotonic() > deadline:
             pytest.fail(f"timed out after {timeout_s} s waiting for {what}")
         time.sleep(poll_s)
+
+
+def type_text(box, text: str, key_interval_s: float = 0.0) -> list[str]:
+    """Type ``text`` into a viser text box as a browser does, one key at a time: each key sends the box's whole text
+    and viser runs the box's callbacks on a pool thread. Returns what the box said after each key (and the
+    ``key_interval_s`` after it): a box never rewritten under the cursor says each prefix typed. An empty ``text``
+    is one key that clears the box (select all, Backspace)."""
+    said = []
+    for end in range(1, len(text) + 1) if text else [0]:
+        box._impl.value = text[:end]
+        for callback in list(box._impl.update_cb):
+            event = viser.GuiEvent(client_id=None, client=None, target=box)
+            threading.Thread(target=callback, args=(event,)).start()
+        time.sleep(key_interval_s)
+        said.append(box.value)
+    return said

@@ -1,0 +1,175 @@
+"""Numbers a user types: a group of text boxes in one viser form whose text is taken only when the user commits it
+(Enter in a box, or a pause of ``COMMIT_PAUSE_S`` with no keystroke), and never rewritten under the cursor.
+
+Why text boxes: viser 1.1.1's number inputs (and a slider's number box) hold a number, not the text typed. After
+``-`` then ``0`` they hold -0, which shows as ``0``: the minus sign is gone before the next key, and ``-0.25``
+typed key by key ends as 0.25. A text box keeps every keystroke as typed. viser sends a box's text at most every
+50 ms and reports no blur, so a pause stands in for leaving the box.
+
+What is written back into a box, and when (``TypedNumbers`` owns these rules):
+
+- after a commit, a box is rewritten only where the value in force differs from what it says: the owner moved
+  the value (a clamp, with its own message), or the text is not a finite number (the box then shows the value in
+  force and ``on_message`` says why the text was refused); a box that says the value in force keeps its text;
+- ``show`` writes values changed by other means (a drag, a button) into every box that holds no uncommitted
+  text: a box being typed in is left alone, and its text is taken when it is committed.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+
+import numpy as np
+import viser
+
+COMMIT_PAUSE_S = 0.8  # seconds without a keystroke after which a box's text is taken
+DECIMALS = 4  # digits after the point of a value written into a box
+
+Guard = Callable[[str], AbstractContextManager]  # (what is being done) -> a context that shows a failure in the page
+
+
+def format_value(value: float) -> str:
+    """``value`` as a box shows it: at most ``DECIMALS`` decimals, no trailing zeros (0.15, -0.0698, 1)."""
+    text = f"{value:.{DECIMALS}f}".rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def parse_value(text: str) -> float | None:
+    """The finite number ``text`` says (surrounding spaces allowed), or None if it says none (empty, ``abc``,
+    ``nan``, ``inf``)."""
+    try:
+        value = float(text.strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+class TypedNumbers:
+    """Text boxes for a few numbers, committed together.
+
+    Args:
+        server: the viser server (the boxes go into the GUI container open when this is built).
+        title: the form's title (it says how to commit; viser marks it ``*`` while a box holds uncommitted text).
+        labels: one label per box.
+        values: the values in force at first.
+        on_commit: called with every box's value ``(n,)`` (the typed ones parsed, the others the values in force)
+            when the user commits; returns the values now in force ``(n,)`` (the owner may have moved them).
+        on_message: called with why typed text was refused, or None once a commit refused nothing.
+        guard: runs a commit (on viser's or the pause timer's thread) so that a failure is shown in the page.
+        hints: one hover hint per box (e.g. its range), or None.
+    """
+
+    def __init__(
+        self,
+        server: viser.ViserServer,
+        title: str,
+        labels: Sequence[str],
+        values: Sequence[float],
+        on_commit: Callable[[np.ndarray], np.ndarray],
+        on_message: Callable[[str | None], None],
+        guard: Guard,
+        hints: Sequence[str] | None = None,
+    ) -> None:
+        self.labels = tuple(labels)
+        self._on_commit, self._on_message, self._guard = on_commit, on_message, guard
+        self._lock = threading.Lock()  # the boxes' texts, the values in force, the pause timer
+        self._commit_lock = threading.Lock()  # one commit at a time; taken before the owner's locks
+        self._writing = threading.local()  # set while this object writes a box (viser then runs its callbacks)
+        self._timer: threading.Timer | None = None
+        self._in_force = [float(v) for v in values]
+        self._shown = [format_value(v) for v in self._in_force]  # the text each box had when last taken or written
+        with server.gui.add_form(title) as self.form:
+            self.boxes = tuple(
+                server.gui.add_text(label, initial_value=text, hint=None if hints is None else hints[i])
+                for i, (label, text) in enumerate(zip(self.labels, self._shown, strict=True))
+            )
+        for box in self.boxes:
+            box.on_update(lambda _: self._typed())
+        self.form.on_submit(lambda _: self.commit())
+
+    @property
+    def values(self) -> np.ndarray:
+        """The values in force ``(n,)``, as last committed or shown (not the uncommitted text)."""
+        with self._lock:
+            return np.array(self._in_force, dtype=float)
+
+    def show(self, values: Sequence[float]) -> None:
+        """The values in force changed by other means: write them into every box that holds no uncommitted text
+        (unchanged text sends nothing)."""
+        with self._lock:
+            self._in_force = [float(v) for v in values]
+            for i, box in enumerate(self.boxes):
+                if box.value == self._shown[i]:  # not being typed in
+                    self._write(i, format_value(self._in_force[i]))
+
+    def commit(self) -> None:
+        """Take the typed text now (Enter; the pause timer calls this too): parse it, hand the values to the owner
+        and write back only what differs from the values in force."""
+        with self._guard(f"taking the typed {', '.join(self.labels)}"), self._commit_lock:
+            with self._lock:
+                self._cancel_timer()
+                texts = [box.value for box in self.boxes]
+                typed = [i for i, text in enumerate(texts) if text != self._shown[i]]
+                if not typed:
+                    return
+                values = list(self._in_force)
+                refused = []
+                for i in typed:
+                    parsed = parse_value(texts[i])
+                    if parsed is None:
+                        refused.append(i)
+                    else:
+                        values[i] = parsed
+            in_force = [float(v) for v in self._on_commit(np.array(values, dtype=float))]
+            with self._lock:
+                self._in_force = in_force
+                for i, box in enumerate(self.boxes):
+                    if box.value != texts[i]:
+                        continue  # typed on since the commit read it: that text waits for its own commit
+                    if i in typed and i not in refused and parse_value(texts[i]) == in_force[i]:
+                        self._shown[i] = texts[i]  # the typed value is the one in force: its text stays as typed
+                    else:
+                        self._write(i, format_value(in_force[i]))
+            self._on_message(self._refusal(texts, refused, in_force))
+
+    def close(self) -> None:
+        """Stop the pause timer (an uncommitted text is dropped)."""
+        with self._lock:
+            self._cancel_timer()
+
+    def _refusal(self, texts: list[str], refused: list[int], in_force: list[float]) -> str | None:
+        if not refused:
+            return None
+        parts = [
+            f"{self.labels[i]}: {repr(texts[i].strip()) if texts[i].strip() else 'nothing'} is not a number, "
+            f"it stays {format_value(in_force[i])}"
+            for i in refused
+        ]
+        return "typed text refused: " + "; ".join(parts)
+
+    def _typed(self) -> None:
+        """A keystroke reached the server: (re)start the pause after which the text is taken."""
+        if getattr(self._writing, "active", False):
+            return
+        with self._lock:
+            self._cancel_timer()
+            self._timer = threading.Timer(COMMIT_PAUSE_S, self.commit)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _cancel_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _write(self, i: int, text: str) -> None:
+        """Under ``_lock``: box ``i`` shows ``text`` (viser runs the box's callbacks in this thread: ignored)."""
+        self._shown[i] = text
+        self._writing.active = True
+        try:
+            self.boxes[i].value = text
+        finally:
+            self._writing.active = False

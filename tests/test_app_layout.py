@@ -1,0 +1,94 @@
+"""Where things sit in the Franka scene's page, in-process: the answers table keeps its layout while answers are
+pending, the ghosts' labels never overlap the regions' labels at the initial camera, and the target gizmo can be
+dragged over the whole target box."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+from test_app_browser import project
+
+import assets
+from app.ghosts import LABEL_ANCHOR, LABEL_SCALE, label_position
+from app.grasp_panel import results_table
+from app.inference import MethodResult
+from app.methods import KEYS, METHODS, SEARCH_KEYS
+from app.scene import SCENE_LABEL_ANCHOR, SCENE_LABEL_SCALE, translation_limits, workspace_labels
+from app.viewer import INITIAL_TARGET
+from learning.config import preset
+
+CANVAS = (1280, 800)  # px: the browser test's window
+EM_PX = 12.0  # viser's screen label: 12 px per em at font_screen_scale 1 in an 800 px tall canvas
+CHAR_EM = 0.55  # the average width of a character of its sans-serif font, in em (measured on a screenshot)
+LINE_EM, PADDING_EM = 1.2, 0.2  # a line's height and the label background's padding
+
+
+def _answer(yaw: float, success: bool, displacement: float, ms: float) -> MethodResult:
+    return MethodResult(
+        yaw, success, displacement, 0.0 if success else 0.0095, 0.0 if success else 1.7278, np.zeros(7), np.eye(4), ms
+    )
+
+
+def _visible_text(line: str) -> str:
+    """A table line as a reader sees its characters: tags dropped, the swatch's fill ignored."""
+    return re.sub(r"<[^>]+>", "", line).replace("□", "■")
+
+
+def test_pending_answers_keep_the_tables_layout() -> None:
+    rows = {key: _answer(0.3 + i, i % 3 != 0, 4.0 + i, 40.0 + i) for i, key in enumerate(KEYS)}
+    answered = results_table(rows).splitlines()
+    for pending in ({"learned"}, {"learned", "teacher_supervised"}, set(KEYS) - set(SEARCH_KEYS), set(KEYS)):
+        marked = results_table(rows, pending).splitlines()
+        assert len(marked) == len(answered), "pending changed the number of lines"
+        for before, after in zip(answered, marked, strict=True):
+            assert after.count("|") == before.count("|"), "pending changed a row's cells"
+            assert _visible_text(after) == _visible_text(before), "pending changed the text a reader sees"
+        assert "pending" not in "".join(marked), "pending is marked, not written into a cell"
+        learned = next(line for line in marked if "learned predictor" in line)
+        assert "□" in learned and "opacity" in learned, "the pending row is marked (hollow swatch, dimmed)"
+
+
+def _label_box(position: np.ndarray, text: str, scale: float, anchor: str) -> np.ndarray:
+    """``(left, top, right, bottom)`` px of a screen-sized viser label at the initial camera."""
+    width, height = CANVAS
+    em = EM_PX * scale * height / 800
+    lines = text.split("\n")
+    w = CHAR_EM * em * max(len(line) for line in lines) + PADDING_EM * em
+    h = LINE_EM * em * len(lines) + PADDING_EM * em
+    x, y = project(position, width, height)
+    vertical, horizontal = anchor.split("-")
+    left = {"left": x, "center": x - w / 2, "right": x - w}[horizontal]
+    top = {"top": y, "center": y - h / 2, "bottom": y - h}[vertical]
+    return np.array([left, top, left + w, top + h])
+
+
+def _overlap(a: np.ndarray, b: np.ndarray, margin_px: float = 2.0) -> bool:
+    return a[0] < b[2] + margin_px and b[0] < a[2] + margin_px and a[1] < b[3] + margin_px and b[1] < a[3] + margin_px
+
+
+def test_ghost_labels_never_overlap_the_regions_labels_at_the_initial_camera() -> None:
+    ws = preset("smoke").workspace
+    rng = np.random.default_rng(0)
+    targets = np.stack([rng.uniform(*ws.x, 2000), rng.uniform(*ws.y, 2000), rng.uniform(*ws.z, 2000)], -1)
+    corners = np.array([[x, y, z] for x in ws.x for y in ws.y for z in ws.z])
+    regions = [
+        _label_box(np.array(position), text, SCENE_LABEL_SCALE, SCENE_LABEL_ANCHOR)
+        for _, text, position in workspace_labels(ws)
+    ]
+    texts = [f"{m.label} (pending…)" for m in METHODS]  # every ghost drawn, each label at its longest
+    for target in [np.array(INITIAL_TARGET), *corners, *targets]:
+        for row, text in enumerate(texts):
+            ghost = _label_box(label_position(target, row), text, LABEL_SCALE, LABEL_ANCHOR)
+            for region in regions:
+                assert not _overlap(ghost, region), f"{text!r} above {target.round(3)} overlaps a region's label"
+
+
+def test_the_gizmo_can_be_dragged_over_the_whole_target_box() -> None:
+    box = assets.PANDA_TOP_DOWN_REACH.target_box
+    start = np.array(INITIAL_TARGET)
+    limits = translation_limits(start, box)
+    reachable = [(start[i] + lo, start[i] + hi) for i, (lo, hi) in enumerate(limits)]  # viser: offsets from start
+    assert reachable == [pytest.approx(axis) for axis in box]
+    assert start[2] + limits[2][0] == pytest.approx(0.0), "down to the table, below the start height"
