@@ -95,6 +95,8 @@ class ViewerConfig:
             "core each)",
         )
         args = parser.parse_args(argv)
+        if args.light and args.robot != "g1":
+            parser.error("--light: only the G1 scene (--robot g1) has a light mode; the panda scene has none")
         if args.run is not None and args.robot == "g1":
             args.checkpoint = counterweight_checkpoint_path(args.run, args.seed, "gradient")
         elif args.run is not None:

@@ -27,7 +27,7 @@ from kinematics.wholebody import WholeBodyIKLayer
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.experiment import build_problem
 from learning.counterweight.online import optimise_offsets
-from learning.counterweight.problem import BODY_TASKS
+from learning.counterweight.problem import BODY_TASKS, HAND
 
 REACH_ONLY, POLICY, ONLINE = "reach_only", "policy", "online"
 MOVING, RESTED = "moving", "rested"  # a warm-started chunk while the goal moves; the full solve once it rests
@@ -48,10 +48,12 @@ class BodyAnswer:
     iterations: int  # cascade steps behind this pose (warm-started ones count from the previous answer)
     latency_ms: float  # goal in -> this answer (the policy's network included)
     frames: np.ndarray  # (n_frames, 3) every link's origin in ``tree.frame_names`` order, m (the ghost's stick figure)
+    payload: np.ndarray  # (3,) the payload's centre in the reaching hand, world frame, m
     # the body targets the method chose, as the ghost draws them (``(4, 4)`` world poses by task; None for reach
     # only): the pelvis pose, the torso's target orientation placed at the solved torso's origin (the task has no
     # position) and the free hand's target position with its target orientation (the rest one)
     targets: dict[str, np.ndarray] | None = None
+    snapshot: int | None = None  # the version of the gradient policy's snapshot it answers (None: other methods)
 
 
 class BodySolver:
@@ -73,6 +75,7 @@ class BodySolver:
         self._chunk = WholeBodyIKLayer(self.problem.tree, body.levels, body.constraints, chunk_cfg)
         self.dtype = self.problem.tree.joint_lower.dtype
         self._torso = self.problem.robot.frames["torso"]
+        self._hand = self.problem.robot.frames[HAND]
 
     def goal_tensor(self, p: tuple[float, ...], rows: int) -> torch.Tensor:
         return torch.tensor([p], dtype=self.dtype).expand(rows, 3)
@@ -138,6 +141,7 @@ class BodySolver:
             com = tree.center_of_mass(state)[..., :2]
             frames = tree.frame_poses(state)[..., :3, 3]
             torso = tree.frame_pose(state, self._torso)[..., :3, 3]
+            payload = self._payload(state)
         latency_ms = 1e3 * (time.perf_counter() - started)
         out = {}
         for i, (key, choice) in enumerate(zip(keys, choices, strict=True)):
@@ -156,9 +160,22 @@ class BodySolver:
                 iterations=iterations,
                 latency_ms=latency_ms,
                 frames=frames[i].double().numpy(),
+                payload=payload[i].double().numpy(),
                 targets=drawn,
             )
         return out
+
+    def standing_payload(self) -> np.ndarray:
+        """``(3,)`` the payload's centre at the standing configuration (the solid robot's hand), world frame, m."""
+        problem = self.problem
+        with torch.no_grad():
+            return self._payload(problem.tree.forward_kinematics(problem.q_stand)).double().numpy()
+
+    def _payload(self, state) -> torch.Tensor:
+        """``(..., 3)`` the payload's centre (``CounterweightCfg.payload_point`` in the hand's frame) in ``state``."""
+        hand = self.problem.tree.frame_pose(state, self._hand)
+        point = torch.tensor(self.problem.cfg.payload_point, dtype=hand.dtype)
+        return hand[..., :3, :3] @ point + hand[..., :3, 3]
 
     def support_polygon_xy(self) -> np.ndarray:
         """``(k, 2)`` the hull of the sole corners at the standing configuration (the feet are held), in order."""

@@ -37,7 +37,7 @@ def format_row(label: str, rgb: tuple[int, int, int], answer: BodyAnswer | str |
         ok,
         f"{1e3 * answer.hand_error:.1f}",
         margin,
-        f"{answer.phase} ({answer.iterations} it.)",
+        f"{answer.phase} ({answer.iterations} it.{'' if answer.snapshot is None else f', v{answer.snapshot}'})",
         f"{answer.latency_ms:.0f}",
     )
     if pending:
@@ -53,7 +53,8 @@ def answers_table(drawn: Drawn, pending: Set[str] = frozenset()) -> str:
     rows = [format_row(m.label, m.rgb, drawn.get(m.key), m.key in pending) for m in BODY_METHODS]
     legend = (
         "*moving*: one warm-started chunk from the previous answer while the goal moves; *rested*: the full solve "
-        "from standing once it rests. ⚠: the centre of mass is outside the support polygon's margin (its marker "
+        "from standing once it rests (v*N*: the live policy's snapshot it answers; a new snapshot re-answers the "
+        "policy alone, by the full solve). ⚠: the centre of mass is outside the support polygon's margin (its marker "
         "turns red). Each drawn ghost's body targets are frames in its colour: the pelvis pose, the torso "
         "orientation (at the torso), the free hand's position."
     )

@@ -5,7 +5,11 @@ While the goal moves, each question gets one chunk of cascade steps warm-started
 poses: a *moving* answer, drawn as soon as it is computed. Once the goal has rested ``settle_s``, the full solve
 from the standing configuration (the experiment's own answer) replaces it: the *rested* answer. The full solve
 checks between chunks whether its question is still current and is abandoned if not; the worker counts as idle
-during it, so a drag that starts adopts its first target at once. Both answers go through the board's gate: one
+during it, so a drag that starts adopts its first target at once. A question whose goal has not moved since the
+last answer drawn (a new snapshot of the gradient policy) gets no moving answer: only the methods whose rested
+answer is not for it yet are solved, by the full solve, at once (a new snapshot re-answers the policy alone; reach
+only and a run's policies, which do not depend on it, keep their answers). So an untouched goal is answered once
+per method and snapshot, always the same way. Both answers go through the board's gate: one
 for a question that has changed is discarded, never drawn. Each answer is computed and drawn holding ``exclusive``,
 the lock the live trainer steps under (as ``app.inference.InferenceWorker`` shares one with the Franka scene's
 trainers): two threads of small torch ops on 2 cores slow each other about 2.5-fold, so they take turns. Failures
@@ -14,6 +18,7 @@ are caught, counted and shown by the ``Supervisor`` under ``PART``; the worker g
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -31,8 +36,17 @@ from app.supervision import Supervisor
 
 @dataclass(frozen=True)
 class BodyAnswers:
+    """The answers of ``methods`` (by key: every fast method, or only those a new snapshot re-answers) to
+    ``question``."""
+
     question: Question
     methods: dict[str, BodyAnswer]
+
+
+def answer_inputs(question: Question, key: str) -> tuple[tuple[float, ...], int | None]:
+    """What method ``key``'s answer to ``question`` depends on: the goal, and the snapshot's version for the
+    gradient policy (None for every other method)."""
+    return question.p, dict(question.versions).get(key)
 
 
 class BodyWorker:
@@ -70,6 +84,8 @@ class BodyWorker:
         self.signal = BusySignal()
         self.abandoned = 0  # full solves given up because their question changed
         self._previous: dict[str, torch.Tensor] = {}  # method key -> the pose of its last answer (warm start)
+        self._drawn_goal: tuple[float, ...] | None = None  # the goal of the last answer drawn
+        self._rested: dict[str, tuple] = {}  # method key -> ``answer_inputs`` of its drawn answer, if rested
         self._thread = threading.Thread(target=self._run, name="body answers", daemon=True)
 
     def start(self) -> None:
@@ -78,12 +94,13 @@ class BodyWorker:
     def _run(self) -> None:
         while (request := self.gate.take()) is not None:
             goal = request.inputs.p
-            rest_now = False
-            with self.signal.busy(), self._supervisor.guard(self.PART, f"answering goal {goal} (moving)"):
-                with self._exclusive:
-                    rest_now = not self.answer_moving(request)
-            with self._supervisor.guard(self.PART, "the work after an answer"):
-                self._after()
+            rest_now = goal == self._drawn_goal  # not moved: only the answers it lacks, by the full solve
+            if not rest_now:
+                with self.signal.busy(), self._supervisor.guard(self.PART, f"answering goal {goal} (moving)"):
+                    with self._exclusive:
+                        rest_now = not self.answer_moving(request)
+                with self._supervisor.guard(self.PART, "the work after an answer"):
+                    self._after()
             if rest_now or not self.gate.wait_newer(request.generation, self.settle_s):
                 with self._supervisor.guard(self.PART, f"answering goal {goal} (rested)"), self._exclusive:
                     self.answer_rested(request)
@@ -109,10 +126,18 @@ class BodyWorker:
         return True
 
     def answer_rested(self, request: Request[Question]) -> bool:
-        """The full solve from the standing configuration, abandoned between chunks if its question changes;
-        True if drawn."""
+        """The full solve from the standing configuration for every method whose drawn answer is not already the
+        rested one to this question, abandoned between chunks if its question changes; True if drawn (False too
+        when no method needed it)."""
         started = time.perf_counter()
-        choices = self._choices(request.inputs)
+        question = request.inputs
+        choices = {
+            key: choice
+            for key, choice in self._choices(question).items()
+            if self._rested.get(key) != answer_inputs(question, key)
+        }
+        if not choices:
+            return False
         iterations = self.solver.full_iterations
         result = self.solver.solve(
             request.inputs.p,
@@ -130,9 +155,20 @@ class BodyWorker:
         keys = list(choices)
         for i, key in enumerate(keys):
             self._previous[key] = result.q[i]
-        answers = self.solver.answers(keys, list(choices.values()), result, phase, iterations, started)
-        drawn = BodyAnswers(request.inputs, answers)
-        return self.gate.publish(request.generation, lambda: self._draw(drawn))
+        question = request.inputs
+        solved = self.solver.answers(keys, list(choices.values()), result, phase, iterations, started)
+        versions = dict(question.versions)
+        answers = {key: dataclasses.replace(answer, snapshot=versions.get(key)) for key, answer in solved.items()}
+        drawn = BodyAnswers(question, answers)
+        if not self.gate.publish(request.generation, lambda: self._draw(drawn)):
+            return False
+        self._drawn_goal = question.p
+        for key in keys:
+            if phase == RESTED:
+                self._rested[key] = answer_inputs(question, key)
+            else:
+                self._rested.pop(key, None)
+        return True
 
     def join(self, timeout: float) -> None:
         self._thread.join(timeout)

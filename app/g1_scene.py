@@ -46,14 +46,14 @@ from app.counterweight_panel import ReachPanel
 from app.counterweight_region import GoalRegion
 from app.counterweight_trainer import LiveCounterweightTrainer, live_goals
 from app.counterweight_worker import BodyAnswers, BodyWorker
-from app.g1_view import SOLID_RGB, BodyGhost, BodyView, StickFigure, draw_support_polygon
+from app.g1_view import PAYLOAD_RGB, SOLID_RGB, BodyGhost, BodyView, StickFigure, add_payload, draw_support_polygon
 from app.ghosts import stack_labels
 from app.grasp_panel import PENDING
 from app.method_picker import MethodPicker
 from app.question import Place, Question, QuestionBoard, Source
 from app.robot_view import load_urdf
 from app.scene import TargetGizmo, set_stage
-from app.status import StatusLine
+from app.status import ClientCount, StatusLine
 from app.supervision import Supervisor
 from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
 from app.training_panel import TrainingPanel
@@ -81,6 +81,7 @@ SNAPSHOT_EVERY = 2  # trainer steps
 LIVE_BATCH = 8  # goals per live trainer step (the experiment's 32 take about 1.1 s a step, 8 about 0.5 s)
 TRAINER_QUIET_S = 0.5  # the trainer starts a step only once the goal has rested this long
 TRAINER_WAIT_S = 30.0  # ... or once it has waited this long (a drag that never pauses still trains, slowly)
+GOALS_JOIN_S = 60.0  # how long closing waits for the live trainer's goals to be drawn (about 6 s on one core)
 NEEDS_A_RUN = "needs `--run RUN`"
 NOT_IN_RUN = "not in the run"
 PAGE = "page"
@@ -92,7 +93,8 @@ class G1Viewer:
     Attributes useful to tests: ``board``, ``drawn`` (answers on screen by method key, or why there is none),
     ``pending``, ``drawn_question``, ``trained`` (a loaded run's other policies by method key), ``latencies_ms``
     (goal change -> the fast ghosts drawn, first answer, moving or rested), ``rested_latencies_ms`` (goal change ->
-    the rested answer drawn), ``stale_draws`` (0 by construction), ``supervisor``.
+    the rested answer drawn), ``stale_draws`` (0 by construction), ``supervisor``, ``payload`` (the solid robot's),
+    ``clients`` (the browsers connected).
     """
 
     def __init__(self, config: ViewerConfig) -> None:
@@ -105,6 +107,7 @@ class G1Viewer:
         self.server.initial_camera.fov = math.radians(CAMERA_FOV_DEG)
         self.status = StatusLine(self.server)
         self.supervisor = Supervisor(self.status.set)
+        self.clients = ClientCount(self.server, self.status)
         exposure = exposure_notice(config.host)
         if exposure is not None:
             self.status.set("exposure", f"⚠ {exposure}")
@@ -123,6 +126,7 @@ class G1Viewer:
             if key not in self.trained:
                 self.drawn[key] = NEEDS_A_RUN if initial_policy is None else NOT_IN_RUN
         self.pending: set[str] = set()
+        self._answered_goal: dict[str, tuple[float, ...]] = {}  # method key -> the goal its drawn answer is for
         self.drawn_question: Question | None = None
         self.latencies_ms: list[float] = []
         self.rested_latencies_ms: list[float] = []
@@ -139,7 +143,10 @@ class G1Viewer:
         else:
             self.robot = BodyView(self.server, load_urdf(assets.G1), assets.G1, "/robot")
             self.robot.show(problem.q_stand.double().numpy())
-        self.ghosts = {m.key: BodyGhost(self.server, bones, m) for m in BODY_METHODS}
+        payload_kg = problem.cfg.payload_kg
+        self.payload = add_payload(self.server, "/robot_payload", payload_kg, PAYLOAD_RGB)
+        self.payload.position = tuple(float(v) for v in self.solver.standing_payload())
+        self.ghosts = {m.key: BodyGhost(self.server, bones, m, payload_kg) for m in BODY_METHODS}
         goal = self.region.point(*INITIAL_GOAL)
         box = tuple((float(c) - GOAL_BOX_M, float(c) + GOAL_BOX_M) for c in self.region.shoulder)
         self.gizmo = TargetGizmo(self.server, goal, GIZMO_FREE, self._gizmo_moved)
@@ -150,7 +157,11 @@ class G1Viewer:
             on_goal=lambda p: self._guarded("reading the goal inputs", self._ask_goal, p, Source.INPUTS),
             on_random_goal=lambda: self._guarded("Random goal", self.set_target, self._random_goal()),
         )
-        self.picker = MethodPicker(self.server, self._pick, BODY_METHODS, GROUP_TITLES)
+        missing = {key: self.drawn[key] for key in RUN_KEYS if key not in self.trained}  # no ghost to draw
+        for key in missing:
+            self.ghosts[key].enable(False)
+        unavailable = {key: why.replace("`", "") for key, why in missing.items()}  # plain text in a label
+        self.picker = MethodPicker(self.server, self._pick, BODY_METHODS, GROUP_TITLES, unavailable)
 
         first = Question(tuple(float(v) for v in goal), ())
         if initial_policy is not None:
@@ -190,13 +201,14 @@ class G1Viewer:
             wait_turn=self._answers_first,
             exclusive=answers_core,
         )
-        self.training = TrainingPanel(self.server, self.trainer, "Counterweight policy (live)")
+        self.training = TrainingPanel(self.server, self.trainer, "Counterweight policy (live)", log_loss=True)
         self.metrics = CounterweightMetricsPanel(self.server, run, self.supervisor)
 
         self.answers.start()
         self.online.start()
+        self._goals_thread = threading.Thread(target=self._draw_goals, name="live goals", daemon=True)
         if self.goals is None:
-            threading.Thread(target=self._draw_goals, name="live goals", daemon=True).start()
+            self._goals_thread.start()
         else:
             self.trainer.start_thread()
         self.board.begin()
@@ -329,9 +341,6 @@ class G1Viewer:
             if source not in (Source.INPUTS, Source.TRAINER):  # never under a typing cursor
                 self.reach.show_goal(np.array(new.p))
             self.reach.show_where(self.region.describe(np.array(new.p)))
-        pending = {REACH_ONLY, *self.trained} if moved else set()
-        if POLICY in new.policies and (moved or dict(old.versions).get(POLICY) != dict(new.versions).get(POLICY)):
-            pending.add(POLICY)
         with self._results_lock:
             if moved:
                 now = time.perf_counter()
@@ -339,9 +348,14 @@ class G1Viewer:
                 self.ghosts[ONLINE].hide()  # slow: hidden until its answer for the new goal lands
                 self.drawn[ONLINE] = PENDING
                 self.pending.add(ONLINE)
-            for key in pending:
-                self.ghosts[key].set_pending(True)
-                self.pending.add(key)
+            fast = [REACH_ONLY, *self.trained, *([POLICY] if POLICY in new.policies else [])]
+            for key in fast:  # pending: no answer drawn for this goal (an earlier snapshot's answer is not)
+                pending = self._answered_goal.get(key) != new.p
+                self.ghosts[key].set_pending(pending)
+                if pending:
+                    self.pending.add(key)
+                else:
+                    self.pending.discard(key)
             self._restack(new)
             self.reach.show(self.drawn, self.pending)
 
@@ -370,8 +384,9 @@ class G1Viewer:
             for key, answer in result.methods.items():
                 self.ghosts[key].show(answer)
                 self.drawn[key] = answer
+                self._answered_goal[key] = result.question.p
                 self.pending.discard(key)
-            if POLICY not in result.methods:
+            if POLICY not in result.question.policies:
                 self.ghosts[POLICY].hide()
                 self.drawn[POLICY] = "no snapshot yet"
                 self.pending.discard(POLICY)
@@ -415,6 +430,8 @@ class G1Viewer:
 
     def close(self) -> None:
         self.board.close()
+        if self._goals_thread.is_alive():  # it cannot be interrupted: let it finish its draw (seconds), so that no
+            self._goals_thread.join(GOALS_JOIN_S)  # thread is left inside torch when the process exits (an abort)
         self.trainer.close()
         self.answers.join(5.0)
         self.online.join(30.0)

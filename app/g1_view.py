@@ -1,13 +1,19 @@
-"""The G1 drawn from its URDF with real meshes on its floating base (``--light``: as a stick figure, for software
-WebGL), and one ghost per counterweight method: its
-pose as a stick figure in the method's colour (a segment per URDF joint, between link origins: light enough for
-headless Chromium's software WebGL, where four full-mesh G1s take over 30 s a frame), the centre of mass's ground
-projection (red, larger, when the balance margin is violated), the body targets its method chose as SE(3) frames
-(``BodyAnswer.targets``: the pelvis pose, the torso orientation at the torso, the free hand's position), and a
-label stacked above the goal (``app.ghosts.stack_labels``)."""
+"""The G1 drawn from its URDF with real meshes on its floating base, translucent so that the ghosts inside it show
+(``--light``: as a stick figure, for software WebGL), the payload in its reaching hand, and one ghost per
+counterweight method: its pose as a stick figure in the method's colour (a segment per URDF joint, between link
+origins: light enough for headless Chromium's software WebGL, where four full-mesh G1s take over 30 s a frame), its
+payload, the centre of mass's ground projection (red, larger, when the balance margin is violated), the body
+targets its method chose as SE(3) frames (``BodyAnswer.targets``: the pelvis pose, the torso orientation at the
+torso, the free hand's position), and a label stacked above the goal (``app.ghosts.stack_labels``).
+
+The payload is a steel ball of the task's mass (8 kg: 6 cm in radius), centred where the task holds it
+(``CounterweightCfg.payload_point`` in the reaching hand's frame): opaque on the solid robot, translucent in each
+ghost's colour (every ghost's payload sits on the goal, around its marker).
+"""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -24,14 +30,31 @@ from learning.counterweight.problem import BODY_TASKS
 
 BONE_PX = 4.0
 SOLID_RGB = (90, 90, 100)  # the light mode's solid robot
+BODY_RGBA = (0.62, 0.62, 0.68, 0.3)  # the meshes' colour: translucent, the ghosts' stick figures show through
+PAYLOAD_RGB = (70, 70, 80)  # the solid robot's payload
+PAYLOAD_GHOST_OPACITY = 0.35
+STEEL_KG_PER_M3 = 7850.0
 UNBALANCED_RGB = (230, 30, 30)
 COM_RADIUS_M = 0.012
 TARGET_AXES_M = 0.07  # the body-target frames' axes
 POLYGON_RGB = (60, 60, 60)
 
 
+def payload_radius_m(mass_kg: float) -> float:
+    """The radius of a steel ball of ``mass_kg`` (8 kg: 0.062 m)."""
+    return (3.0 * mass_kg / (4.0 * math.pi * STEEL_KG_PER_M3)) ** (1.0 / 3.0)
+
+
+def add_payload(
+    server: viser.ViserServer, name: str, mass_kg: float, rgb: tuple[int, int, int], opacity: float | None = None
+) -> viser.IcosphereHandle:
+    """The payload as a ball of ``mass_kg`` under ``name`` (placed by setting its ``position``)."""
+    return server.scene.add_icosphere(name, radius=payload_radius_m(mass_kg), color=rgb, opacity=opacity)
+
+
 class BodyView:
-    """A G1 under ``root``: a frame node carrying the base pose, the URDF's links under it."""
+    """A G1 under ``root``: a frame node carrying the base pose, the URDF's links under it in one translucent
+    colour (``BODY_RGBA``)."""
 
     def __init__(
         self,
@@ -41,7 +64,7 @@ class BodyView:
         root: str,
     ) -> None:
         self.base = server.scene.add_frame(root, show_axes=False)
-        self._body = ArmView(server, urdf, robot, f"{root}/links")
+        self._body = ArmView(server, urdf, robot, f"{root}/links", color=BODY_RGBA)
 
     def show(self, q: np.ndarray) -> None:
         """Pose at ``q`` ``(nq,)``: base xyz (m), quaternion xyzw, then the joints in the robot's order (rad)."""
@@ -70,20 +93,22 @@ class StickFigure:
 
 
 class BodyGhost(LabelledGhost):
-    """A method's ``StickFigure`` under ``/ghosts/<key>``, its CoM marker, its body-target frames under
-    ``/body_targets/<key>`` (origin in the method's colour) and its label."""
+    """A method's ``StickFigure`` under ``/ghosts/<key>``, its payload under ``/payload/<key>``, its CoM marker,
+    its body-target frames under ``/body_targets/<key>`` (origin in the method's colour) and its label."""
 
     def __init__(
         self,
         server: viser.ViserServer,
         bones: Sequence[tuple[int, int]],
         method: Method,
+        payload_kg: float,
     ) -> None:
         """Drawn once answered while the picker shows ``method`` (``method.shown`` at first)."""
         key, rgb = method.key, method.rgb
         super().__init__(server, key, method.label, enabled=method.shown)
         self._rgb = rgb
         self.figure = StickFigure(server, f"/ghosts/{key}", bones, rgb)
+        self.payload = add_payload(server, f"/payload/{key}", payload_kg, rgb, PAYLOAD_GHOST_OPACITY)
         self._com = server.scene.add_icosphere(f"/com/{key}", radius=COM_RADIUS_M, color=rgb, cast_shadow=False)
         self.targets = {
             name: server.scene.add_frame(
@@ -100,6 +125,7 @@ class BodyGhost(LabelledGhost):
 
     def show(self, answer: BodyAnswer) -> None:
         self.figure.show(answer.frames)
+        self.payload.position = tuple(float(v) for v in answer.payload)
         balanced = answer.balanced
         self._com.position = (float(answer.com_xy[0]), float(answer.com_xy[1]), 0.002)
         self._com.color = self._rgb if balanced else UNBALANCED_RGB
@@ -117,6 +143,7 @@ class BodyGhost(LabelledGhost):
     def _apply(self) -> None:
         visible = self.drawn
         self.figure.handle.visible = visible
+        self.payload.visible = visible
         self._com.visible = visible
         self._label.visible = visible
         for frame in self.targets.values():

@@ -18,7 +18,8 @@ GROUP_TITLES = {RULES: "Rules", LEARNED: "Learned", SEARCH: "Search"}
 
 class MethodPicker:
     """Args: ``on_change(key, shown)`` after the user ticks or unticks a method; ``methods`` (each ticked if
-    ``shown``) under the titles of ``groups``, in that order (a group without methods is left out)."""
+    ``shown``) under the titles of ``groups``, in that order (a group without methods is left out);
+    ``unavailable``: why a method has no ghost to draw, by key (its box is unticked, disabled and says why)."""
 
     def __init__(
         self,
@@ -26,7 +27,9 @@ class MethodPicker:
         on_change: Callable[[str, bool], None],
         methods: Sequence[Method] = METHODS,
         groups: Mapping[str, str] = GROUP_TITLES,
+        unavailable: Mapping[str, str] | None = None,
     ) -> None:
+        unavailable = unavailable or {}
         self.boxes: dict[str, viser.GuiCheckboxHandle] = {}
         with server.gui.add_folder("Ghosts shown", expand_by_default=False):
             for group, title in groups.items():
@@ -34,6 +37,12 @@ class MethodPicker:
                 if members:
                     server.gui.add_markdown(f"**{title}**")
                 for method in members:
-                    box = server.gui.add_checkbox(method.label, initial_value=method.shown)
+                    why = unavailable.get(method.key)
+                    box = server.gui.add_checkbox(
+                        method.label if why is None else f"{method.label} ({why})",
+                        initial_value=method.shown and why is None,
+                        disabled=why is not None,
+                        hint=why,
+                    )
                     box.on_update(lambda _, key=method.key, box=box: on_change(key, bool(box.value)))
                     self.boxes[method.key] = box

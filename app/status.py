@@ -1,4 +1,5 @@
-"""The status line at the top of the panel: one message per source (checkpoint, trainer, inference, clients)."""
+"""The status line at the top of the panel: one message per source (checkpoint, trainer, inference, clients), and
+the count of connected browsers that feeds its ``clients`` message."""
 
 from __future__ import annotations
 
@@ -32,3 +33,20 @@ class StatusLine:
     def _render(self) -> None:
         lines = [f"- {text}" for text in self._messages.values()]
         self.handle.content = "\n".join(lines) if lines else "Ready."
+
+
+class ClientCount:
+    """Counts the browsers connected to ``server`` and, while there is more than one (each moves the same goal),
+    says so in ``status`` under ``"clients"``."""
+
+    def __init__(self, server: viser.ViserServer, status: StatusLine) -> None:
+        self._lock = threading.Lock()
+        self._status = status
+        self.clients = 0
+        server.on_client_connect(lambda _: self._count(+1))
+        server.on_client_disconnect(lambda _: self._count(-1))
+
+    def _count(self, delta: int) -> None:
+        with self._lock:  # the message set under it too: the last count wins
+            self.clients += delta
+            self._status.set("clients", f"{self.clients} browsers connected" if self.clients > 1 else None)

@@ -9,8 +9,9 @@ import viser.uplot as uplot
 from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
 
 
-def status_line(status: TrainerStatus) -> str:
-    loss = f"{status.loss[-1]:.3f}" if status.loss else "–"
+def status_line(status: TrainerStatus, loss_format: str = ".3f") -> str:
+    """``loss_format``: how the last loss is written (``".2e"`` for a loss that spans decades below 1e-3)."""
+    loss = f"{status.loss[-1]:{loss_format}}" if status.loss else "–"
     success = f"{100 * status.val_success[-1]:.0f} %" if status.val_success else "–"
     text = (
         f"**{status.state}** · seed {status.seed} · loss {loss} · validation success {success} · "
@@ -29,6 +30,8 @@ class TrainingPanel:
     Args:
         title: the folder's title (one panel per trainer); ``step_label`` labels its step counter.
         progress: add a progress bar for the work before training (the teacher's labels), hidden until shown.
+        log_loss: the loss spans decades (the G1's falls from about 1e-4 to 1e-7): written in scientific notation
+            and plotted on a log axis.
     """
 
     def __init__(
@@ -38,7 +41,10 @@ class TrainingPanel:
         title: str = "Training",
         progress: bool = False,
         step_label: str = "trainer step",
+        log_loss: bool = False,
     ) -> None:
+        self._loss_format = ".2e" if log_loss else ".3f"
+        loss_scales = {"x": uplot.Scale(time=False)} | ({"y": uplot.Scale(distr=3, log=10)} if log_loss else {})
         with server.gui.add_folder(title):
             self.state = server.gui.add_markdown("**starting**")
             self.progress = server.gui.add_progress_bar(0.0, visible=False) if progress else None
@@ -51,8 +57,8 @@ class TrainingPanel:
             self.loss_plot = server.gui.add_uplot(
                 data=(np.zeros(1), np.full(1, np.nan)),
                 series=(uplot.Series(label="step"), uplot.Series(label="training loss", stroke="#1e6fd9", width=1.5)),
-                scales={"x": uplot.Scale(time=False)},
-                title="training loss",
+                scales=loss_scales,
+                title="training loss (log axis)" if log_loss else "training loss",
                 aspect=2.2,
             )
             self.val_plot = server.gui.add_uplot(
@@ -78,7 +84,7 @@ class TrainingPanel:
             self.state.content = text
 
     def show(self, status: TrainerStatus) -> None:
-        self.state.content = status_line(status)
+        self.state.content = status_line(status, self._loss_format)
         self.step.value = str(status.step)
         if status.steps:
             self.loss_plot.data = (np.asarray(status.steps, float), np.asarray(status.loss, float))

@@ -93,7 +93,8 @@ def smoke_run(tmp_path_factory) -> Path:
 
 def _answer(**kwargs) -> BodyAnswer:
     fields = dict(q=np.zeros(36), success=True, hand_error=0.004, balance_margin=0.012, balanced=True,
-                  com_xy=np.zeros(2), phase=RESTED, iterations=16, latency_ms=250.0, frames=np.zeros((40, 3)))  # fmt: skip
+                  com_xy=np.zeros(2), phase=RESTED, iterations=16, latency_ms=250.0, frames=np.zeros((40, 3)),
+                  payload=np.zeros(3))  # fmt: skip
     return BodyAnswer(**(fields | kwargs))
 
 
