@@ -73,6 +73,10 @@ class ArmView:
         with _POSE_LOCK:
             self._urdf.update_cfg(np.array([joints[name] for name in self._cfg_names]))
 
+    @property
+    def visible(self) -> bool:
+        return bool(self._urdf.show_collision if self._coarse else self._urdf.show_visual)
+
     def set_visible(self, visible: bool) -> None:
         if self._coarse:
             self._urdf.show_collision = visible

@@ -25,13 +25,16 @@ import torch
 import viser
 
 import assets
+from app.case_browser import CaseBrowser
 from app.config import ViewerConfig
 from app.ghosts import Ghost, stack_labels
 from app.grasp_panel import PENDING, GraspPanel
 from app.inference import GraspResult, GraspSolver, InferenceWorker, MethodResult
+from app.landscape import Landscape, LandscapeGrid, LandscapePanel
 from app.method_picker import MethodPicker
 from app.methods import KEYS, METHODS, SEARCH_KEYS, TRAINED_KEYS
 from app.metrics_panel import MetricsPanel
+from app.model_picker import ModelPicker, model_name
 from app.question import Place, Question, QuestionBoard, Source
 from app.reach import clamp_joints, clamp_target
 from app.robot_view import ArmView, load_urdf
@@ -47,8 +50,8 @@ from learning.config import ExperimentCfg, preset
 from learning.experiment import checkpoint_path, label_teacher
 from learning.predictors import YawPolicy
 from learning.robot import franka_kinematics
-from learning.splits import make_splits, sample_points, sample_start_states
-from learning.training import Trainer
+from learning.splits import load_splits, make_splits, sample_points, sample_start_states
+from learning.training import TRAINED_METHODS, Trainer
 
 LIVE_TRAINING_STEPS = 100_000  # the viewer trains on and on; the LR schedule spans this many steps
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # metres: inside the training region, off the radial rule's symmetry axis
@@ -69,6 +72,8 @@ class Viewer:
 
     def __init__(self, config: ViewerConfig) -> None:
         self.config = config
+        self._loaded_model: tuple[str, int] | None = None  # the run's checkpoint answering as learned, if any
+        self._picked_model: tuple[str, int] | None = None  # a model picked from the run: trainer snapshots wait
         self.server = viser.ViserServer(host=config.host, port=config.port)
         self.server.gui.configure_theme(control_width="large", show_share_button=False)
         set_stage(self.server)
@@ -79,7 +84,7 @@ class Viewer:
             self.status.set("exposure", f"⚠ {exposure}")
         self.kinematics = franka_kinematics(config.device)
         cfg, initial_policy, run = self._load(config)
-        self.cfg = cfg
+        self.cfg, self._run = cfg, run
         splits = make_splits(cfg, self.kinematics)
         self.splits = {name: s.to(self.kinematics.device, self.kinematics.dtype) for name, s in splits.items()}
         self._random = torch.Generator().manual_seed(0)
@@ -112,9 +117,10 @@ class Viewer:
             np.array(INITIAL_TARGET),
             np.array(q0),
             self.robot.limits,
-            assets.PANDA_TOP_DOWN_REACH.target_box,
-            on_target=lambda p: self._guarded("reading the target inputs", self._ask_target, p, Source.INPUTS),
-            on_q0=lambda q: self._guarded("reading the q0 sliders", self._ask_q0, q, Source.INPUTS),
+            on_target=lambda p: np.array(self._ask_target(p, Source.INPUTS).p),
+            on_q0=lambda q: np.array(self._ask_q0(q, Source.INPUTS).q0),
+            on_message=lambda key, message: self.status.set(key, None if message is None else f"⚠ {message}"),
+            guard=lambda doing: self.supervisor.guard(PAGE, doing),
             on_random_target=lambda: self._guarded("Random target", self.set_target, self._random_target()),
             on_random_q0=lambda: self._guarded("Random q0", self.set_q0, self._random_q0()),
             on_ready=lambda: self._guarded("Ready pose", self.set_q0, np.array(assets.PANDA.reference_posture)),
@@ -137,9 +143,12 @@ class Viewer:
             after=self.board.catch_up,
             exclusive=self._training_core,
         )
+        search_solver = GraspSolver(cfg, self.kinematics)
+        self.landscape_grid = LandscapeGrid(cfg, self.kinematics)  # the grid keeps its evaluations: the landscape
+        search_solver.choosers["angular_grid"] = self.landscape_grid
         self.search = SearchWorker(
             self.board.search,
-            GraspSolver(cfg, self.kinematics),
+            search_solver,
             self._draw_search,
             self.supervisor,
             wait_turn=self._fast_methods_answered,
@@ -170,6 +179,13 @@ class Viewer:
         self.metrics = MetricsPanel(
             self.server, run, cfg, self.splits, self.solver.ik, lambda: self.board.newest_policy, self.supervisor
         )
+        self._model_version = 0  # models picked from the run count down from -1: never a trainer's version
+        self.models = ModelPicker(self.server, self._run_models(run), self._pick_model, self._loaded_model)
+        self.cases = CaseBrowser(self.server, *self._case_splits(run), on_case=self._show_case)
+        self.current_posture = self.server.gui.add_checkbox("show current posture", initial_value=True)
+        self.current_posture.on_update(lambda _: self.robot.set_visible(bool(self.current_posture.value)))
+        self.landscape = Landscape()
+        self.landscape_panel = LandscapePanel(self.server, self.supervisor)
         self._clients = 0
         self.server.on_client_connect(lambda _: self._count_clients(+1))
         self.server.on_client_disconnect(lambda _: self._count_clients(-1))
@@ -207,6 +223,7 @@ class Viewer:
             return cfg, None, None
         run = Path(config.checkpoint).resolve().parents[2]
         self._seed = int(meta["seed"])
+        self._loaded_model = (str(meta["method"]), self._seed)
         self.status.set(
             "checkpoint",
             f"Loaded `{config.checkpoint}` ({meta['method']}, seed {meta['seed']}); trainer paused: Start fine-tunes it.",
@@ -284,6 +301,54 @@ class Viewer:
             self.status.set("run", "⚠ not loaded from the run: " + "; ".join(problems))
         return trained
 
+    def _run_models(self, run: Path | None) -> list[tuple[str, int]]:
+        """Every trained method and seed of the run with a checkpoint, for the model picker."""
+        if run is None:
+            return []
+        methods = sorted(TRAINED_METHODS, key=lambda m: m != "ik_trained")  # the one the experiment is about first
+        return [
+            (method, seed)
+            for method in methods
+            for seed in self.cfg.train.seeds
+            if checkpoint_path(run, seed, method).is_file()
+        ]
+
+    def _case_splits(self, run: Path | None) -> tuple[dict, str]:
+        """The test cases to browse: the run's saved splits, or the preset's (the same goals a run of it saves)."""
+        if run is not None and (run / "splits.pt").is_file():
+            splits = load_splits(run / "splits.pt")
+            source = f"The saved cases of run `{run.name}`."
+        else:
+            splits = self.splits
+            source = f"The cases of preset `{self.cfg.preset}` (no run loaded)."
+        return {name: s.to(self.kinematics.device, self.kinematics.dtype) for name, s in splits.items()}, source
+
+    def _show_case(self, p: np.ndarray, q0: np.ndarray) -> None:
+        with self.supervisor.guard(PAGE, "showing a test case"):
+            clamped_p, message = clamp_target(p)
+            self.status.set("target bounds", None if message is None else f"⚠ {message}")
+            clamped_q0, message = clamp_joints(q0, self.robot.limits)
+            self.status.set("q0 bounds", None if message is None else f"⚠ {message}")
+            self.board.ask(p=clamped_p, q0=clamped_q0, source=Source.PROGRAM)
+
+    def _pick_model(self, method: str | None, seed: int | None) -> None:
+        """The learned predictor becomes the run's ``method`` at ``seed`` (the trainer pauses), or, with ``None``,
+        the live trainer's again (it resumes)."""
+        with self.supervisor.guard(PAGE, "picking a model"):
+            if method is None:
+                self._picked_model = None
+                self.status.set("model", None)
+                self.trainer.start()
+                return
+            policy, _ = load_checkpoint(checkpoint_path(self._run, seed, method), self.kinematics)
+            self._picked_model = (method, seed)
+            self.trainer.pause()
+            self._model_version -= 1
+            self.board.offer_policy(
+                self._model_version, policy, busy=lambda: self.inference.signal.is_busy, key="learned"
+            )
+            self.status.set("model", f"learned predictor = {model_name(method, seed)} (trainer paused)")
+
     # Inputs -> questions.
     def set_target(self, p: np.ndarray) -> Question:
         """Move the grasp target (as a button does: the gizmo and the inputs follow); returns the question."""
@@ -307,20 +372,12 @@ class Viewer:
     def _ask_target(self, p: np.ndarray, source: Source) -> Question:
         clamped, message = clamp_target(p)
         self.status.set("target bounds", None if message is None else f"⚠ {message}")
-        with self.board.lock:
-            question = self.board.ask(p=clamped, source=source)
-            if source is Source.INPUTS and message is not None:
-                self.grasp.show_target(clamped)  # the inputs show where the target went
-        return question
+        return self.board.ask(p=clamped, source=source)  # typed boxes write back what the clamp moved
 
     def _ask_q0(self, q0: np.ndarray, source: Source) -> Question:
         clamped, message = clamp_joints(q0, self.robot.limits)
         self.status.set("q0 bounds", None if message is None else f"⚠ {message}")
-        with self.board.lock:
-            question = self.board.ask(q0=clamped, source=source)
-            if source is Source.INPUTS and message is not None:
-                self.grasp.show_q0(clamped)
-        return question
+        return self.board.ask(q0=clamped, source=source)
 
     def _question_changed(self, old: Question | None, new: Question, source: Source) -> None:
         """Under the board's lock: move the controls that did not make the change, mark answers pending."""
@@ -330,8 +387,8 @@ class Viewer:
             if not np.array_equal(np.array(new.p), np.asarray(self.gizmo.handle.position, dtype=float)):
                 self.gizmo.place(np.array(new.p))
         if (old is None or new.place != old.place) and source not in (Source.INPUTS, Source.TRAINER):
-            # Never from the inputs themselves or a snapshot: writing all inputs back could undo a value a browser
-            # has just typed whose callback has not run yet (``_ask_*`` writes back what a clamp moved).
+            # Never from the typed boxes themselves (they write back what a clamp moved once committed) or a
+            # snapshot; a box being typed in is left alone either way.
             self.grasp.show_question(np.array(new.p), np.array(new.q0))
         old_versions = {} if old is None else dict(old.versions)
         pending = {key for key, version in new.versions if old_versions.get(key) != version}
@@ -346,6 +403,7 @@ class Viewer:
                 self._changed_at = (new.p, time.perf_counter())
             if old is None or new.place != old.place:
                 self._place_changed_at = time.perf_counter()
+                self.landscape.pending = True
             for key in pending:
                 if key in SEARCH_KEYS:  # slow: hidden until its answer for the new place lands
                     self.ghosts[key].hide()
@@ -355,6 +413,7 @@ class Viewer:
                 self.pending.add(key)
             self._restack(new)
             self.grasp.show(self.drawn, self.pending)
+            self._request_landscape()
 
     def _fast_methods_answered(self, timeout_s: float = 1.0) -> None:
         """Block (up to ``timeout_s``) while the fast methods have a question to answer: the searches go after."""
@@ -366,6 +425,8 @@ class Viewer:
     def _snapshot(self, version: int, policy: YawPolicy) -> None:
         # A new snapshot refreshes the learned ghost but never cancels an answer being computed: while the
         # inference worker is busy the board keeps it, and adopts it when the worker is idle (``catch_up``).
+        if self._picked_model is not None:
+            return  # a model of the run answers as learned until the user picks the live trainer again
         self.board.offer_policy(version, policy, busy=lambda: self.inference.signal.is_busy)
 
     def _random_target(self) -> np.ndarray:
@@ -385,6 +446,7 @@ class Viewer:
                 self.ghosts[name].show(answer.qpos, answer.T_root_tcp)
                 self.drawn[name] = answer
                 self.pending.discard(name)
+                self.landscape.set_marker(name, answer.yaw, answer.displacement)
             if "learned" not in result.methods:
                 self.ghosts["learned"].hide()
                 self.drawn["learned"] = "no snapshot yet"
@@ -394,6 +456,7 @@ class Viewer:
                 self.latencies_ms.append(1e3 * (time.perf_counter() - self._changed_at[1]))
                 self._changed_at = None  # counted once per change
             self.grasp.show(self.drawn, self.pending)
+            self._request_landscape()
             self.drawn_question = result.question  # last: a reader that sees it sees the whole draw
 
     def _draw_search(self, place: Place, key: str, answer: MethodResult) -> None:
@@ -406,11 +469,20 @@ class Viewer:
             self.search_latencies_ms[key].append(1e3 * (time.perf_counter() - self._place_changed_at))
             self._restack(self.board.current)
             self.grasp.show(self.drawn, self.pending)
+            if key == "angular_grid" and self.landscape_grid.last is not None:
+                self.landscape.set_grid(self.landscape_grid.last, self.landscape_grid.ik_iterations)
+            self.landscape.set_marker(key, answer.yaw, answer.displacement)
+            self._request_landscape()
 
     def _pick(self, key: str, shown: bool) -> None:
         with self.supervisor.guard(PAGE, f"showing {key}"), self.board.lock, self._results_lock:
             self.ghosts[key].enable(shown)
             self._restack(self.board.current)
+            self._request_landscape()
+
+    def _request_landscape(self) -> None:
+        """Under the results lock: redraw the landscape with the markers of the methods whose ghosts are shown."""
+        self.landscape_panel.request(self.landscape, {key for key, ghost in self.ghosts.items() if ghost.enabled})
 
     def _restack(self, question: Question) -> None:
         """Under the results lock: the drawn ghosts' labels in one column above the target."""
@@ -432,12 +504,14 @@ class Viewer:
             return statistics.median(self.latencies_ms) if self.latencies_ms else float("nan")
 
     def close(self) -> None:
+        self.grasp.close()
         self.board.close()
         self.trainer.close()
         if self.supervised is not None:
             self.supervised.close()
         self.inference.join(5.0)
         self.search.join(5.0)
+        self.landscape_panel.close()
         self.server.stop()
 
 

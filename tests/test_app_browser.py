@@ -59,10 +59,25 @@ DEFAULT_GHOSTS = (
 @pytest.fixture
 def viewer_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """Run ``python -m app`` on a free port; the URL it prints, once its page answers; stopped at teardown."""
+    return serve_app(request, tmp_path)
+
+
+@pytest.fixture
+def run_viewer_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """``python -m app --run RUN`` on a smoke-sized run of two seeds, trained for the test."""
+    from learning.config import preset
+    from learning.experiment import train_run
+
+    run = tmp_path / "run"
+    train_run(preset("smoke"), run, show_progress=False)
+    return serve_app(request, tmp_path, "--run", str(run), "--seed", "0")
+
+
+def serve_app(request: pytest.FixtureRequest, tmp_path: Path, *args: str) -> str:
     log_path = tmp_path / "app.log"
     log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "--port", str(free_port())],
+        [sys.executable, "-m", "app", "--port", str(free_port()), *args],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -223,6 +238,34 @@ def wait_for_rows(page, labels: tuple[str, ...], timeout_s: float = 30.0) -> Non
             page.wait_for_timeout(200)
 
 
+IDLE_WATCH_S = 20.0
+
+
+def table_height_stays_while_idle(page) -> None:
+    """For ``IDLE_WATCH_S`` with the trainer running and nothing touched, every change of the answers table (its
+    snapshots mark rows pending and land) leaves the table's height as it was; at least one row went pending."""
+    page.evaluate(
+        """() => {
+            const table = [...document.querySelectorAll("table")].find(t => t.innerText.includes("radial rule"));
+            window.tableWatch = {heights: [table.offsetHeight], pending: 0};
+            new MutationObserver(() => {
+                const now = [...document.querySelectorAll("table")].find(t => t.innerText.includes("radial rule"));
+                window.tableWatch.heights.push(now.offsetHeight);
+                if (now.innerHTML.includes("opacity")) window.tableWatch.pending += 1;
+            }).observe(table.closest("div").parentElement, {subtree: true, childList: true, characterData: true});
+        }"""
+    )
+    page.wait_for_timeout(1000 * IDLE_WATCH_S)
+    watch = page.evaluate("window.tableWatch")
+    heights = sorted(set(watch["heights"]))
+    print(
+        f"answers table over {IDLE_WATCH_S:.0f} s idle: {len(watch['heights'])} changes, {watch['pending']} "
+        f"with a pending row, heights {heights} px"
+    )
+    assert watch["pending"] > 0, "no snapshot marked a row pending while watched"
+    assert len(heights) == 1, f"the table's height changed while idle: {heights} px"
+
+
 def screenshot_path(tmp_path: Path) -> Path:
     return Path(os.environ.get("VIEWER_SCREENSHOT") or tmp_path / "viewer.png")
 
@@ -235,12 +278,21 @@ def drag_gizmo_along_x(page, target: tuple[float, float, float], pixels: float =
     page.evaluate("document.querySelectorAll('.mantine-Notification-root').forEach(n => n.remove())")
     page.wait_for_timeout(1000)  # the scene's first frames
     grab, direction = find_x_arrow(page, target)
+    # Where the time goes: the page's frame times while the drag is handled (each event waits for a frame).
+    page.evaluate(
+        """() => {
+            window.frameTimes = [];
+            const tick = t => { window.frameTimes.push(t); requestAnimationFrame(tick); };
+            requestAnimationFrame(tick);
+        }"""
+    )
     page.mouse.move(*grab)
     page.mouse.down()
     for step in range(1, 7):
         page.mouse.move(*(grab + pixels * step / 6 * direction))
     page.mouse.up()
-    deadline = time.monotonic() + 30
+    released = time.monotonic()
+    deadline = released + 30
     while True:
         x, y, z = (float(v) for v in read_inputs(page, labels))
         radial = method_row(page, "radial rule")
@@ -249,7 +301,12 @@ def drag_gizmo_along_x(page, target: tuple[float, float, float], pixels: float =
         except (IndexError, ValueError):
             follows = False
         if x > target[0] + 0.05 and follows:
-            print(f"dragged the gizmo's x arrow from pixel {grab.round()}: target x {target[0]} -> {x} m")
+            frames = np.diff(page.evaluate("window.frameTimes"))
+            print(
+                f"dragged the gizmo's x arrow from pixel {grab.round()}: target x {target[0]} -> {x} m; the answers "
+                f"for it in the table {time.monotonic() - released:.1f} s after the mouse was released; the page "
+                f"drew {frames.size} frames meanwhile, median {np.median(frames):.0f} ms, longest {frames.max():.0f} ms"
+            )
             return x, y, z
         if time.monotonic() > deadline:
             pytest.fail(f"after the drag: target inputs ({x}, {y}, {z}), radial row {radial}")
@@ -273,10 +330,14 @@ def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, 
     assert dragged[1:] == pytest.approx(INITIAL_TARGET[1:], abs=2e-3), "a drag along x moves x only"
     wait_for_rows(page, DEFAULT_GHOSTS)
 
+    table_height_stays_while_idle(page)
+
     before = {"learned": method_row(page, "learned predictor")[1]}
     for axis, value in zip("xyz", NEW_TARGET, strict=True):
         page.locator(f"xpath={input_xpath(f'target {axis} (m)')}").fill(str(value))
+    # No Enter: the pause after the last box commits the three (tests/test_app_typing.py commits with Enter).
     wait_for_yaws(page, NEW_TARGET, before)
+
     assert [float(v) for v in read_inputs(page, ["target x (m)", "target y (m)", "target z (m)"])] == pytest.approx(
         NEW_TARGET
     )
@@ -298,3 +359,62 @@ def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, 
         (REPO / "docs").mkdir(exist_ok=True)
         shutil.copyfile(path, REPO / "docs" / "viewer.png")
     print(f"\nbrowser test body took {time.monotonic() - started:.1f} s; screenshot {path}")
+
+
+def landscape_source(page) -> str:
+    """The ``src`` of the yaw landscape's image (it changes with every render)."""
+    return page.evaluate(
+        """() => {
+            const images = [...document.querySelectorAll("img")];
+            return images.length ? images[images.length - 1].src : "";
+        }"""
+    )
+
+
+def pick(page, label: str, option: str) -> None:
+    """Choose ``option`` in the dropdown labelled ``label``, as a user does: open it, click the option."""
+    page.locator(f"xpath={input_xpath(label)}").click(timeout=UI_TIMEOUT_MS)
+    page.get_by_role("option", name=option, exact=True).click(timeout=UI_TIMEOUT_MS)
+
+
+def wait_for_text(page, text: str, timeout_s: float = 30.0) -> None:
+    page.get_by_text(text).first.wait_for(timeout=1000 * timeout_s)
+
+
+def test_a_run_s_cases_and_models_are_browsed_and_the_landscape_follows(run_viewer_url: str, page) -> None:
+    """Pick a held-out split, step through its saved cases, switch the model: the target, the answers and the
+    yaw landscape's markers follow."""
+    started = time.monotonic()
+    page.goto(run_viewer_url)
+    for text in ("Test cases", "Yaw landscape", "held-out split", "learned = model"):
+        page.get_by_text(text, exact=True).first.wait_for(timeout=UI_TIMEOUT_MS)
+    wait_for_yaws(page, INITIAL_TARGET, {"learned": ""}, timeout_s=90)
+    print(f"\nrun viewer answered after {time.monotonic() - started:.1f} s")
+
+    pick(page, "held-out split", "test_shift")
+    wait_for_text(page, "test_shift #0")
+    landscape, before = landscape_source(page), {"learned": method_row(page, "learned predictor")[1]}
+    page.get_by_role("button", name="Next case").click(timeout=UI_TIMEOUT_MS)
+    wait_for_text(page, "test_shift #1")
+    x, y, z = (float(v) for v in read_inputs(page, ["target x (m)", "target y (m)", "target z (m)"]))
+    wait_for_yaws(page, (x, y, z), before, timeout_s=60)
+    deadline = time.monotonic() + 60
+    while landscape_source(page) == landscape:
+        if time.monotonic() > deadline:
+            pytest.fail("the yaw landscape was not redrawn for the next case")
+        page.wait_for_timeout(200)
+    print(f"case test_shift #1 answered and its landscape drawn after {time.monotonic() - started:.1f} s")
+
+    learned = method_row(page, "learned predictor")[1]
+    landscape = landscape_source(page)
+    pick(page, "learned = model", "teacher-supervised predictor · seed 1")
+    wait_for_text(page, "learned predictor = teacher-supervised predictor · seed 1")
+    deadline = time.monotonic() + 60
+    while method_row(page, "learned predictor")[1] == learned or landscape_source(page) == landscape:
+        if time.monotonic() > deadline:
+            pytest.fail(f"the learned row stayed at {learned} or the landscape was not redrawn after the switch")
+        page.wait_for_timeout(200)
+    print(
+        f"model switched: learned yaw {learned} -> {method_row(page, 'learned predictor')[1]} deg, landscape "
+        f"redrawn, after {time.monotonic() - started:.1f} s"
+    )
