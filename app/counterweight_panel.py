@@ -18,20 +18,22 @@ import viser
 
 from app.counterweight_answers import BodyAnswer
 from app.counterweight_methods import BODY_METHODS
-from app.grasp_panel import PENDING
+from app.grasp_panel import ANSWERED_SWATCH, PENDING, PENDING_LEGEND, PENDING_SWATCH, dimmed
 
 Drawn = Mapping[str, BodyAnswer | str | None]  # an answer, a message (why there is none), or None before the first
 GOAL_STEP = 1e-4  # m: the inputs' step and precision (0.1 mm)
 
 
 def format_row(label: str, rgb: tuple[int, int, int], answer: BodyAnswer | str | None, pending: bool) -> str:
-    """One row; ``pending``: ``answer`` is for an earlier question (italics, the ok column says so)."""
-    swatch = f"<span style='color:rgb{rgb}'>■</span> {label}"
+    """One row; ``pending``: ``answer`` is for an earlier question and the new one is being computed: the swatch is
+    hollow and the values dimmed, and nothing else changes, so the table keeps its layout."""
+    marker = PENDING_SWATCH if pending else ANSWERED_SWATCH
+    swatch = f"<span style='color:rgb{rgb}'>{marker}</span> {label}"
     if answer is None:
         return f"| {swatch} | {PENDING}… | | | | |" if pending else f"| {swatch} | – | | | | |"
     if isinstance(answer, str):  # why there is no answer
         return f"| {swatch} | {PENDING}… | | | | |" if answer == PENDING else f"| {swatch} | {answer} | | | | |"
-    ok = f"{PENDING}…" if pending else ("✔" if answer.success else "✘")
+    ok = "✔" if answer.success else "✘"
     margin = f"{1e3 * answer.balance_margin:.1f}" + ("" if answer.balanced else " ⚠")
     cells = (
         ok,
@@ -41,7 +43,7 @@ def format_row(label: str, rgb: tuple[int, int, int], answer: BodyAnswer | str |
         f"{answer.latency_ms:.0f}",
     )
     if pending:
-        cells = tuple(f"*{cell}*" for cell in cells)
+        cells = tuple(dimmed(cell) for cell in cells)
     return f"| {swatch} | " + " | ".join(cells) + " |"
 
 
@@ -56,7 +58,7 @@ def answers_table(drawn: Drawn, pending: Set[str] = frozenset()) -> str:
         "from standing once it rests (v*N*: the live policy's snapshot it answers; a new snapshot re-answers the "
         "policy alone, by the full solve). ⚠: the centre of mass is outside the support polygon's margin (its marker "
         "turns red). Each drawn ghost's body targets are frames in its colour: the pelvis pose, the torso "
-        "orientation (at the torso), the free hand's position."
+        f"orientation (at the torso), the free hand's position. {PENDING_LEGEND}"
     )
     return "\n".join(lines + rows) + "\n\n" + legend
 

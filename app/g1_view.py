@@ -105,7 +105,7 @@ class BodyGhost(LabelledGhost):
     ) -> None:
         """Drawn once answered while the picker shows ``method`` (``method.shown`` at first)."""
         key, rgb = method.key, method.rgb
-        super().__init__(server, key, method.label, enabled=method.shown)
+        super().__init__(server, key, method.label, method.rgb, enabled=method.shown)
         self._rgb = rgb
         self.figure = StickFigure(server, f"/ghosts/{key}", bones, rgb)
         self.payload = add_payload(server, f"/payload/{key}", payload_kg, rgb, PAYLOAD_GHOST_OPACITY)

@@ -21,16 +21,29 @@ LABEL_BASE_M = 0.08  # the lowest label's height above the target
 LABEL_SPACING_M = 0.035  # between stacked labels
 LABEL_SCALE = 0.7  # the labels' font, times viser's 12 px
 LABEL_ANCHOR = "bottom-left"  # the text stands on its point: the whole column stays above LABEL_BASE_M
+SWATCH_RADIUS_M = 0.009  # the dot in the method's colour left of its label (viser's labels are black text)
+TCP_AXES_M = 0.06  # a ghost's gripper frame: its axes stay inside the target gizmo's arrows (app.scene.GIZMO_SCALE)
 
 
 class LabelledGhost:
-    """What every ghost shares: a label under ``/ghost_labels/<key>`` that says *pending* while the drawn answer is
-    for earlier inputs, whether it has an answer and whether it is shown. Subclasses draw in ``_apply``."""
+    """What every ghost shares: a label under ``/ghost_labels/<key>`` with a dot in the method's colour ``rgb``
+    before it, that says *pending* while the drawn answer is for earlier inputs, whether it has an answer and whether
+    it is shown. Subclasses draw in ``_apply``."""
 
-    def __init__(self, server: viser.ViserServer, key: str, text: str, enabled: bool) -> None:
+    def __init__(
+        self, server: viser.ViserServer, key: str, text: str, rgb: tuple[int, int, int], enabled: bool
+    ) -> None:
         self.key, self._text = key, text
         self._label = server.scene.add_label(
             f"/ghost_labels/{key}", text, font_screen_scale=LABEL_SCALE, anchor=LABEL_ANCHOR
+        )
+        self.swatch = server.scene.add_icosphere(
+            f"/ghost_labels/{key}/swatch",
+            radius=SWATCH_RADIUS_M,
+            color=rgb,
+            position=(-1.5 * SWATCH_RADIUS_M, 0.0, SWATCH_RADIUS_M),
+            cast_shadow=False,
+            receive_shadow=False,
         )
         self.pending = False
         self.answered = False
@@ -69,12 +82,12 @@ class Ghost(LabelledGhost):
     def __init__(self, server: viser.ViserServer, urdf: yourdfpy.URDF, robot: RobotDescription, key: str) -> None:
         """``urdf``: the robot's light mesh set (``load_urdf(robot, robot.ghost_meshes)``), drawn many times."""
         method = BY_KEY[key]
-        super().__init__(server, key, method.label, method.shown)
+        super().__init__(server, key, method.label, method.rgb, method.shown)
         color = (*(c / 255 for c in method.rgb), GHOST_ALPHA)
         coarse = robot.ghost_meshes == "collision"
         self._arm = ArmView(server, urdf, robot, f"/ghosts/{key}", color=color, coarse=coarse)
         self._frame = server.scene.add_frame(
-            f"/ghost_tcp/{key}", axes_length=0.09, axes_radius=0.005, origin_radius=0.012, origin_color=method.rgb
+            f"/ghost_tcp/{key}", axes_length=TCP_AXES_M, axes_radius=0.004, origin_radius=0.01, origin_color=method.rgb
         )
         # A bar along the gripper's closing direction (TCP y) in the method's colour: the yaw at a glance.
         self._jaw = server.scene.add_line_segments(

@@ -46,7 +46,7 @@ def _best(results: Mapping[str, MethodResult | str | None]) -> dict[str, str]:
     return best
 
 
-def _dimmed(text: str) -> str:
+def dimmed(text: str) -> str:
     """``text`` greyed out, at the same width (italics or an added word would change the table's layout)."""
     return f"<span style='opacity:{PENDING_OPACITY}'>{text}</span>"
 
@@ -78,7 +78,7 @@ def format_row(
         mark(latency, "latency"),
     )
     if pending:
-        cells = tuple(_dimmed(cell) for cell in cells)
+        cells = tuple(dimmed(cell) for cell in cells)
     return f"| {swatch} | " + " | ".join(cells) + " |"
 
 
@@ -97,7 +97,7 @@ def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str]
         else ("**learned fails**" if teacher.success else "teacher fails")
     )
     line = f"Learned predictor vs teacher: yaw {apart:.1f}° apart, Δq {extra:+.3f} rad²{relative}, {verdict}."
-    return _dimmed(line) if {"learned", "reference"} & pending else line
+    return dimmed(line) if {"learned", "reference"} & pending else line
 
 
 def results_table(results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> str:

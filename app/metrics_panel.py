@@ -22,6 +22,9 @@ from learning.scoring import score_yaws
 from learning.splits import TEST_SPLITS, GoalSet
 from learning.task import failure_penalty
 
+IDLE = (
+    "Evaluate now scores the learned predictor's newest snapshot and the radial rule on the validation and test splits."
+)
 FIGURES = ("split_metrics.png", "training_curves.png", "yaw_choices.png")
 EVAL_SPLITS = ("validation", *TEST_SPLITS)
 
@@ -66,7 +69,8 @@ class MetricsPanel:
         cfg: the experiment settings (evaluation IK iterations, weights).
         splits: goal sets evaluate-now scores (validation and test splits).
         solver_ik: the checking IK layer.
-        policy: returns the latest frozen snapshot (or None).
+        policy: returns the learned predictor's latest snapshot and what it is (``"live trainer: seed 1, step 800"``,
+            a run's model), or None.
         supervisor: catches, counts and shows a failed evaluation or figure (key ``"metrics"``).
     """
 
@@ -79,18 +83,18 @@ class MetricsPanel:
         cfg: ExperimentCfg,
         splits: dict[str, GoalSet],
         solver_ik,
-        policy: Callable[[], YawPolicy | None],
+        policy: Callable[[], tuple[YawPolicy, str] | None],
         supervisor: Supervisor,
     ) -> None:
         self._cfg, self._splits, self._ik, self._policy = cfg, splits, solver_ik, policy
         self._supervisor = supervisor
         self._busy = threading.Lock()
+        self._shown = threading.Lock()  # the live table and its generation
+        self._generation = 0  # bumped by ``forget``: an evaluation of an earlier generation writes nothing more
         with server.gui.add_folder("Metrics", expand_by_default=False):
             self.evaluate = server.gui.add_button("Evaluate now", icon=viser.Icon.PLAYER_PLAY)
             self.progress = server.gui.add_progress_bar(0.0, visible=False)
-            self.live = server.gui.add_markdown(
-                "Evaluate now scores the live snapshot and the radial rule on the validation and test splits."
-            )
+            self.live = server.gui.add_markdown(IDLE)
             self.report = server.gui.add_markdown("")
             self.figures = []
             self._show_run(server, run)
@@ -125,9 +129,24 @@ class MetricsPanel:
         threading.Thread(target=self._evaluate, name="evaluate-now", daemon=True).start()
         return True
 
+    def forget(self, why: str) -> None:
+        """The scored snapshot is gone (the trainer was reset): clear the live table, saying ``why``; an evaluation
+        still running writes nothing more."""
+        with self._shown:
+            self._generation += 1
+            self.live.content = f"{why}\n\n{IDLE}"
+
+    def _show_live(self, generation: int, content: str) -> None:
+        with self._shown:
+            if generation == self._generation:
+                self.live.content = content
+
     def _evaluate(self) -> None:
         try:
-            policy = self._policy()
+            with self._shown:
+                generation = self._generation
+            offer = self._policy()
+            policy, name = offer if offer is not None else (None, "no snapshot yet")
             kin = self._ik.kinematics
             penalty = failure_penalty(kin)
             jobs = [
@@ -143,8 +162,11 @@ class MetricsPanel:
                 metrics = score_yaws(self._ik, goals, yaw, self._cfg.weights, penalty).means()
                 rows.setdefault(split, {})[method] = metrics
                 self.progress.value = 100.0 * done / len(jobs)
-                self.live.content = evaluation_table(rows)
-            self.live.content = "**Live snapshot vs the radial rule** (64-step IK check)\n\n" + evaluation_table(rows)
+                self._show_live(generation, f"Scoring {name}…\n\n" + evaluation_table(rows))
+            self._show_live(
+                generation,
+                f"**Learned predictor ({name}) vs the radial rule** (64-step IK check)\n\n" + evaluation_table(rows),
+            )
         except Exception as exc:  # noqa: BLE001 - reported in the page
             self._supervisor.failed(self.PART, "evaluate-now", exc)
         finally:

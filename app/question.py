@@ -95,6 +95,12 @@ class QuestionBoard:
         offered = self._offered.get(LEARNED_KEY)
         return None if offered is None else offered[1]
 
+    @property
+    def newest_offer(self) -> tuple[int, YawPolicy] | None:
+        """``(version, snapshot)`` of the IK-trained predictor's newest offer (a trainer snapshot, or a run's model
+        at a negative version), adopted or not yet."""
+        return self._offered.get(LEARNED_KEY)
+
     def begin(self) -> None:
         """Announce the first question to the listener and both gates (once the workers are listening)."""
         with self.lock:

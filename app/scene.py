@@ -17,7 +17,8 @@ TARGET_COLOR = (250, 190, 0)
 CAMERA_POSITION = (1.25, -0.85, 0.8)  # metres, root frame: frames the arm, the workspace and the ghosts
 CAMERA_LOOK_AT = (0.35, 0.0, 0.2)
 CAMERA_FOV_DEG = 75.0  # vertical
-GIZMO_SCALE = 0.18  # metres: the length of the target gizmo's arrows
+GIZMO_SCALE = 0.26  # metres: the target gizmo's arrows, whose outer half lies beyond every ghost's gripper frame
+GIZMO_LINE_WIDTH = 5.0  # px: thicker than the ghosts' frames and jaw bars, so a first grab finds it
 SCENE_LABEL_SCALE = 0.8  # the regions' labels' font, times viser's 12 px
 SCENE_LABEL_ANCHOR = "top-left"  # the text hangs below and right of its point
 SCENE_LABEL_OFFSET_M = 0.1  # the regions' labels' distance in front of the workspace's near edge (+x)
@@ -119,6 +120,7 @@ class TargetGizmo:
         self.handle = server.scene.add_transform_controls(
             "/target",
             scale=GIZMO_SCALE,
+            line_width=GIZMO_LINE_WIDTH,
             disable_rotations=True,
             position=tuple(float(v) for v in position),
             translation_limits=translation_limits(position, box),

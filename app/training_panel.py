@@ -6,7 +6,7 @@ import numpy as np
 import viser
 import viser.uplot as uplot
 
-from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
+from app.trainer_worker import FAILED, RUNNING, TrainerStatus, TrainerWorker
 
 
 def status_line(status: TrainerStatus, loss_format: str = ".3f") -> str:
@@ -17,7 +17,7 @@ def status_line(status: TrainerStatus, loss_format: str = ".3f") -> str:
         f"**{status.state}** · seed {status.seed} · loss {loss} · validation success {success} · "
         f"snapshot v{status.version}"
     )
-    if status.steps_per_second:
+    if status.state == RUNNING and status.steps_per_second:  # a paused trainer has no rate
         text += f" · {status.steps_per_second:.1f} steps/s"
     if status.state == FAILED and status.error:
         text += f"\n\n⚠ trainer failed: `{status.error}`. Start retries, Reset rebuilds."

@@ -8,9 +8,12 @@ typed key by key ends as 0.25. A text box keeps every keystroke as typed. viser 
 
 What is written back into a box, and when (``TypedNumbers`` owns these rules):
 
-- after a commit, a box is rewritten only where the value in force differs from what it says: the owner moved
-  the value (a clamp, with its own message), or the text is not a finite number (the box then shows the value in
-  force and ``on_message`` says why the text was refused); a box that says the value in force keeps its text;
+- a pause takes what parses and says at once what was refused (``on_message``; a clamp, the owner's message), but
+  writes no box: under a loaded machine or a slow typist, keys arrive more than the pause apart, and a box rewritten
+  then (``-`` refused, ``0.15`` written back) turns ``-0.25`` into ``0.1525``;
+- Enter, or ``SETTLE_S`` without a keystroke, rewrites every box whose text does not say the value in force: the
+  owner moved the value (a clamp), or the text is not a finite number; a box that says the value in force keeps its
+  text;
 - ``show`` writes values changed by other means (a drag, a button) into every box that holds no uncommitted
   text: a box being typed in is left alone, and its text is taken when it is committed.
 """
@@ -25,7 +28,8 @@ from contextlib import AbstractContextManager
 import numpy as np
 import viser
 
-COMMIT_PAUSE_S = 0.8  # seconds without a keystroke after which a box's text is taken
+COMMIT_PAUSE_S = 0.8  # seconds without a keystroke after which a box's text is taken (the box is not rewritten)
+SETTLE_S = 5.0  # seconds without a keystroke after which a box that does not say the value in force is rewritten
 DECIMALS = 4  # digits after the point of a value written into a box
 
 Guard = Callable[[str], AbstractContextManager]  # (what is being done) -> a context that shows a failure in the page
@@ -97,43 +101,46 @@ class TypedNumbers:
             return np.array(self._in_force, dtype=float)
 
     def show(self, values: Sequence[float]) -> None:
-        """The values in force changed by other means: write them into every box that holds no uncommitted text
-        (unchanged text sends nothing)."""
+        """The values in force changed by other means: write them into every box that holds no uncommitted text and
+        does not already say its value."""
         with self._lock:
             self._in_force = [float(v) for v in values]
             for i, box in enumerate(self.boxes):
-                if box.value == self._shown[i]:  # not being typed in
+                says = parse_value(box.value) == self._in_force[i]  # e.g. "-0" says 0: left as typed
+                if box.value == self._shown[i] and not says:  # not being typed in
                     self._write(i, format_value(self._in_force[i]))
 
     def commit(self) -> None:
-        """Take the typed text now (Enter; the pause timer calls this too): parse it, hand the values to the owner
-        and write back only what differs from the values in force."""
+        """Enter: take the typed text now and write the value in force into every box that does not say it."""
+        self._take(rewrite=True)
+
+    def _take(self, rewrite: bool) -> None:
+        """Parse the typed text, hand the values to the owner and say what was refused; with ``rewrite``, also write
+        the value in force into every box whose text does not say it (a refused or clamped value). A pause takes
+        without rewriting (a slow typist may still be typing), then arms the settle timer that rewrites."""
         with self._guard(f"taking the typed {', '.join(self.labels)}"), self._commit_lock:
             with self._lock:
                 self._cancel_timer()
                 texts = [box.value for box in self.boxes]
                 typed = [i for i, text in enumerate(texts) if text != self._shown[i]]
-                if not typed:
-                    return
                 values = list(self._in_force)
-                refused = []
+                refused = [i for i in typed if parse_value(texts[i]) is None]
                 for i in typed:
-                    parsed = parse_value(texts[i])
-                    if parsed is None:
-                        refused.append(i)
-                    else:
-                        values[i] = parsed
-            in_force = [float(v) for v in self._on_commit(np.array(values, dtype=float))]
+                    if i not in refused:
+                        values[i] = parse_value(texts[i])
+            in_force = [float(v) for v in self._on_commit(np.array(values, dtype=float))] if typed else values
             with self._lock:
                 self._in_force = in_force
-                for i, box in enumerate(self.boxes):
-                    if box.value != texts[i]:
-                        continue  # typed on since the commit read it: that text waits for its own commit
-                    if i in typed and i not in refused and parse_value(texts[i]) == in_force[i]:
-                        self._shown[i] = texts[i]  # the typed value is the one in force: its text stays as typed
-                    else:
-                        self._write(i, format_value(in_force[i]))
-            self._on_message(self._refusal(texts, refused, in_force))
+                for i in typed:
+                    self._shown[i] = texts[i]  # taken: no longer uncommitted text
+                if rewrite:
+                    for i, box in enumerate(self.boxes):
+                        if box.value == texts[i] and parse_value(texts[i]) != in_force[i]:  # not typed on since
+                            self._write(i, format_value(in_force[i]))
+                elif self._timer is None:  # no keystroke since: settle later
+                    self._start_timer(SETTLE_S - COMMIT_PAUSE_S, lambda: self._take(rewrite=True))
+            if typed:
+                self._on_message(self._refusal(texts, refused, in_force))
 
     def close(self) -> None:
         """Stop the pause timer (an uncommitted text is dropped)."""
@@ -156,9 +163,12 @@ class TypedNumbers:
             return
         with self._lock:
             self._cancel_timer()
-            self._timer = threading.Timer(COMMIT_PAUSE_S, self.commit)
-            self._timer.daemon = True
-            self._timer.start()
+            self._start_timer(COMMIT_PAUSE_S, lambda: self._take(rewrite=False))
+
+    def _start_timer(self, delay_s: float, action: Callable[[], None]) -> None:
+        self._timer = threading.Timer(delay_s, action)
+        self._timer.daemon = True
+        self._timer.start()
 
     def _cancel_timer(self) -> None:
         if self._timer is not None:

@@ -73,6 +73,8 @@ class Viewer:
     def __init__(self, config: ViewerConfig) -> None:
         self.config = config
         self._loaded_model: tuple[str, int] | None = None  # the run's checkpoint answering as learned, if any
+        self._policy_names: dict[int, str] = {}  # the learned predictor's newest offer by version: what it is
+        self._trainer_seed: int | None = None  # the live trainer's seed last shown (a change is a Reset)
         self._picked_model: tuple[str, int] | None = None  # a model picked from the run: trainer snapshots wait
         self.server = viser.ViserServer(host=config.host, port=config.port)
         self.server.gui.configure_theme(control_width="large", show_share_button=False)
@@ -177,7 +179,7 @@ class Viewer:
         self.training = TrainingPanel(self.server, self.trainer)
         self.supervised = self._supervised_trainer(live_cfg, config.train and initial_policy is None)
         self.metrics = MetricsPanel(
-            self.server, run, cfg, self.splits, self.solver.ik, lambda: self.board.newest_policy, self.supervisor
+            self.server, run, cfg, self.splits, self.solver.ik, self._learned_offer, self.supervisor
         )
         self._model_version = 0  # models picked from the run count down from -1: never a trainer's version
         self.models = ModelPicker(self.server, self._run_models(run), self._pick_model, self._loaded_model)
@@ -344,6 +346,7 @@ class Viewer:
             self._picked_model = (method, seed)
             self.trainer.pause()
             self._model_version -= 1
+            self._policy_names = {self._model_version: f"{model_name(method, seed)} of the run"}
             self.board.offer_policy(
                 self._model_version, policy, busy=lambda: self.inference.signal.is_busy, key="learned"
             )
@@ -422,11 +425,21 @@ class Viewer:
             self.inference.signal.wait_idle(timeout=0.01)
             time.sleep(0.001)
 
+    def _learned_offer(self) -> tuple[YawPolicy, str] | None:
+        """The learned predictor's newest snapshot and what it is (for Evaluate now)."""
+        offer = self.board.newest_offer
+        if offer is None:
+            return None
+        version, policy = offer
+        return policy, self._policy_names.get(version, f"snapshot v{version}")
+
     def _snapshot(self, version: int, policy: YawPolicy) -> None:
         # A new snapshot refreshes the learned ghost but never cancels an answer being computed: while the
         # inference worker is busy the board keeps it, and adopts it when the worker is idle (``catch_up``).
         if self._picked_model is not None:
             return  # a model of the run answers as learned until the user picks the live trainer again
+        status = self.trainer.status
+        self._policy_names = {version: f"live trainer: seed {status.seed}, step {status.step}"}  # the newest offer's
         self.board.offer_policy(version, policy, busy=lambda: self.inference.signal.is_busy)
 
     def _random_target(self) -> np.ndarray:
@@ -490,6 +503,10 @@ class Viewer:
 
     def _trainer_status(self, status: TrainerStatus) -> None:
         self.training.show(status)
+        if status.seed != self._trainer_seed:  # a Reset: the snapshot Evaluate now scored is gone
+            scored, self._trainer_seed = self._trainer_seed, status.seed
+            if scored is not None:
+                self.metrics.forget(f"The trainer was reset (seed {scored} -> {status.seed}): its snapshots are gone.")
         self.status.set("trainer", f"⚠ trainer failed: {status.error}" if status.state == FAILED else None)
 
     def _count_clients(self, delta: int) -> None:

@@ -177,7 +177,10 @@ def wait_for_yaws(page, target: tuple[float, float, float], before: dict[str, st
         if ok:
             return
         if time.monotonic() > deadline:
-            pytest.fail(f"radial row {radial}, learned row {learned}; expected radial yaw {expected:.1f}")
+            said = read_inputs(page, ["target x (m)", "target y (m)", "target z (m)"])
+            pytest.fail(
+                f"radial row {radial}, learned row {learned}; expected radial yaw {expected:.1f}; the boxes say {said}"
+            )
         page.wait_for_timeout(100)
 
 
@@ -266,6 +269,26 @@ def table_height_stays_while_idle(page) -> None:
     assert len(heights) == 1, f"the table's height changed while idle: {heights} px"
 
 
+def type_key_by_key(page, label: str, text: str) -> list[str]:
+    """Clear the box labelled ``label`` and type ``text`` one key at a time as a user does; returns what the box said
+    after each key. The scene's canvas is hidden meanwhile: headless Chromium draws it in software at seconds a frame,
+    and until a frame ends the page takes no key (with a GPU, keys are handled within a frame). Even so, on these
+    loaded cores the keys reach the server about a second apart, more than the pause that takes typed text: the case
+    where a box rewritten on that pause turned ``-0.25`` into ``0.1525``."""
+    box = page.locator(f"xpath={input_xpath(label)}")
+    page.evaluate("document.querySelectorAll('canvas').forEach(c => c.style.visibility = 'hidden')")
+    try:
+        box.evaluate("e => { e.focus(); e.select(); }")
+        page.keyboard.press("Backspace")
+        said = []
+        for key in text:
+            page.keyboard.press(key)
+            said.append(box.input_value())
+        return said
+    finally:
+        page.evaluate("document.querySelectorAll('canvas').forEach(c => c.style.visibility = '')")
+
+
 def screenshot_path(tmp_path: Path) -> Path:
     return Path(os.environ.get("VIEWER_SCREENSHOT") or tmp_path / "viewer.png")
 
@@ -331,6 +354,15 @@ def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, 
     wait_for_rows(page, DEFAULT_GHOSTS)
 
     table_height_stays_while_idle(page)
+
+    said = type_key_by_key(page, "target y (m)", "-0.25")
+    assert said == ["-", "-0", "-0.", "-0.2", "-0.25"], "the box was rewritten while typed in"
+    typed = (dragged[0], -0.25, dragged[2])
+    wait_for_yaws(page, typed, {"learned": ""}, timeout_s=90.0)
+    assert [float(v) for v in read_inputs(page, ["target x (m)", "target y (m)", "target z (m)"])] == pytest.approx(
+        typed
+    )
+    print(f"typed y -0.25 key by key: the box said {said}; answers for it after {time.monotonic() - started:.1f} s")
 
     before = {"learned": method_row(page, "learned predictor")[1]}
     for axis, value in zip("xyz", NEW_TARGET, strict=True):

@@ -120,7 +120,13 @@ def test_table_marks_pending_answers_a_violated_margin_and_methods_without_a_run
     reach = _row(table, "reach only")
     assert "✘" in reach and "-3.0 ⚠" in reach and "rested (16 it.)" in reach
     policy = _row(table, "learned policy (R^9)")
-    assert "*pending…*" in policy and "*4.0*" in policy
+    assert "□</span>" in policy and "opacity" in policy and ">4.0<" in policy, "pending: hollow swatch, dimmed"
+    answered = answers_table(drawn).splitlines()
+    for before, after in zip(answered, table.splitlines(), strict=True):  # pending keeps the layout
+        if not before.startswith("| <span"):
+            continue
+        assert after.count("|") == before.count("|")
+        assert re.sub(r"<[^>]+>", "", after).replace("□", "■") == re.sub(r"<[^>]+>", "", before)
     assert "| needs `--run RUN` |" in _row(table, "ES (equal time)")
     assert "| – |" in _row(table, "per-goal optimisation")
     assert len([line for line in table.splitlines() if line.startswith("| <span")]) == len(BODY_BY_KEY)

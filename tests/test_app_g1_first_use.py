@@ -27,7 +27,7 @@ from app.g1_view import payload_radius_m
 from learning.counterweight.experiment import checkpoint_path
 from learning.counterweight.problem import HAND
 
-UNTOUCHED_WINDOW_S = 10.0  # the 30 s, shortened: a snapshot lands every second or two
+UNTOUCHED_WINDOW_S = 30.0  # a snapshot lands every second or two: about twenty of them
 
 
 def _row(viewer, key: str) -> str:

@@ -14,7 +14,7 @@ import assets
 from app.ghosts import LABEL_ANCHOR, LABEL_SCALE, label_position
 from app.grasp_panel import results_table
 from app.inference import MethodResult
-from app.methods import KEYS, METHODS, SEARCH_KEYS
+from app.methods import BY_KEY, KEYS, METHODS, SEARCH_KEYS
 from app.scene import SCENE_LABEL_ANCHOR, SCENE_LABEL_SCALE, translation_limits, workspace_labels
 from app.viewer import INITIAL_TARGET
 from learning.config import preset
@@ -92,3 +92,18 @@ def test_the_gizmo_can_be_dragged_over_the_whole_target_box() -> None:
     reachable = [(start[i] + lo, start[i] + hi) for i, (lo, hi) in enumerate(limits)]  # viser: offsets from start
     assert reachable == [pytest.approx(axis) for axis in box]
     assert start[2] + limits[2][0] == pytest.approx(0.0), "down to the table, below the start height"
+
+
+def test_the_gizmo_s_arrows_reach_beyond_the_ghosts_frames_and_labels_carry_the_method_s_colour(start_viewer) -> None:
+    """The first drag grabs the gizmo, not a ghost's gripper frame: the outer half of each arrow lies beyond every
+    ghost's frame axes and jaw bar (all centred on the target once answered), and its lines are twice viser's
+    default width. Each ghost label has a dot in its method's colour (viser draws label text black)."""
+    viewer = start_viewer(train=False)
+    gizmo = viewer.gizmo.handle
+    for key in KEYS:
+        ghost = viewer.ghosts[key]
+        jaw_half_m = float(np.abs(ghost._jaw.points).max())
+        reach_m = max(ghost._frame.axes_length + ghost._frame.origin_radius, jaw_half_m)
+        assert gizmo.scale / 2 > reach_m, f"{key}'s gripper frame covers the gizmo's arrows"
+        assert tuple(ghost.swatch.color) == BY_KEY[key].rgb
+    assert gizmo.line_width >= 5.0

@@ -1,5 +1,6 @@
 """Numbers typed into the Franka scene's boxes, in-process: taken when committed (Enter or a pause), never rewritten
-under the cursor, clamped with a message, and text that is not a number refused with a message."""
+under the cursor (not even when the keys come slower than the pause), clamped with a message, and text that is not a
+number refused with a message; the box shows the value in force after Enter or once the typing has settled."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from viewer_support import type_text, wait_until
 
 import assets
+from app import typed_numbers
 from app.grasp_panel import TYPED_TARGET
 from app.typed_numbers import COMMIT_PAUSE_S, format_value
 from app.viewer import Viewer
@@ -40,6 +42,17 @@ def test_a_target_typed_key_by_key_is_taken_once_committed_and_never_rewritten(s
     assert "target bounds" not in viewer.status.messages and TYPED_TARGET not in viewer.status.messages
 
 
+def test_keys_slower_than_the_pause_are_never_rewritten(start_viewer) -> None:
+    """A loaded machine or a slow typist: every key comes after the pause has taken the text so far (``-`` is refused,
+    ``-0`` and ``-0.2`` are taken), and the box still says each prefix typed and ends at the typed value."""
+    viewer = start_viewer(train=False)
+    box = _box(viewer, "target y (m)")
+    said = type_text(box, "-0.25", 2 * COMMIT_PAUSE_S)
+    assert said == ["-", "-0", "-0.", "-0.2", "-0.25"], "the box was rewritten while typed in"
+    wait_until(lambda: viewer.board.current.p[1] == -0.25, 5 * COMMIT_PAUSE_S, "the typed y to be taken")
+    assert box.value == "-0.25"
+
+
 def test_enter_commits_at_once(start_viewer) -> None:
     viewer = start_viewer(train=False)
     type_text(_box(viewer, "target x (m)"), "0.45")
@@ -47,7 +60,8 @@ def test_enter_commits_at_once(start_viewer) -> None:
     assert viewer.board.current.p[0] == 0.45
 
 
-def test_a_joint_typed_outside_its_limits_is_clipped_with_a_message(start_viewer) -> None:
+def test_a_joint_typed_outside_its_limits_is_clipped_with_a_message(start_viewer, monkeypatch) -> None:
+    monkeypatch.setattr(typed_numbers, "SETTLE_S", 2.0)
     viewer = start_viewer(train=False)
     joint = assets.PANDA.joints[3]
     lower, upper = viewer.robot.limits[joint]
@@ -55,9 +69,12 @@ def test_a_joint_typed_outside_its_limits_is_clipped_with_a_message(start_viewer
     box = _box(viewer, joint)
     said = type_text(box, "0.5", KEY_INTERVAL_S)
     assert said == ["0", "0.", "0.5"], "the box was rewritten while typed in"
-    wait_until(lambda: box.value == format_value(upper), 5 * COMMIT_PAUSE_S, "the box to show the value in force")
-    assert viewer.board.current.q0[3] == upper
-    assert f"{joint} 0.500 -> {upper:.3f}" in viewer.status.messages["q0 bounds"]
+    wait_until(lambda: viewer.board.current.q0[3] == upper, 5 * COMMIT_PAUSE_S, "the pause to take the clipped value")
+    assert f"{joint} 0.500 -> {upper:.3f}" in viewer.status.messages["q0 bounds"], "the clip is said at once"
+    assert box.value == "0.5", "the pause rewrote the box"
+    wait_until(
+        lambda: box.value == format_value(upper), 2 * typed_numbers.SETTLE_S, "the box to show the value in force"
+    )
 
 
 @pytest.mark.parametrize("text", ["NaN", "abc", "", "inf"])
@@ -74,6 +91,21 @@ def test_text_that_is_not_a_number_is_refused_with_a_message(start_viewer, text)
     type_text(box, "0.1")
     viewer.grasp.targets.commit()
     assert TYPED_TARGET not in viewer.status.messages, "a commit that refuses nothing clears the message"
+
+
+def test_text_that_is_not_a_number_is_refused_at_the_pause_and_the_box_restored_once_settled(
+    start_viewer, monkeypatch
+) -> None:
+    monkeypatch.setattr(typed_numbers, "SETTLE_S", 2.0)
+    viewer = start_viewer(train=False)
+    before = viewer.board.current.p
+    box = _box(viewer, "target y (m)")
+    type_text(box, "abc")
+    wait_until(lambda: TYPED_TARGET in viewer.status.messages, 5 * COMMIT_PAUSE_S, "the refusal to be said")
+    assert "'abc' is not a number" in viewer.status.messages[TYPED_TARGET]
+    assert box.value == "abc" and viewer.board.current.p == before
+    wait_until(lambda: box.value == format_value(before[1]), 2 * typed_numbers.SETTLE_S, "the box to be restored")
+    assert TYPED_TARGET in viewer.status.messages, "the message why stays beside the restored box"
 
 
 def test_a_box_being_typed_in_is_left_alone_by_changes_from_elsewhere(start_viewer) -> None:

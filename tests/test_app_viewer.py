@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 import time
@@ -121,3 +122,25 @@ def test_trainer_exception_is_shown_and_the_viewer_keeps_answering(start_viewer,
     viewer.trainer.start()  # retry: fails again, visibly, without taking anything down
     wait_until(lambda: viewer.trainer.status.state == "failed", 30, "the retry to fail")
     assert _answers(viewer)
+
+
+def test_evaluate_now_names_what_it_scored_and_a_reset_clears_it(start_viewer) -> None:
+    viewer = start_viewer()
+    wait_until(lambda: viewer.board.newest_offer is not None, 60, "a snapshot")
+    assert viewer.metrics.start_evaluation()
+    wait_until(lambda: "vs the radial rule" in viewer.metrics.live.content, 120, "the evaluation")
+    seed = viewer.trainer.status.seed
+    assert f"Learned predictor (live trainer: seed {seed}, step " in viewer.metrics.live.content
+    viewer.trainer.reset()
+    wait_until(lambda: "trainer was reset" in viewer.metrics.live.content, 30, "the reset to clear the numbers")
+    assert f"seed {seed} -> {seed + 1}" in viewer.metrics.live.content
+    assert "| learned" not in viewer.metrics.live.content, "the reset snapshot's numbers stayed"
+
+
+def test_a_paused_trainer_shows_no_rate() -> None:
+    from app.trainer_worker import PAUSED, RUNNING, TrainerStatus
+    from app.training_panel import status_line
+
+    running = TrainerStatus(state=RUNNING, step=10, version=1, seed=0, steps_per_second=12.5)
+    assert "12.5 steps/s" in status_line(running)
+    assert "steps/s" not in status_line(dataclasses.replace(running, state=PAUSED))
