@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.spatial
 import torch
 from torch import nn
 
@@ -186,20 +187,7 @@ class BodySolver:
 
 
 def convex_hull(points: np.ndarray) -> np.ndarray:
-    """``(h, 2)`` the convex hull of ``points`` ``(n, 2)``, counter-clockwise (Andrew's monotone chain)."""
-    ordered = sorted(map(tuple, np.asarray(points, dtype=float)))
-
-    def half(sequence):
-        chain: list[tuple[float, float]] = []
-        for point in sequence:
-            while len(chain) >= 2 and _turn(chain[-2], chain[-1], point) <= 0:
-                chain.pop()
-            chain.append(point)
-        return chain[:-1]
-
-    return np.array(half(ordered) + half(reversed(ordered)))
-
-
-def _turn(a, b, c) -> float:
-    """The z of ``(b - a) x (c - a)``: positive for a counter-clockwise turn."""
-    return (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0])
+    """``(h, 2)`` the convex hull's vertices of ``points`` ``(n, 2)``, counter-clockwise (scipy's Qhull; the layer's
+    own hull, ``kinematics.wholebody.support_polygon``, gives the edges' normals and offsets, not an outline)."""
+    points = np.asarray(points, dtype=float)
+    return points[scipy.spatial.ConvexHull(points).vertices]

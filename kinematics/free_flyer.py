@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import torch
 
+from kinematics.rotations import skew
+
 __all__ = [
     "difference",
     "difference_jacobians",
@@ -47,12 +49,6 @@ def quaternion_to_rotation(quaternion: torch.Tensor) -> torch.Tensor:
     """``(..., 4)`` quaternion ``(x, y, z, w)`` -> ``(..., 3, 3)`` rotation (of the normalised quaternion)."""
     rows = rotation_entries(*quaternion.unbind(-1))
     return torch.stack([torch.stack(row, -1) for row in rows], -2)
-
-
-def _skew(v: torch.Tensor) -> torch.Tensor:
-    x, y, z = v.unbind(-1)
-    o = torch.zeros_like(x)
-    return torch.stack((o, -z, y, z, o, -x, -y, x, o), -1).reshape(*v.shape[:-1], 3, 3)
 
 
 def _small(theta: torch.Tensor) -> torch.Tensor:
@@ -160,7 +156,7 @@ def difference(q0: torch.Tensor, q1: torch.Tensor) -> torch.Tensor:
 def _jr3(w: torch.Tensor) -> torch.Tensor:
     """Right Jacobian of SO(3): ``I - b w^ + c w^2``."""
     _, b, c, _, _ = _coefficients(w)
-    k = _skew(w)
+    k = skew(w)
     eye = torch.eye(3, dtype=w.dtype, device=w.device)
     return eye - b[..., None, None] * k + c[..., None, None] * (k @ k)
 
@@ -172,7 +168,7 @@ def _jr3_inverse(w: torch.Tensor) -> torch.Tensor:
     d = torch.where(
         small, 1.0 / 12.0 + t2 / 720.0 + t2 * t2 / 30240.0, (1.0 - half * torch.cos(half) / torch.sin(half)) / (t * t)
     )
-    k = _skew(w)
+    k = skew(w)
     eye = torch.eye(3, dtype=w.dtype, device=w.device)
     return eye + 0.5 * k + d[..., None, None] * (k @ k)
 
@@ -186,7 +182,7 @@ def _q_left(rho: torch.Tensor, phi: torch.Tensor) -> torch.Tensor:
     c = torch.where(
         small, 1.0 / 120.0 - t2 / 2520.0 + t2 * t2 / 120960.0, (2.0 * t - 3.0 * sin + t * cos) / (2.0 * t**5)
     )
-    r, p = _skew(rho), _skew(phi)
+    r, p = skew(rho), skew(phi)
     pr, rp = p @ r, r @ p
     prp = pr @ p
     return (
@@ -219,7 +215,7 @@ def jlog6_of_log(log: torch.Tensor) -> torch.Tensor:
 
 def _adjoint(rotation: torch.Tensor, translation: torch.Tensor) -> torch.Tensor:
     """Action matrix of ``(R, p)`` on (linear, angular) motions: ``[[R, p^ R], [0, R]]``."""
-    return _block(rotation, _skew(translation) @ rotation, torch.zeros_like(rotation), rotation)
+    return _block(rotation, skew(translation) @ rotation, torch.zeros_like(rotation), rotation)
 
 
 def _exp6_transform(v: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kinematics import DifferentiableIKLayer, IKResult, KinematicsLayer
+from kinematics import IKResult, KinematicsLayer
 
 
 def yaw_vector(psi: torch.Tensor) -> torch.Tensor:
@@ -73,8 +73,3 @@ def failure_penalty(kinematics: KinematicsLayer) -> float:
 def yaw_cost(result: IKResult, q0: torch.Tensor, weights: CostWeights, penalty: float) -> torch.Tensor:
     """``(...)`` the full cost of a solved yaw: the smooth part plus ``penalty`` on failed rows."""
     return smooth_cost(result, q0, weights) + penalty * (~result.success).to(q0.dtype)
-
-
-def solve_yaw(ik: DifferentiableIKLayer, p: torch.Tensor, yaw: torch.Tensor, q0: torch.Tensor) -> IKResult:
-    """IK from ``q0`` to the grasp at ``p`` with yaw vector ``yaw`` (all broadcast)."""
-    return ik.solve(grasp_pose(p, yaw), q0)

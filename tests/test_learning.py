@@ -376,40 +376,6 @@ def test_checkpoint_loads_and_bad_files_fail_clearly(smoke_run, tmp_path):
         load_checkpoint(other, kin)
 
 
-def test_full_pose_head_trains_through_r9_and_the_ik_layer():
-    """The R^9 head's gradients pass through Gram-Schmidt and the IK layer; training lowers cost and deviation."""
-    from learning.pose_head import GraspPoseNet, grasp_deviation
-
-    kin = franka_kinematics(dtype=torch.float64)
-    goals = make_splits(SMOKE, kin)["train"].subset(slice(0, 48))
-    torch.manual_seed(0)
-    head = GraspPoseNet(feature_count(7), 64).double()
-    features = goal_features(kin, goals.p, goals.q0, SMOKE.workspace)
-    start = head(features, goals.p)
-    assert float(grasp_deviation(start, goals.p).detach().max()) < 1e-4  # starts at the radial grasp
-    ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(max_iterations=12))
-    optimizer = torch.optim.Adam(head.parameters(), lr=3e-3)
-
-    def losses():
-        pose = head(features, goals.p)
-        cost = smooth_cost(ik.solve(pose, goals.q0), goals.q0, SMOKE.weights).mean()
-        return cost, 1000.0 * grasp_deviation(pose, goals.p).mean()
-
-    first = sum(losses())
-    for _ in range(30):
-        cost, deviation = losses()
-        optimizer.zero_grad()
-        (cost + deviation).backward()
-        assert all(torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0 for p in head.parameters())
-        optimizer.step()
-    cost, deviation = losses()
-    print(
-        f"pose head: loss {float(first):.3f} -> {float(cost + deviation):.3f}, deviation {float(deviation) / 1000:.2e}"
-    )
-    assert float(cost + deviation) < 0.8 * float(first)
-    assert float(deviation) / 1000 < 0.02  # a soft constraint: within about 8 degrees of top-down at p
-
-
 def test_distribution_check_reports_the_baselines_and_the_grid():
     from learning.distribution import distribution_check
 
