@@ -93,6 +93,7 @@ def test_the_model_picker_switches_the_learned_predictor_and_back_to_the_trainer
     assert "model" not in viewer.status.messages
 
 
+@pytest.mark.slow
 def test_the_landscape_is_the_grids_evaluations_with_the_drawn_methods_marked(start_viewer) -> None:
     viewer = start_viewer(train=False)
     target = np.array([0.45, -0.2, 0.1])
@@ -136,6 +137,7 @@ def test_the_landscape_is_the_grids_evaluations_with_the_drawn_methods_marked(st
     assert viewer.supervisor.failures() == 0
 
 
+@pytest.mark.slow
 def test_the_current_posture_can_be_hidden(start_viewer) -> None:
     viewer = start_viewer(train=False)
     viewer.current_posture.value = False  # as a browser unticking it

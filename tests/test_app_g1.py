@@ -207,6 +207,7 @@ def _rested(viewer, keys=(REACH_ONLY, POLICY)) -> bool:
     )
 
 
+@pytest.mark.slow
 def test_moving_goal_draws_no_stale_answer_and_latency_while_training(start_g1) -> None:
     viewer = start_g1()
     assert all(viewer.drawn[key] == NEEDS_A_RUN for key in RUN_KEYS)  # said in their rows, not left out
@@ -290,6 +291,7 @@ def test_a_goal_outside_the_region_is_clamped_with_a_message(start_g1, smoke_run
     assert "goal bounds" not in viewer.status.messages and viewer.reach.bounds.content == ""
 
 
+@pytest.mark.slow
 def test_worker_failures_are_shown_and_answers_go_on(start_g1, monkeypatch) -> None:
     def broken_step(self) -> float:
         raise RuntimeError("simulated trainer crash")

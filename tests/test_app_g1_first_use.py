@@ -35,6 +35,7 @@ def _row(viewer, key: str) -> str:
     return next(line for line in viewer.reach.table.content.splitlines() if f"</span> {label} |" in line)
 
 
+@pytest.mark.slow
 def test_an_untouched_goal_is_answered_once_per_method_and_snapshot(start_g1, smoke_run: Path) -> None:  # noqa: F811
     viewer = start_g1(checkpoint=checkpoint_path(smoke_run, 0, "gradient"))
     wait_until(lambda: _rested(viewer, FAST_BODY_KEYS), 60, "every method's rested answer")
@@ -145,6 +146,7 @@ def test_meshes_are_translucent_and_every_hand_holds_the_payload(start_g1, smoke
         np.testing.assert_allclose(answer.payload, answer.frames[hand_index], atol=1e-6)  # in the ghost's hand
 
 
+@pytest.mark.slow
 def test_without_a_run_the_picker_says_why_and_two_browsers_are_noted(start_g1) -> None:  # noqa: F811
     viewer = start_g1(light=True)
     for key in RUN_KEYS:

@@ -99,6 +99,7 @@ def test_every_method_answers_a_dragged_target_as_the_experiment_does(start_view
     assert "**" in table, "the best value of a column is marked"
 
 
+@pytest.mark.slow
 def test_without_a_run_the_teacher_supervised_predictor_is_trained_live(start_viewer) -> None:
     viewer = start_viewer()
     for key in ("zero_order", "shared_constant"):
@@ -120,6 +121,7 @@ def test_without_a_run_the_teacher_supervised_predictor_is_trained_live(start_vi
     assert abs(math.remainder(shown.yaw - math.atan2(float(yaw[0, 1]), float(yaw[0, 0])), 2 * math.pi)) < 1e-5
 
 
+@pytest.mark.slow
 def test_a_search_is_abandoned_when_the_target_moves(start_viewer, monkeypatch) -> None:
     viewer = start_viewer(train=False)
     wait_until(lambda: isinstance(viewer.drawn.get("reference"), MethodResult), 60, "the first searches")
@@ -150,6 +152,7 @@ def _all_answered_searches(viewer: Viewer) -> bool:
     )
 
 
+@pytest.mark.slow
 def test_the_picker_chooses_the_ghosts_and_labels_never_overlap(start_viewer) -> None:
     viewer = start_viewer(train=False)
     wait_until(lambda: _all_answered_searches(viewer), 60, "the searches")
@@ -177,6 +180,7 @@ def one_torch_thread():
     torch.set_num_threads(before)
 
 
+@pytest.mark.slow
 def test_answer_times_at_a_hands_pace_while_training(one_torch_thread, start_viewer) -> None:
     """The viewer's own timing, trainers running, threads as ``python -m app`` sets them: fast ghosts after a
     target change, searches after it rests."""

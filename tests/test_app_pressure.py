@@ -45,6 +45,7 @@ def _fire(handle: viser.TransformControlsHandle, phase: str) -> None:
         callback(event)
 
 
+@pytest.mark.slow
 def test_drag_racing_a_snapshot_flood_draws_only_current_questions(start_viewer, monkeypatch) -> None:
     checks: list[bool] = []
     original = Viewer._draw
@@ -125,6 +126,7 @@ def test_drag_racing_a_snapshot_flood_draws_only_current_questions(start_viewer,
     assert viewer.supervisor.failures() == 0
 
 
+@pytest.mark.slow
 def test_a_failed_draw_is_shown_and_the_next_target_draws(start_viewer, monkeypatch) -> None:
     viewer = start_viewer()
     wait_until(lambda: _answered(viewer), 60, "the first answers")
@@ -149,6 +151,7 @@ def test_a_failed_draw_is_shown_and_the_next_target_draws(start_viewer, monkeypa
     assert abs(viewer.drawn["radial"].yaw - math.atan2(0.21, 0.52)) < 1e-6
 
 
+@pytest.mark.slow
 def test_failures_after_an_answer_in_the_reference_and_in_evaluation_are_counted(start_viewer, monkeypatch) -> None:
     viewer = start_viewer()
     wait_until(lambda: _answered(viewer), 60, "the first answers")
@@ -187,6 +190,7 @@ def test_failures_after_an_answer_in_the_reference_and_in_evaluation_are_counted
     wait_until(lambda: not viewer.metrics.evaluate.disabled, 10, "the button to come back")
 
 
+@pytest.mark.slow
 def test_answers_are_marked_pending_while_computed(start_viewer, monkeypatch) -> None:
     viewer = start_viewer()
     wait_until(
@@ -244,12 +248,14 @@ def test_out_of_range_inputs_are_moved_into_reach_with_a_message(start_viewer) -
     assert viewer.drawn["radial"].yaw == pytest.approx(math.atan2(viewer.board.current.p[1], 0.5), abs=1e-6)
 
 
+@pytest.mark.slow
 def test_launch_leaves_the_process_thread_count_alone(start_viewer) -> None:
     before = torch.get_num_threads()
     start_viewer(train=False)
     assert torch.get_num_threads() == before
 
 
+@pytest.mark.slow
 def test_reset_starts_from_new_random_weights(start_viewer) -> None:
     viewer = start_viewer(train=False)
     wait_until(lambda: viewer.board.newest_policy is not None, 60, "the first trainer's snapshot")
@@ -334,6 +340,7 @@ def test_callback_failures_of_the_trainer_are_shown_and_training_goes_on() -> No
         (["--host", "192.0.2.1"], "cannot serve on 192.0.2.1"),
     ],
 )
+@pytest.mark.slow
 def test_bad_command_line_values_get_one_line_and_exit_2(argument: list[str], says: str) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "app", *argument], cwd=REPO, capture_output=True, text=True, timeout=60
@@ -344,6 +351,7 @@ def test_bad_command_line_values_get_one_line_and_exit_2(argument: list[str], sa
     assert "Traceback" not in done.stderr + done.stdout
 
 
+@pytest.mark.slow
 def test_a_non_loopback_host_is_announced(start_viewer) -> None:
     assert exposure_notice("127.0.0.1") is None and exposure_notice("localhost") is None
     assert exposure_notice("::1") is None

@@ -25,6 +25,7 @@ def _box(viewer: Viewer, label: str):
     return next(box for box in boxes if box.label == label)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("axis", "text"), [("y", "-0.25"), ("z", "0.05")])
 def test_a_target_typed_key_by_key_is_taken_once_committed_and_never_rewritten(start_viewer, axis, text) -> None:
     viewer = start_viewer(train=False)
@@ -53,6 +54,7 @@ def test_keys_slower_than_the_pause_are_never_rewritten(start_viewer) -> None:
     assert box.value == "-0.25"
 
 
+@pytest.mark.slow
 def test_enter_commits_at_once(start_viewer) -> None:
     viewer = start_viewer(train=False)
     type_text(_box(viewer, "target x (m)"), "0.45")
@@ -60,6 +62,7 @@ def test_enter_commits_at_once(start_viewer) -> None:
     assert viewer.board.current.p[0] == 0.45
 
 
+@pytest.mark.slow
 def test_a_joint_typed_outside_its_limits_is_clipped_with_a_message(start_viewer, monkeypatch) -> None:
     monkeypatch.setattr(typed_numbers, "SETTLE_S", 2.0)
     viewer = start_viewer(train=False)
@@ -77,6 +80,7 @@ def test_a_joint_typed_outside_its_limits_is_clipped_with_a_message(start_viewer
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("text", ["NaN", "abc", "", "inf"])
 def test_text_that_is_not_a_number_is_refused_with_a_message(start_viewer, text) -> None:
     viewer = start_viewer(train=False)
@@ -108,6 +112,7 @@ def test_text_that_is_not_a_number_is_refused_at_the_pause_and_the_box_restored_
     assert TYPED_TARGET in viewer.status.messages, "the message why stays beside the restored box"
 
 
+@pytest.mark.slow
 def test_a_box_being_typed_in_is_left_alone_by_changes_from_elsewhere(start_viewer) -> None:
     viewer = start_viewer()
     wait_until(lambda: viewer.board.newest_policy is not None, 60, "a snapshot")

@@ -34,6 +34,7 @@ def _answers(viewer: Viewer) -> bool:
         return response.status == 200
 
 
+@pytest.mark.slow
 def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_viewer) -> None:
     viewer = start_viewer()
     wait_until(lambda: viewer.trainer.status.step >= 2 and _settled(viewer), 60, "the trainer and the first answers")
@@ -71,6 +72,7 @@ def test_rapid_moves_draw_no_stale_answer_and_end_on_the_final_target(start_view
     assert _answers(viewer)
 
 
+@pytest.mark.slow
 def test_latency_at_a_hands_pace_while_training(start_viewer) -> None:
     viewer = start_viewer()
     wait_until(lambda: viewer.trainer.status.step >= 2 and _settled(viewer), 60, "the trainer and the first answers")
@@ -88,6 +90,7 @@ def test_latency_at_a_hands_pace_while_training(start_viewer) -> None:
     assert statistics.median(latencies) < 1000.0
 
 
+@pytest.mark.slow
 def test_bad_checkpoint_path_is_shown_and_training_starts_from_scratch(start_viewer, tmp_path: Path) -> None:
     viewer = start_viewer(checkpoint=tmp_path / "missing.pt")
     message = viewer.status.messages["checkpoint"]
@@ -96,6 +99,7 @@ def test_bad_checkpoint_path_is_shown_and_training_starts_from_scratch(start_vie
     wait_until(lambda: viewer.trainer.status.step >= 1, 60, "the trainer to start from scratch")
 
 
+@pytest.mark.slow
 def test_garbage_checkpoint_file_is_shown(start_viewer, tmp_path: Path) -> None:
     bad = tmp_path / "best.pt"
     bad.write_bytes(b"not a checkpoint")
@@ -104,6 +108,7 @@ def test_garbage_checkpoint_file_is_shown(start_viewer, tmp_path: Path) -> None:
     wait_until(lambda: _settled(viewer), 60, "answers despite the bad checkpoint")
 
 
+@pytest.mark.slow
 def test_trainer_exception_is_shown_and_the_viewer_keeps_answering(start_viewer, monkeypatch) -> None:
     def broken_step(self) -> float:
         raise RuntimeError("simulated trainer crash")

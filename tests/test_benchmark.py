@@ -30,6 +30,7 @@ def results(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_writes_json_and_markdown(results):
     for suite in ("fk", "ik"):
         assert (results / f"{suite}.md").read_text().startswith("#")

@@ -180,8 +180,8 @@ def _forward_ad_cases(kin, pr2):
         "pose_error",
         "pose_error_batch_last",
         "dls_step",
-        "DifferentiableIKLayer.solve (clamp)",
-        "DifferentiableIKLayer.solve (qp)",
+        pytest.param("DifferentiableIKLayer.solve (clamp)", marks=pytest.mark.slow),
+        pytest.param("DifferentiableIKLayer.solve (qp)", marks=pytest.mark.slow),
     ],
 )
 def test_forward_mode_ad_passes_gradcheck(name, panda_layer, pr2_urdf, chain_of):

@@ -117,6 +117,7 @@ def test_the_reach_loss_gradient_reaches_the_r9_offsets_and_matches_finite_diffe
     assert (grad * direction).sum().item() == pytest.approx(((plus - minus) / (2 * eps)).item(), rel=1e-4, abs=1e-10)
 
 
+@pytest.mark.slow
 def test_every_split_goal_needs_a_counterweight_half_in_each_sector_and_held_out_ones_lie_outside():
     cfg = PRESETS["smoke"]
     problem = CounterweightProblem(assets.G1, cfg.problem)
@@ -191,6 +192,7 @@ def test_config_round_trip_and_errors():
         make_policy("random_search", CounterweightProblem(assets.G1, PRESETS["smoke"].problem), PRESETS["smoke"])
 
 
+@pytest.mark.slow
 def test_the_smoke_run_writes_a_complete_report_through_the_command_line(tmp_path, capsys):
     run = tmp_path / "run"
     assert learning_main(["train", "--task", "counterweight", "--preset", "smoke", "--run", str(run)]) == 0
@@ -229,6 +231,7 @@ def test_the_smoke_run_writes_a_complete_report_through_the_command_line(tmp_pat
         load_policy(checkpoint_path(run, 0, "gradient"), other)
 
 
+@pytest.mark.slow
 def test_check_distribution_prints_the_properties(capsys, tmp_path):
     out = tmp_path / "distribution"
     assert learning_main(["check-distribution", "--task", "counterweight", "--preset", "smoke", "--out", str(out)]) == 0
