@@ -355,14 +355,19 @@ def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, 
 
     table_height_stays_while_idle(page)
 
+    typing = time.monotonic()
     said = type_key_by_key(page, "target y (m)", "-0.25")
+    typed_in_s = time.monotonic() - typing
     assert said == ["-", "-0", "-0.", "-0.2", "-0.25"], "the box was rewritten while typed in"
     typed = (dragged[0], -0.25, dragged[2])
     wait_for_yaws(page, typed, {"learned": ""}, timeout_s=90.0)
     assert [float(v) for v in read_inputs(page, ["target x (m)", "target y (m)", "target z (m)"])] == pytest.approx(
         typed
     )
-    print(f"typed y -0.25 key by key: the box said {said}; answers for it after {time.monotonic() - started:.1f} s")
+    print(
+        f"typed y -0.25 key by key in {typed_in_s:.1f} s: the box said {said}; the answers for it "
+        f"{time.monotonic() - typing - typed_in_s:.1f} s after the last key"
+    )
 
     before = {"learned": method_row(page, "learned predictor")[1]}
     for axis, value in zip("xyz", NEW_TARGET, strict=True):
