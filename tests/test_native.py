@@ -76,6 +76,7 @@ def test_missing_compiler_warns_and_falls_back(fresh_native, monkeypatch, tmp_pa
     assert kin(torch.zeros(kin.dof, dtype=torch.float64)).shape == (4, 4)
 
 
+@pytest.mark.slow
 def test_build_lands_atomically_in_its_cache(fresh_native, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert fresh_native.library() is not None
@@ -259,6 +260,7 @@ def _assert_kernels_work() -> None:
     torch.testing.assert_close(native.jt_x(jac_t, x), (jac_t * x.T).sum(1), rtol=0, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_a_corrupt_cached_library_is_rebuilt(fresh_native, monkeypatch, tmp_path, recwarn):
     library = _fresh_cache(monkeypatch, tmp_path)
     library.parent.mkdir(parents=True)
@@ -269,6 +271,7 @@ def test_a_corrupt_cached_library_is_rebuilt(fresh_native, monkeypatch, tmp_path
     assert not [w for w in recwarn if issubclass(w.category, RuntimeWarning)]
 
 
+@pytest.mark.slow
 def test_a_cached_library_without_every_kernel_is_rebuilt(fresh_native, monkeypatch, tmp_path):
     library = _fresh_cache(monkeypatch, tmp_path)
     library.parent.mkdir(parents=True)
@@ -293,6 +296,7 @@ def test_a_failed_rebuild_warns_and_falls_back(fresh_native, monkeypatch, tmp_pa
     assert kin(torch.zeros(kin.dof, dtype=torch.float64)).shape == (4, 4)
 
 
+@pytest.mark.slow
 def test_cc_may_carry_arguments(fresh_native, monkeypatch, tmp_path):
     compiler = shutil.which("cc") or shutil.which("gcc")
     if compiler is None:
@@ -303,6 +307,7 @@ def test_cc_may_carry_arguments(fresh_native, monkeypatch, tmp_path):
     _assert_kernels_work()
 
 
+@pytest.mark.slow
 def test_the_c_source_compiles_without_warnings(tmp_path):
     """The user build tolerates warnings; this check (run in CI) does not."""
     compiler = native._compiler()
