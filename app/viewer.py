@@ -73,7 +73,7 @@ class Viewer:
     def __init__(self, config: ViewerConfig) -> None:
         self.config = config
         self._loaded_model: tuple[str, int] | None = None  # the run's checkpoint answering as learned, if any
-        self._policy_names: dict[int, str] = {}  # the learned predictor's newest offer by version: what it is
+        self._offer_name: tuple[int, str] | None = None  # the learned predictor's newest offer: (version, what it is)
         self._trainer_seed: int | None = None  # the live trainer's seed last shown (a change is a Reset)
         self._picked_model: tuple[str, int] | None = None  # a model picked from the run: trainer snapshots wait
         self.server = viser.ViserServer(host=config.host, port=config.port)
@@ -346,7 +346,7 @@ class Viewer:
             self._picked_model = (method, seed)
             self.trainer.pause()
             self._model_version -= 1
-            self._policy_names = {self._model_version: f"{model_name(method, seed)} of the run"}
+            self._offer_name = (self._model_version, f"{model_name(method, seed)} of the run")
             self.board.offer_policy(
                 self._model_version, policy, busy=lambda: self.inference.signal.is_busy, key="learned"
             )
@@ -431,7 +431,8 @@ class Viewer:
         if offer is None:
             return None
         version, policy = offer
-        return policy, self._policy_names.get(version, f"snapshot v{version}")
+        named, name = self._offer_name or (None, "")
+        return policy, name if named == version else f"snapshot v{version}"
 
     def _snapshot(self, version: int, policy: YawPolicy) -> None:
         # A new snapshot refreshes the learned ghost but never cancels an answer being computed: while the
@@ -439,7 +440,7 @@ class Viewer:
         if self._picked_model is not None:
             return  # a model of the run answers as learned until the user picks the live trainer again
         status = self.trainer.status
-        self._policy_names = {version: f"live trainer: seed {status.seed}, step {status.step}"}  # the newest offer's
+        self._offer_name = (version, f"live trainer: seed {status.seed}, step {status.step}")
         self.board.offer_policy(version, policy, busy=lambda: self.inference.signal.is_busy)
 
     def _random_target(self) -> np.ndarray:
