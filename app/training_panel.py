@@ -2,11 +2,31 @@
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import viser
 import viser.uplot as uplot
 
 from app.trainer_worker import FAILED, RUNNING, TrainerStatus, TrainerWorker
+
+# What the curves cost the page. Each curve update is a whole new uPlot dataset that the browser decodes and draws;
+# sent at the status rate (4 Hz per trainer) with the full history (2,000 points), two trainers' curves flooded a page
+# drawn in software: its answers lagged the server by a minute after a few minutes. A curve is now sent at most every
+# CURVE_PERIOD_S (or at once when the trainer's state or seed changes), as at most CURVE_POINTS points, and only
+# when it changed.
+CURVE_PERIOD_S = 2.0
+CURVE_POINTS = 400
+
+
+def binned(x: np.ndarray, y: np.ndarray, points: int = CURVE_POINTS) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, y)`` as at most ``points`` points, each the mean of a run of consecutive samples (runs of equal length,
+    within one). Fewer samples than ``points`` come back unchanged."""
+    if len(x) <= points:
+        return x, y
+    edges = np.linspace(0, len(x), points + 1).round().astype(int)
+    counts = np.diff(edges)
+    return np.add.reduceat(x, edges[:-1]) / counts, np.add.reduceat(y, edges[:-1]) / counts
 
 
 def status_line(status: TrainerStatus, loss_format: str = ".3f") -> str:
@@ -71,6 +91,9 @@ class TrainingPanel:
                 title="validation success %",
                 aspect=2.2,
             )
+        self._curves_at = -np.inf  # time.monotonic() of the last curve update
+        self._curves_state: tuple[str, int] | None = None  # (state, seed) at the last curve update
+        self._sent: dict[str, tuple] = {}  # per curve: what its last update showed (length, first and last point)
         actions = {"Start": worker.start, "Pause": worker.pause, "Reset": worker.reset}
         buttons.on_click(lambda event: actions[event.target.value]())
 
@@ -86,7 +109,18 @@ class TrainingPanel:
     def show(self, status: TrainerStatus) -> None:
         self.state.content = status_line(status, self._loss_format)
         self.step.value = str(status.step)
+        now = time.monotonic()
+        if (status.state, status.seed) == self._curves_state and now - self._curves_at < CURVE_PERIOD_S:
+            return
+        self._curves_at, self._curves_state = now, (status.state, status.seed)
         if status.steps:
-            self.loss_plot.data = (np.asarray(status.steps, float), np.asarray(status.loss, float))
+            self._send("loss", self.loss_plot, status.steps, status.loss, 1.0)
         if status.val_steps:
-            self.val_plot.data = (np.asarray(status.val_steps, float), 100 * np.asarray(status.val_success, float))
+            self._send("validation", self.val_plot, status.val_steps, status.val_success, 100.0)
+
+    def _send(self, key: str, plot: viser.GuiUplotHandle, x: list, y: list, scale: float) -> None:
+        said = (len(x), x[0], x[-1], y[-1])
+        if self._sent.get(key) == said:
+            return
+        self._sent[key] = said
+        plot.data = binned(np.asarray(x, float), scale * np.asarray(y, float))

@@ -8,6 +8,7 @@ screenshot goes (default: the test's tmp_path); ``UPDATE_SCREENSHOT=1`` also cop
 
 from __future__ import annotations
 
+import contextlib
 import io
 import math
 import os
@@ -43,6 +44,7 @@ CHROMIUM_ARGS = [
 ]
 STARTUP_TIMEOUT_S = 45.0
 UI_TIMEOUT_MS = 30_000
+APP_LOGS: dict[str, Path] = {}  # a served page's URL -> the log its app writes (shown when a wait fails)
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # app.viewer.INITIAL_TARGET
 NEW_TARGET = (0.42, -0.28, 0.08)  # metres; radial yaw -33.7 deg
 # The methods whose ghosts are shown by default (app.methods), by their labels in the answers table.
@@ -104,6 +106,7 @@ def serve_app(request: pytest.FixtureRequest, tmp_path: Path, *args: str) -> str
             try:
                 with urllib.request.urlopen(match[1], timeout=2) as response:
                     if response.status == 200:
+                        APP_LOGS[match[1]] = log_path
                         return match[1]
             except OSError:
                 pass
@@ -180,8 +183,18 @@ def wait_for_yaws(page, target: tuple[float, float, float], before: dict[str, st
             said = read_inputs(page, ["target x (m)", "target y (m)", "target z (m)"])
             pytest.fail(
                 f"radial row {radial}, learned row {learned}; expected radial yaw {expected:.1f}; the boxes say {said}"
+                f"\n{what_the_app_said(page)}"
             )
         page.wait_for_timeout(100)
+
+
+def what_the_app_said(page) -> str:
+    """The page's warnings and errors and the end of its app's log: what a failed wait shows."""
+    body = page.evaluate("document.body.innerText")
+    warnings = [line for line in body.splitlines() if "⚠" in line or "rror" in line or "ailed" in line]
+    log = next((path for url, path in APP_LOGS.items() if page.url.startswith(url.rstrip("/"))), None)
+    tail = "" if log is None else log.read_text()[-3000:]
+    return "the page warns: " + ("; ".join(warnings) or "nothing") + f"\nthe app's log ends:\n{tail}"
 
 
 FRANKA_CAMERA = (CAMERA_POSITION, CAMERA_LOOK_AT, CAMERA_FOV_DEG)  # a scene's initial camera: eye, look-at, fov
@@ -269,24 +282,29 @@ def table_height_stays_while_idle(page) -> None:
     assert len(heights) == 1, f"the table's height changed while idle: {heights} px"
 
 
-def type_key_by_key(page, label: str, text: str) -> list[str]:
-    """Clear the box labelled ``label`` and type ``text`` one key at a time as a user does; returns what the box said
-    after each key. The scene's canvas is hidden meanwhile: headless Chromium draws it in software at seconds a frame,
-    and until a frame ends the page takes no key (with a GPU, keys are handled within a frame). Even so, on these
-    loaded cores the keys reach the server about a second apart, more than the pause that takes typed text: the case
-    where a box rewritten on that pause turned ``-0.25`` into ``0.1525``."""
-    box = page.locator(f"xpath={input_xpath(label)}")
+@contextlib.contextmanager
+def canvas_hidden(page):
+    """Hide the scene's canvas meanwhile: headless Chromium draws it in software at seconds a frame, and until a frame
+    ends the page takes no key (with a GPU, keys are handled within a frame)."""
     page.evaluate("document.querySelectorAll('canvas').forEach(c => c.style.visibility = 'hidden')")
     try:
-        box.evaluate("e => { e.focus(); e.select(); }")
-        page.keyboard.press("Backspace")
-        said = []
-        for key in text:
-            page.keyboard.press(key)
-            said.append(box.input_value())
-        return said
+        yield
     finally:
         page.evaluate("document.querySelectorAll('canvas').forEach(c => c.style.visibility = '')")
+
+
+def type_key_by_key(page, label: str, text: str) -> list[str]:
+    """Clear the box labelled ``label`` and type ``text`` one key at a time as a user does; returns what the box said
+    after each key. On these loaded cores the keys reach the server about a second apart, more than the pause that
+    takes typed text: the case where a box rewritten on that pause turned ``-0.25`` into ``0.1525``."""
+    box = page.locator(f"xpath={input_xpath(label)}")
+    box.evaluate("e => { e.focus(); e.select(); }")
+    page.keyboard.press("Backspace")
+    said = []
+    for key in text:
+        page.keyboard.press(key)
+        said.append(box.input_value())
+    return said
 
 
 def screenshot_path(tmp_path: Path) -> Path:
@@ -356,11 +374,15 @@ def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, 
     table_height_stays_while_idle(page)
 
     typing = time.monotonic()
-    said = type_key_by_key(page, "target y (m)", "-0.25")
+    typed = (dragged[0], -0.25, dragged[2])
+    with canvas_hidden(page):
+        said = type_key_by_key(page, "target y (m)", "-0.25")
     typed_in_s = time.monotonic() - typing
     assert said == ["-", "-0", "-0.", "-0.2", "-0.25"], "the box was rewritten while typed in"
-    typed = (dragged[0], -0.25, dragged[2])
-    wait_for_yaws(page, typed, {"learned": ""}, timeout_s=90.0)
+    # Measured under load (2 cores, software WebGL): the server had the keys within 4 s and sent the answers within
+    # a second, and the browser received them 6 s after the keys, but the page took them in 40-127 s later (the
+    # main thread blocked for 21 s at a stretch; frames of 2.6 s). The wait allows for that page.
+    wait_for_yaws(page, typed, {"learned": ""}, timeout_s=240.0)
     assert [float(v) for v in read_inputs(page, ["target x (m)", "target y (m)", "target z (m)"])] == pytest.approx(
         typed
     )
@@ -373,7 +395,7 @@ def test_grasp_target_drives_ghosts_and_trainer_advances(viewer_url: str, page, 
     for axis, value in zip("xyz", NEW_TARGET, strict=True):
         page.locator(f"xpath={input_xpath(f'target {axis} (m)')}").fill(str(value))
     # No Enter: the pause after the last box commits the three (tests/test_app_typing.py commits with Enter).
-    wait_for_yaws(page, NEW_TARGET, before)
+    wait_for_yaws(page, NEW_TARGET, before, timeout_s=90.0)
 
     assert [float(v) for v in read_inputs(page, ["target x (m)", "target y (m)", "target z (m)"])] == pytest.approx(
         NEW_TARGET

@@ -1,0 +1,73 @@
+"""The training panel's curves: sent at a rate and a size a page drawn in software can take in."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import viser
+from viewer_support import free_port
+
+from app import training_panel
+from app.trainer_worker import PAUSED, RUNNING, TrainerStatus
+from app.training_panel import CURVE_POINTS, TrainingPanel, binned
+
+
+class _Buttons:
+    def start(self) -> None: ...
+    def pause(self) -> None: ...
+    def reset(self) -> None: ...
+
+
+def _status(n: int, state: str = RUNNING, seed: int = 0) -> TrainerStatus:
+    steps = list(range(1, n + 1))
+    return TrainerStatus(
+        state=state,
+        step=n,
+        version=n // 10,
+        seed=seed,
+        steps=steps,
+        loss=[1.0 / s for s in steps],
+        val_steps=steps[49::50],
+        val_success=[0.5] * len(steps[49::50]),
+    )
+
+
+@pytest.fixture
+def panel():
+    server = viser.ViserServer(port=free_port(), verbose=False)
+    try:
+        yield TrainingPanel(server, _Buttons())
+    finally:
+        server.stop()
+
+
+def test_binned_keeps_short_curves_and_averages_long_ones() -> None:
+    x, y = np.arange(10.0), np.arange(10.0) ** 2
+    assert binned(x, y, 10)[0] is x
+    bx, by = binned(np.arange(1000.0), np.arange(1000.0), 7)
+    assert len(bx) == len(by) == 7
+    edges = np.linspace(0, 1000, 8).round().astype(int)
+    assert by == pytest.approx([np.arange(lo, hi).mean() for lo, hi in zip(edges[:-1], edges[1:], strict=True)])
+    assert np.all(np.diff(bx) > 0)
+
+
+def test_curves_are_thinned_and_throttled_but_state_changes_go_at_once(panel, monkeypatch) -> None:
+    now = [100.0]
+    monkeypatch.setattr(training_panel.time, "monotonic", lambda: now[0])
+    panel.show(_status(3000))
+    steps, loss = panel.loss_plot.data
+    assert len(steps) == CURVE_POINTS and steps[-1] == pytest.approx(np.arange(3001 - 8, 3001).mean())
+    assert len(panel.val_plot.data[0]) == 60  # few enough to go as they are
+    assert panel.step.value == "3000"
+
+    now[0] += 0.5  # within the curve period: the step moves, the curves wait
+    panel.show(_status(3100))
+    assert panel.step.value == "3100"
+    assert panel.loss_plot.data[0][-1] == steps[-1]
+
+    panel.show(_status(3100, state=PAUSED))  # a state change is shown at once
+    assert panel.loss_plot.data[0][-1] > steps[-1]
+
+    now[0] += training_panel.CURVE_PERIOD_S
+    panel.show(_status(3200, state=PAUSED, seed=1))
+    assert panel.loss_plot.data[0][-1] > 3100 - 8
