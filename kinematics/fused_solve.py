@@ -27,7 +27,7 @@ from kinematics.kernels import Kernel
 from kinematics.pose_error import POSE_ERROR, pose_error_batch_last
 from kinematics.rotations import NEAR_PI_COS, SMALL_SIN_SQ, rotation_tolerance
 
-# Indices into the settings list the fused kernels take (``native_kernels.h`` reads the first 14 by position;
+# Indices into the settings list the fused kernels take (``native/csrc/fused_ik.c`` reads the first 14 by position;
 # 1 and 2 are the rotation log's thresholds, which only the compiled kernels read from it).
 STEP, POSITION_TOL, ROTATION_TOL, INPUT_TOL, GROWTH, HOLD = 0, 3, 4, 5, 6, 7
 WEIGHTS, DAMPING, REVOLUTE_ONLY = slice(8, 14), 14, 15

@@ -10,7 +10,7 @@ Which implementation runs, decided here and nowhere else:
 - under forward-mode AD or a ``torch.func`` transform, or while autograd records a graph through a tensor
   argument: the reference (the compiled kernels have no tangents, batching rules or backward of their own; the
   layers' autograd Functions call kernels inside their forward and backward, where nothing is recorded);
-- while ``torch.compile`` traces: the kernel's ``torch.library`` custom op (``grasp_yaw_ik::<name>``), one opaque
+- while ``torch.compile`` traces: the kernel's ``torch.library`` custom op (``kinematics::<name>``), one opaque
   node whose shapes come from the reference run on fake tensors; the compiled graph calls the implementations
   below at run time;
 - otherwise the device's implementation, which may decline (``None``: another dtype, a shape it does not read, no
@@ -29,7 +29,7 @@ from torch._C import _functorch
 
 from kinematics.batch_last import transforms_active
 
-NAMESPACE = "grasp_yaw_ik"
+NAMESPACE = "kinematics"
 
 
 def _tensors(args: tuple) -> list[torch.Tensor]:

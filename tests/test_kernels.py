@@ -48,8 +48,8 @@ def test_torch_compile_runs_the_fused_solve_as_one_custom_op_forward_and_backwar
     expected.backward()
     torch.testing.assert_close(value, expected, rtol=0, atol=1e-12)
     torch.testing.assert_close(target.grad, eager_target.grad, rtol=0, atol=1e-10)
-    assert "grasp_yaw_ik.ik_solve_evaluate.default" in graph_targets  # the kernel, not its torch reference
-    assert "grasp_yaw_ik.ik_solve_vjp.default" in graph_targets
+    assert "kinematics.ik_solve_evaluate.default" in graph_targets  # the kernel, not its torch reference
+    assert "kinematics.ik_solve_vjp.default" in graph_targets
     assert "aten.sin.default" not in graph_targets  # no chain pass was traced as torch ops
 
 
@@ -172,4 +172,4 @@ def test_torch_compile_sees_the_tree_kernels_as_custom_ops():
     for got, want in zip(compiled, quantities(q), strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
     for name in ("tree_nodes", "tree_frames", "tree_frame_jacobian", "tree_com"):
-        assert f"grasp_yaw_ik.{name}.default" in graph_targets
+        assert f"kinematics.{name}.default" in graph_targets

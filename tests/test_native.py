@@ -1,10 +1,14 @@
 """The compiled kernels: equal to the torch pass on three robots in both dtypes, used where they should be and
 never where they cannot serve (broadcast or negative-view inputs, fake tensors, another default device, forward
-AD); a library that is missing, broken or incomplete is rebuilt, a missing compiler falls back to the torch pass
-with a warning, and the C source compiles without warnings."""
+AD); the installed library is loaded where it matches its sources and a stale one is not; a library that is
+missing, broken or incomplete is rebuilt, a missing compiler falls back to the torch pass with a warning, the C
+source compiles without warnings, and the ctypes signature table equals the C prototypes."""
 
+import re
 import shutil
 import subprocess
+import warnings
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,6 +16,7 @@ import torch
 from kinematics import DtypeDeviceMismatchError, SerialChainKinematics, ShapeError, native, pose_error
 from kinematics.batch_last import to_batch_last
 from kinematics.chain import FK_JACOBIAN
+from kinematics.native import build, signatures
 from kinematics.pose_error import pose_error_batch_last
 
 ROBOTS = {
@@ -21,10 +26,20 @@ ROBOTS = {
 }
 
 
+@pytest.fixture(scope="session")
+def shared_objects(tmp_path_factory):
+    """One folder of compiled units for the tests that build: each test's build compiles only what the previous
+    ones did not (a unit's object is named after its compiler, flags and sources)."""
+    return tmp_path_factory.mktemp("objects")
+
+
 @pytest.fixture
-def fresh_native(monkeypatch):
-    """Forget the loaded kernel so that a test can rebuild (or fail to build) it; restored afterwards."""
+def fresh_native(monkeypatch, tmp_path, shared_objects):
+    """Forget the loaded kernel and hide the installed library, so that a test can build (or fail to build) it
+    with the first-use fallback; restored afterwards."""
     monkeypatch.setattr(native, "_state", {})
+    monkeypatch.setattr(native, "INSTALLED", tmp_path / "not-installed" / build.LIBRARY)
+    monkeypatch.setattr(native, "_objects_dir", lambda: shared_objects)
     return native
 
 
@@ -60,7 +75,7 @@ def test_kernel_is_used_without_a_graph_and_never_with_one(panda_layer, monkeypa
 
 
 def test_disabled_kernel_runs_the_torch_pass(fresh_native, monkeypatch, panda_layer):
-    monkeypatch.setenv("GRASP_YAW_IK_NATIVE", "0")
+    monkeypatch.setenv("KINEMATICS_NATIVE", "0")
     assert fresh_native.library() is None
     kin = panda_layer(torch.float64)
     pose, jac = kin.fk_and_jacobian(torch.zeros(2, kin.dof, dtype=torch.float64))
@@ -80,8 +95,9 @@ def test_missing_compiler_warns_and_falls_back(fresh_native, monkeypatch, tmp_pa
 def test_build_lands_atomically_in_its_cache(fresh_native, monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert fresh_native.library() is not None
-    built = list((tmp_path / "grasp-yaw-ik").iterdir())
-    assert len(built) == 1 and built[0].name.startswith("chain-") and built[0].suffix == ".so"
+    built = list((tmp_path / "kinematics-native").iterdir())
+    assert len(built) == 1 and built[0].name.startswith("kinematics-") and built[0].suffix == ".so"
+    assert fresh_native.library_file() == built[0]
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
@@ -309,18 +325,122 @@ def test_cc_may_carry_arguments(fresh_native, monkeypatch, tmp_path):
 
 @pytest.mark.slow
 def test_the_c_source_compiles_without_warnings(tmp_path):
-    """The user build tolerates warnings; this check (run in CI) does not."""
+    """The user build tolerates warnings; this check (run in CI) does not: every unit, as the build compiles it."""
     compiler = native._compiler()
     if shutil.which(compiler[0]) is None:
         pytest.skip("no C compiler")
     strict = ("-Wall", "-Wextra", "-Werror")
-    command = [*compiler, *native._FLAGS, *strict, "-o", str(tmp_path / "k.so"), str(native.SOURCES[0]), "-lm"]
-    result = subprocess.run(command, capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr
+    build.build(tmp_path / "k.so", tmp_path / "objects", compiler, accept=native._load, extra_flags=strict)
 
 
 def test_the_c_sources_ship_as_package_data():
     tomllib = pytest.importorskip("tomllib")
-    with open(native.SOURCES[0].parents[1] / "pyproject.toml", "rb") as f:
-        package_data = tomllib.load(f)["tool"]["setuptools"]["package-data"]["kinematics"]
-    assert {source.name for source in native.SOURCES} <= set(package_data)
+    with open(build.CSRC.parents[2] / "pyproject.toml", "rb") as f:
+        package_data = tomllib.load(f)["tool"]["setuptools"]["package-data"]["kinematics.native"]
+    shipped = {p for pattern in package_data for p in build.CSRC.parent.glob(pattern)}
+    assert set(build.sources()) <= shipped
+    assert {build.CSRC / unit for unit in build.UNITS} <= set(build.sources())
+
+
+_C_TYPE_WORDS = {"void", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "const"}
+
+
+def _c_type(declaration: str) -> str:
+    """``const float *restrict x`` -> ``const float *``: the type's words, then its stars (name and ``restrict``
+    dropped)."""
+    tokens = [t for t in re.findall(r"\w+|\*", declaration) if t != "restrict"]
+    if len(tokens) > 1 and tokens[-1] not in _C_TYPE_WORDS and tokens[-1] != "*":
+        tokens = tokens[:-1]  # the parameter's name
+    return " ".join(tokens)
+
+
+def _prototypes(header: str) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """``name: (return type, argument types)`` of every prototype in a C header (comments and preprocessor lines
+    dropped)."""
+    text = re.sub(r"/\*.*?\*/", " ", header, flags=re.S)
+    text = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+    found = {}
+    for restype, name, params in re.findall(r"([\w\s*]+?)\s*\b(\w+)\s*\(([^)]*)\)\s*;", text):
+        assert name not in found, f"{name} declared twice"
+        argtypes = tuple(_c_type(p) for p in params.split(",") if p.strip() != "void")
+        found[name] = (_c_type(restype + " _"), argtypes)
+    return found
+
+
+def test_the_signature_table_equals_the_c_prototypes():
+    """signatures.py, what ctypes is told, against csrc/kernels.h, what the compiler checks every definition
+    against: the same functions, argument counts, argument types and return types."""
+    declared = _prototypes((build.CSRC / "kernels.h").read_text())
+    table = signatures.c_declarations()
+    assert sorted(table) == sorted(declared)
+    for name, (restype, argtypes) in table.items():
+        c_restype, c_argtypes = declared[name]
+        assert len(argtypes) == len(c_argtypes), (
+            f"{name}: {len(argtypes)} arguments in the table, {len(c_argtypes)} in C"
+        )
+        for i, (ours, theirs) in enumerate(zip(argtypes, c_argtypes, strict=True)):
+            assert ours == theirs, f"{name}: argument {i} is {ours!r} in the table, {theirs!r} in C"
+        assert restype == c_restype, f"{name}: returns {restype!r} in the table, {c_restype!r} in C"
+
+
+def test_the_prototype_parser_sees_a_difference():
+    header = "/* x */\nlong f_float(long n, const float *restrict x, float *y);\nvoid g(void);\n"
+    assert _prototypes(header) == {"f_float": ("long", ("long", "const float *", "float *")), "g": ("void", ())}
+    assert _prototypes(header.replace("float *y", "double *y"))["f_float"][1][2] == "double *"
+
+
+def test_the_loaded_functions_carry_the_table_s_signatures():
+    lib = native.library()
+    if lib is None:
+        pytest.skip("no compiled kernels here")
+    with pytest.raises(TypeError):
+        lib.jt_x_double(1, 2)  # too few arguments: refused, not a read of whatever the registers hold
+    assert lib.qp_adjoint_float.restype is signatures.ctypes.c_long
+    assert len(lib.qp_polish_double.argtypes) == len(signatures.KERNELS["qp_polish"][1])
+
+
+def test_the_installed_library_is_loaded_where_it_matches_its_sources(monkeypatch):
+    if not native.INSTALLED.exists():
+        pytest.skip("no installed library (pip install builds it)")
+    monkeypatch.setattr(native, "_state", {})
+    assert native.library() is not None
+    assert native.library_file() == native.INSTALLED
+    assert native.library().kinematics_native_source_hash().decode() == build.source_hash()
+    _assert_kernels_work()
+
+
+def test_a_stale_installed_library_is_not_loaded(fresh_native, monkeypatch, tmp_path):
+    """Sources edited after the install (their hash differs from the library's): the sources are built instead."""
+    installed = Path(native.__file__).with_name(build.LIBRARY)  # (fresh_native hides it)
+    if not installed.exists():
+        pytest.skip("no installed library (pip install builds it)")
+    monkeypatch.setattr(fresh_native, "INSTALLED", installed)
+    monkeypatch.setattr(build, "source_hash", lambda: "edited-since-the-install")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert fresh_native.library() is not None
+    assert fresh_native.library_file().parent == tmp_path / "kinematics-native"
+    assert fresh_native.library().kinematics_native_source_hash() == b"edited-since-the-install"
+    _assert_kernels_work()
+
+
+def test_the_former_environment_variable_still_works_with_a_deprecation_warning(fresh_native, monkeypatch):
+    monkeypatch.delenv("KINEMATICS_NATIVE", raising=False)
+    monkeypatch.setenv("GRASP_YAW_IK_NATIVE", "0")
+    with pytest.warns(DeprecationWarning, match="KINEMATICS_NATIVE"):
+        assert fresh_native.library() is None
+    monkeypatch.setenv("KINEMATICS_NATIVE", "1")  # the new name wins, silently
+    monkeypatch.setattr(fresh_native, "_state", {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert fresh_native._enabled()
+
+
+def test_a_compiler_without_openmp_builds_without_it(tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler")
+    wrapper = tmp_path / "cc-without-openmp"
+    wrapper.write_text(f'#!/bin/sh\nfor a in "$@"; do [ "$a" = -fopenmp ] && exit 1; done\nexec {cc} "$@"\n')
+    wrapper.chmod(0o755)
+    assert build.openmp_flags([str(wrapper)]) == ()
+    assert build.openmp_flags([cc]) in ((), (build.OPENMP,))

@@ -17,7 +17,7 @@ import torch
 
 REPO = Path(__file__).resolve().parents[2]
 # Environment variables that change what is measured; a set one is written in front of the command.
-SETTINGS = ("GRASP_YAW_IK_NATIVE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "CC")
+SETTINGS = ("KINEMATICS_NATIVE", "GRASP_YAW_IK_NATIVE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "CC")
 
 
 def git_commit() -> str:

@@ -1,8 +1,8 @@
-/* The compiled CPU kernels of kinematics.native: the chain pass (FK + Jacobian), the DLS step's products, the pose
-   error and the closed-form backward passes, each once for float and once for double (native_kernels.h).
-
-   Users build it with the flags in kinematics/native.py; the test suite also compiles it with
-   -Wall -Wextra -Werror. */
+/* What every unit of the kinematics native library shares: the C headers, the macros that select the x86-64-v3
+   clones, vectorisation and inlining hints, and the OpenMP row split (or its one-thread stand-in). The kernels
+   themselves are written once per floating-point type through per_type.h. */
+#ifndef KINEMATICS_NATIVE_COMMON_H
+#define KINEMATICS_NATIVE_COMMON_H
 #include <math.h>
 #include <stdlib.h>
 
@@ -82,31 +82,4 @@
     } while (0)
 
 #define FABS_DOUBLE fabs
-
-#define REAL float
-#define KERNEL(name) name##_float
-#define SQRT sqrtf
-#define SIN sinf
-#define COS cosf
-#define ATAN2 atan2f
-#define FABS fabsf
-#define QP_LANES 8 /* rows per tile of qp_ipm: one AVX2 vector */
-#include "native_kernels.h"
-#undef REAL
-#undef KERNEL
-#undef SQRT
-#undef SIN
-#undef COS
-#undef ATAN2
-#undef FABS
-#undef QP_LANES
-
-#define REAL double
-#define KERNEL(name) name##_double
-#define SQRT sqrt
-#define SIN sin
-#define COS cos
-#define ATAN2 atan2
-#define FABS fabs
-#define QP_LANES 4
-#include "native_kernels.h"
+#endif

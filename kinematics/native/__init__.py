@@ -1,16 +1,25 @@
 """Compiled CPU kernels for the chain pass (FK + Jacobian, batch-last), the DLS step's products, the pose error and
-the closed-form backward passes, built from ``native_kernels.c`` with the system C compiler.
+the closed-form backward passes, the fused DLS solve, the kinematic tree, the support polygon's hull and solve_qp:
+the C library built from ``csrc/`` (one unit per domain; ``csrc/kernels.h`` declares what it exports and
+``signatures.py`` the same to ctypes).
 
 The torch pass in ``kinematics.chain`` is about 90 small torch calls per evaluation; at batch 1024 most of its
 time is dispatch. This kernel does the same arithmetic in one call: one loop over the joints and, inside, a loop
 over the batch that the compiler vectorises (an x86-64-v3 clone, AVX2 and FMA, is dispatched at load time where the
-CPU has it; the QP kernels let the compiler fuse a product and a sum, the others keep ISO rounding).
+CPU has it; the QP units let the compiler fuse a product and a sum, the others keep ISO rounding).
 It computes the same quantities from the same buffers; the tests compare the two paths and Pinocchio.
 
-It is built once per source, flags, compiler, machine and OS into ``$XDG_CACHE_HOME/grasp-yaw-ik`` (``~/.cache``
-by default); a cached library that does not load, or lacks a kernel, is rebuilt once. ``CC`` names the compiler
-and may carry arguments (``CC="ccache gcc"``). Without a working compiler (or with ``GRASP_YAW_IK_NATIVE=0``)
-the torch ops run instead, with a warning saying why.
+Which library is loaded, at first use:
+
+1. the one ``pip install`` built beside this file (``libkinematics_native.so``, ``setup.py``), where it loads and
+   was built from the sources beside it (the source hash it records equals theirs: in a developer checkout edited
+   since its install it does not);
+2. else a build of the sources with the system C compiler into ``$XDG_CACHE_HOME/kinematics-native``
+   (``~/.cache`` by default), once per source, flags, compiler, machine and OS, each unit's object kept so that
+   an edit recompiles that unit only (``build.py``); a cached library that does not load, or lacks a kernel, is
+   rebuilt once. ``CC`` names the compiler and may carry arguments (``CC="ccache gcc"``);
+3. else (no working compiler, or ``KINEMATICS_NATIVE=0``) none: the torch ops run instead, with a warning saying
+   why.
 
 Each wrapper below is a CPU implementation of a ``kinematics.kernels.Kernel`` and returns ``None`` (the kernel then
 runs its torch reference) unless ``_kernel`` accepts every tensor:
@@ -22,12 +31,8 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import hashlib
 import os
-import platform
-import shlex
 import subprocess
-import tempfile
 import threading
 import warnings
 from collections.abc import Callable, Iterator
@@ -36,30 +41,14 @@ from pathlib import Path
 import torch
 
 from kinematics.batch_last import transforms_active
+from kinematics.native import build, signatures
 from kinematics.rotations import NEAR_PI_COS, SMALL_SIN_SQ
 
-SOURCES = (Path(__file__).with_name("native_kernels.c"), Path(__file__).with_name("native_kernels.h"))
-_FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99", "-fopenmp")
-# left out of a second build where the compiler has no OpenMP: the row-parallel kernels then run on one thread
-_OPENMP = "-fopenmp"
-_LIBRARIES = ("-lm",)
+INSTALLED = Path(__file__).with_name(build.LIBRARY)  # built by setup.py (pip install), absent in a plain checkout
+ENVIRONMENT = "KINEMATICS_NATIVE"  # "0": no compiled kernels
+_DEPRECATED_ENVIRONMENT = "GRASP_YAW_IK_NATIVE"  # its former name, honoured (with a DeprecationWarning) until 0.2
 _SUFFIX = {torch.float32: "float", torch.float64: "double"}
-_POINTERS = {"fk_jacobian": 9, "gram": 4, "jt_x": 3, "chain_vjp": 7}  # after (dof, n)
-_WITH_THRESHOLDS = ("pose_error", "pose_error_vjp")  # (n, 5 pointers, small_sin_sq, near_pi_cos)
-# KinematicTree's kernels: (number of long arguments, number of pointers), longs first.
-_TREE = {"tree_nodes": (4, 8), "tree_frames": (6, 4), "tree_frame_jacobian": (7, 8), "tree_com": (8, 11)}
-# The support polygon's hull edges: (n, k, p), 6 pointers.
-_HULL = {"hull_edges": (3, 6)}
-# solve_qp's kernels (batch-first), each splitting its rows over an OpenMP team of `threads`: (nb, threads, n, m_eq,
-# m_in, iterations, P's row stride), 17 pointers; (nb, threads, n, m_eq, m_in, steps, refinements, P's row stride),
-# 19 pointers; its backward: (nb, threads, n, m_eq, m_in, refinements, P's row stride), 11 pointers
-_QP = {"qp_ipm": (7, 17), "qp_polish": (8, 19), "qp_adjoint": (7, 11)}
-# The fused DLS solve (kinematics.ik), its rows split over an OpenMP team of `threads`: (dof, n, threads, iterations,
-# clamp), then pointers; they return 0 (the evaluating solve: its count of rows with invalid inputs), or -1 where
-# their scratch could not be allocated.
-_IK = {"ik_solve": (5, 11), "ik_solve_evaluate": (5, 14), "ik_solve_vjp": (5, 13)}
-_RETURNS_CODE = (*_IK, "qp_adjoint")  # 0, or -1 where the kernel could not allocate its scratch
-_TREE_TILE = 32  # TREE_TILE in native_kernels.h: the scratch the Jacobian kernels need per row
+_TREE_TILE = 32  # TREE_TILE in csrc/tree.c: the scratch the Jacobian kernels need per row
 _PLAIN = frozenset({torch.Tensor, torch.nn.Parameter})  # subclasses (FakeTensor, ...) may have no memory
 _CPU = torch.device("cpu")
 _lock = threading.Lock()
@@ -67,62 +56,62 @@ _state: dict[str, object] = {}
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "grasp-yaw-ik"
+    return build.cache_dir()
 
 
 def _compiler() -> list[str]:
-    return shlex.split(os.environ.get("CC") or "cc") or ["cc"]
+    return build.compiler()
 
 
 def library_path(compiler: list[str]) -> Path:
     """The cached library for this source, these flags, this compiler version, machine and OS."""
-    version = subprocess.run([*compiler, "--version"], capture_output=True, text=True, check=True).stdout
-    identity = [source.read_text() for source in SOURCES]
-    identity += [" ".join(_FLAGS), version, platform.machine(), platform.system()]
-    key = hashlib.sha256("\n".join(identity).encode()).hexdigest()[:16]
-    return _cache_dir() / f"chain-{key}.so"
+    return _cache_dir() / f"kinematics-{build.cache_key(compiler)}.so"
 
 
 def _load(path: Path) -> ctypes.CDLL:
-    """Open ``path`` and declare every kernel's signature; ``OSError`` if it does not load or lacks a kernel."""
+    """Open ``path`` and declare every function's signature (``signatures.py``); ``OSError`` if it does not load
+    or lacks a function."""
     lib = ctypes.CDLL(str(path))
-    for suffix, real in (("float", ctypes.c_float), ("double", ctypes.c_double)):
-        signatures = {name: [ctypes.c_long, ctypes.c_long] + [ctypes.c_void_p] * k for name, k in _POINTERS.items()}
-        signatures.update({name: [ctypes.c_long] + [ctypes.c_void_p] * 5 + [real, real] for name in _WITH_THRESHOLDS})
-        longs_first = {**_TREE, **_HULL, **_QP}
-        signatures.update({name: [ctypes.c_long] * i + [ctypes.c_void_p] * k for name, (i, k) in longs_first.items()})
-        signatures.update({name: [ctypes.c_long] * i + [ctypes.c_void_p] * k for name, (i, k) in _IK.items()})
-        for name, argtypes in signatures.items():
-            try:
-                function = getattr(lib, f"{name}_{suffix}")
-            except AttributeError as exc:
-                raise OSError(f"{path} has no {name}_{suffix}") from exc
-            function.argtypes, function.restype = argtypes, ctypes.c_long if name in _RETURNS_CODE else None
+    for name, (restype, argtypes) in signatures.ctypes_declarations().items():
+        try:
+            function = getattr(lib, name)
+        except AttributeError as exc:
+            raise OSError(f"{path} has no {name}") from exc
+        function.argtypes, function.restype = argtypes, restype
     return lib
 
 
+def _objects_dir() -> Path:
+    """Where the fallback build keeps each unit's object (``build.py``): an edit recompiles only its unit."""
+    return _cache_dir() / "objects"
+
+
 def _compile(compiler: list[str], library: Path) -> ctypes.CDLL:
-    library.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=library.parent) as scratch:
-        built = Path(scratch) / "chain.so"
-        command = [*compiler, *_FLAGS, "-o", str(built), str(SOURCES[0]), *_LIBRARIES]
-        result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            command.remove(_OPENMP)
-            result = subprocess.run(command, capture_output=True, text=True)
-        if result.returncode != 0:
-            raise OSError(f"{shlex.join(compiler)} failed: {result.stderr.strip()[:500]}")
-        # Loaded under its own name: the dynamic loader would answer a second open of the cache path with a
-        # handle it already holds for that path (a rejected library's).
-        lib = _load(built)
-        os.replace(built, library)  # atomic: a concurrent build of the same key writes the same bytes
+    return build.build(library, _objects_dir(), compiler, accept=_load)
+
+
+def _installed() -> ctypes.CDLL | None:
+    """The library ``pip install`` built, where it loads and records the hash of the sources beside it (or they
+    are not there to compare); else ``None``."""
+    if not INSTALLED.exists():
+        return None
+    try:
+        lib = _load(INSTALLED)
+    except OSError:  # foreign, truncated, or from before a kernel was added: the sources are built instead
+        return None
+    if build.CSRC.is_dir() and lib.kinematics_native_source_hash().decode() != build.source_hash():
+        return None  # stale: the sources were edited since the install
     return lib
 
 
 def _build() -> ctypes.CDLL:
+    lib = _installed()
+    if lib is not None:
+        _state["path"] = INSTALLED
+        return lib
     compiler = _compiler()
     library = library_path(compiler)
+    _state["path"] = library
     if library.exists():
         try:
             return _load(library)
@@ -134,9 +123,21 @@ def _build() -> ctypes.CDLL:
 def _functions(lib: ctypes.CDLL) -> dict[tuple[str, torch.dtype], Callable]:
     return {
         (name, dtype): getattr(lib, f"{name}_{suffix}")
-        for name in (*_POINTERS, *_WITH_THRESHOLDS, *_TREE, *_HULL, *_QP, *_IK)
+        for name in signatures.KERNELS
         for dtype, suffix in _SUFFIX.items()
     }
+
+
+def _enabled() -> bool:
+    value = os.environ.get(ENVIRONMENT)
+    if value is None and _DEPRECATED_ENVIRONMENT in os.environ:
+        warnings.warn(
+            f"{_DEPRECATED_ENVIRONMENT} is deprecated and will be removed; set {ENVIRONMENT} instead",
+            DeprecationWarning,
+            stacklevel=4,
+        )
+        value = os.environ[_DEPRECATED_ENVIRONMENT]
+    return value != "0"
 
 
 def library() -> ctypes.CDLL | None:
@@ -144,10 +145,11 @@ def library() -> ctypes.CDLL | None:
     with _lock:
         if "lib" not in _state:
             lib = None
-            if os.environ.get("GRASP_YAW_IK_NATIVE", "1") != "0":
+            if _enabled():
                 try:
                     lib = _build()
                 except (OSError, subprocess.SubprocessError) as exc:
+                    _state.pop("path", None)
                     warnings.warn(
                         f"the compiled chain kernel is unavailable ({exc}); FK and Jacobians run as torch ops, "
                         "several times slower at large batches",
@@ -156,6 +158,11 @@ def library() -> ctypes.CDLL | None:
                     )
             _state["lib"], _state["functions"] = lib, {} if lib is None else _functions(lib)
         return _state["lib"]
+
+
+def library_file() -> Path | None:
+    """Where the loaded kernels came from: ``INSTALLED``, a build in the cache, or ``None`` (none loaded)."""
+    return _state.get("path") if library() is not None else None
 
 
 @contextlib.contextmanager
