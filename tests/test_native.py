@@ -409,6 +409,7 @@ def test_the_installed_library_is_loaded_where_it_matches_its_sources(monkeypatc
     _assert_kernels_work()
 
 
+@pytest.mark.slow
 def test_a_stale_installed_library_is_not_loaded(fresh_native, monkeypatch, tmp_path):
     """Sources edited after the install (their hash differs from the library's): the sources are built instead."""
     installed = Path(native.__file__).with_name(build.LIBRARY)  # (fresh_native hides it)
