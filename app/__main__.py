@@ -18,6 +18,7 @@ import learning.threads  # noqa: F401  (first: passive OpenMP waiting, before to
 from app.config import ViewerConfig
 from app.g1_scene import launch_g1
 from app.viewer import exposure_notice, launch
+from assets import MissingAssetError
 from kinematics.errors import ProjectError
 
 
@@ -47,7 +48,7 @@ def main() -> int:
     torch.set_num_threads(config.threads)
     try:
         viewer = launch_g1(config) if config.robot == "g1" else launch(config)
-    except (ProjectError, RuntimeError) as exc:
+    except (ProjectError, MissingAssetError, RuntimeError) as exc:
         print(f"python -m app: error: {exc}", file=sys.stderr)
         return 2
     exposure = exposure_notice(config.host)

@@ -188,6 +188,6 @@ class BodySolver:
 
 def convex_hull(points: np.ndarray) -> np.ndarray:
     """``(h, 2)`` the convex hull's vertices of ``points`` ``(n, 2)``, counter-clockwise (scipy's Qhull; the layer's
-    own hull, ``kinematics.wholebody.support_polygon``, gives the edges' normals and offsets, not an outline)."""
+    own hull, ``kinematics.wholebody.constraints.support_polygon``, gives the edges' normals and offsets, not an outline)."""
     points = np.asarray(points, dtype=float)
     return points[scipy.spatial.ConvexHull(points).vertices]

@@ -3,7 +3,7 @@
 the project."""
 
 from assets.description import RobotDescription, SoleContact
-from assets.errors import MissingAssetError, ProjectError
+from assets.errors import MissingAssetError
 from assets.example_robot_data import resolve_package_uri, robot_file
 from assets.franka import PANDA, PANDA_TOP_DOWN_REACH, TopDownReach
 from assets.g1 import G1
@@ -16,7 +16,6 @@ __all__ = [
     "PANDA_TOP_DOWN_REACH",
     "ROBOTS",
     "MissingAssetError",
-    "ProjectError",
     "RobotDescription",
     "SoleContact",
     "TopDownReach",

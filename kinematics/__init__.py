@@ -1,7 +1,5 @@
 """Batched, differentiable kinematics of serial chains in PyTorch: FK, geometric Jacobian and DLS IK."""
 
-from kinematics.box_qp import solve_box_qp
-from kinematics.chain import JointSpec, SerialChainKinematics
 from kinematics.errors import (
     CheckpointMismatchError,
     ConfigError,
@@ -10,7 +8,6 @@ from kinematics.errors import (
     InvalidQuaternionError,
     InvalidTargetError,
     LinkNotFoundError,
-    MissingAssetError,
     MissingInertialError,
     NonFiniteError,
     NotAChainError,
@@ -19,13 +16,15 @@ from kinematics.errors import (
     UnsupportedTransformError,
     URDFError,
 )
-from kinematics.ik import DifferentiableIKCfg, DifferentiableIKLayer, IKResult
-from kinematics.layer import KinematicsLayer
-from kinematics.pose_error import pose_error
-from kinematics.qp import INFEASIBLE, NOT_CONVERGED, SOLVED, QPSolution, solve_qp
-from kinematics.r9 import r9_to_se3, se3_to_r9, singularity_margin
-from kinematics.rotations import make_transform, se3_exp_left, skew, so3_exp, so3_log, transform_inverse
-from kinematics.tree import KinematicTree, TreeState
+from kinematics.ik.box_qp import solve_box_qp
+from kinematics.ik.layer import DifferentiableIKCfg, DifferentiableIKLayer, IKResult
+from kinematics.lie.pose_error import pose_error
+from kinematics.lie.r9 import r9_to_se3, se3_to_r9, singularity_margin
+from kinematics.lie.rotations import make_transform, se3_exp_left, skew, so3_exp, so3_log, transform_inverse
+from kinematics.model.chain import JointSpec, SerialChainKinematics
+from kinematics.model.kinematics_layer import KinematicsLayer
+from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.qp.solve import INFEASIBLE, NOT_CONVERGED, SOLVED, QPSolution, solve_qp
 
 __all__ = [
     "CheckpointMismatchError",
@@ -42,7 +41,6 @@ __all__ = [
     "KinematicTree",
     "KinematicsLayer",
     "LinkNotFoundError",
-    "MissingAssetError",
     "MissingInertialError",
     "NonFiniteError",
     "NOT_CONVERGED",

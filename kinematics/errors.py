@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-# The base and the missing-asset error live in assets (the package that imports none of the others); re-exported.
-from assets.errors import MissingAssetError, ProjectError  # noqa: F401
+
+class ProjectError(Exception):
+    """Base class of every error the library raises on purpose (``assets.MissingAssetError``, raised by the robot
+    data package, which imports no other package of the project, is a ``FileNotFoundError`` instead)."""
 
 
 class URDFError(ProjectError, ValueError):

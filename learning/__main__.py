@@ -22,9 +22,10 @@ import time
 from pathlib import Path
 
 import learning.threads  # noqa: F401  (before torch)
-from kinematics.benchmark.provenance import provenance, provenance_line
+from assets import MissingAssetError
 from kinematics.errors import ProjectError
 from learning.analysis import analysis_markdown, write_analysis
+from learning.benchmark.provenance import provenance, provenance_line
 from learning.config import PRESETS, preset
 from learning.counterweight import cli as counterweight
 from learning.distribution import distribution_check, distribution_markdown
@@ -89,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             if not path.is_file():
                 raise ProjectError(f"{path} does not exist; run `python -m learning evaluate --run {args.run}`")
             print(render_markdown(json.loads(path.read_text())))
-    except ProjectError as exc:
+    except (ProjectError, MissingAssetError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     return 0

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
-from kinematics.benchmark.provenance import provenance, provenance_line
 from learning.baselines import ik_layer, teacher
+from learning.benchmark.provenance import provenance, provenance_line
 from learning.checkpoints import load_checkpoint
 from learning.config import ExperimentCfg
 from learning.evaluation import policy_chooser

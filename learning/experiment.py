@@ -17,9 +17,9 @@ from pathlib import Path
 import torch
 from tqdm import tqdm
 
-from kinematics.benchmark.provenance import provenance
 from kinematics.errors import ConfigError
 from learning.baselines import ik_layer, teacher
+from learning.benchmark.provenance import provenance
 from learning.checkpoints import load_checkpoint
 from learning.config import ExperimentCfg
 from learning.evaluation import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import statistics
 
-from kinematics.benchmark.provenance import provenance_line
+from learning.benchmark.provenance import provenance_line
 from learning.scoring import METRICS
 from learning.splits import TEST_SPLITS
 

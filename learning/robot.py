@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 import assets
-from kinematics import KinematicsLayer, MissingAssetError, SerialChainKinematics
+from assets import MissingAssetError
+from kinematics import KinematicsLayer, SerialChainKinematics
 
 
 def franka_kinematics(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> KinematicsLayer:

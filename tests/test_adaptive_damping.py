@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from kinematics import ConfigError, DifferentiableIKCfg, DifferentiableIKLayer, native
-from kinematics.benchmark.problem import NEAR_SEED, OPT_IN_SETTINGS, ik_problem, panda_layer
+from learning.benchmark.problem import NEAR_SEED, OPT_IN_SETTINGS, ik_problem, panda_layer
 
 OPT_IN = OPT_IN_SETTINGS
 

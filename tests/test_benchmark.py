@@ -1,4 +1,4 @@
-"""Smoke test of ``python -m kinematics.benchmark --quick``: both suites, in-process, valid results."""
+"""Smoke test of ``python -m learning.benchmark --quick``: both suites, in-process, valid results."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from optional_dependencies import require_module
 
 require_module("pytorch_kinematics", "pip install pytorch-kinematics, or the bench or dev extra")
 
-from kinematics.benchmark import main  # noqa: E402
-from kinematics.benchmark.constrained_suite import NEAR_LIMITS  # noqa: E402
-from kinematics.benchmark.problem import NEAR_SEED, TARGET_KINDS  # noqa: E402
+from learning.benchmark import main  # noqa: E402
+from learning.benchmark.constrained_suite import NEAR_LIMITS  # noqa: E402
+from learning.benchmark.problem import NEAR_SEED, TARGET_KINDS  # noqa: E402
 
 
 def _positive(x) -> bool:
@@ -119,7 +119,7 @@ def test_constrained_suite_reports_modes_and_gradient_agreement(results):
 def test_wholebody_targets_read_one_runs_numbers():
     """The whole-body suite's targets table: each target from the row it names, met or not by its threshold, not
     measured where the run lacks the row."""
-    from kinematics.benchmark.wholebody_suite import goals, markdown
+    from learning.benchmark.wholebody_suite import goals, markdown
 
     def row(batch, op, method, per_row_us):
         return {"batch": batch, "op": op, "method": method, "median_s": per_row_us * 1e-6 * batch,

@@ -6,7 +6,7 @@ import torch
 
 from kinematics import native
 from kinematics.batch_last import to_batch_last
-from kinematics.dls_step import _damped_least_squares, dls_step
+from kinematics.ik.dls_step import _damped_least_squares, dls_step
 
 F64 = torch.float64
 
@@ -82,7 +82,7 @@ def test_dls_step_backward_passes_gradcheck_and_equals_autograd(panda_layer, nee
 def _rotation_batch(n: int, seed: int) -> torch.Tensor:
     """``(3, 3, n)`` float64 matrices covering every branch of the log: generic, below the small-sine threshold,
     near and exactly at pi, the identity, and rotations perturbed off SO(3) (an ambient derivative)."""
-    from kinematics.rotations import so3_exp
+    from kinematics.lie.rotations import so3_exp
 
     gen = torch.Generator().manual_seed(seed)
     w = torch.randn(n, 3, generator=gen, dtype=F64)
@@ -99,7 +99,7 @@ def _rotation_batch(n: int, seed: int) -> torch.Tensor:
 
 
 def test_log_vjp_equals_autograd_through_the_formula_on_every_branch():
-    from kinematics.rotations import so3_log_matrix_first, so3_log_matrix_first_vjp
+    from kinematics.lie.rotations import so3_log_matrix_first, so3_log_matrix_first_vjp
 
     r = _rotation_batch(400, 4).requires_grad_(True)
     out = so3_log_matrix_first(r)
@@ -110,8 +110,8 @@ def test_log_vjp_equals_autograd_through_the_formula_on_every_branch():
 
 def test_pose_error_backward_passes_gradcheck_and_equals_autograd(kernels):
     from kinematics.batch_last import matmul
-    from kinematics.pose_error import pose_error_batch_last
-    from kinematics.rotations import so3_log_matrix_first
+    from kinematics.lie.pose_error import pose_error_batch_last
+    from kinematics.lie.rotations import so3_log_matrix_first
 
     gen = torch.Generator().manual_seed(6)
     reached = _rotation_batch(48, 7)
@@ -135,7 +135,7 @@ def test_pose_error_backward_passes_gradcheck_and_equals_autograd(kernels):
 def _forward_ad_cases(kin, pr2):
     """Each public function with float64 inputs inside its smooth region: ``(function, inputs)``."""
     from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, pose_error
-    from kinematics.pose_error import pose_error_batch_last
+    from kinematics.lie.pose_error import pose_error_batch_last
 
     q = _configs(kin, 3, 9).requires_grad_(True)
     q_pr2 = torch.full((2, pr2.dof), 0.1, dtype=F64).requires_grad_(True)

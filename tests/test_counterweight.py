@@ -15,7 +15,7 @@ import torch
 
 import assets
 from kinematics.errors import CheckpointMismatchError, ConfigError
-from kinematics.r9 import singularity_margin
+from kinematics.lie.r9 import singularity_margin
 from learning.__main__ import main as learning_main
 from learning.counterweight.checkpoints import load_policy
 from learning.counterweight.config import PRESETS, CounterweightCfg, ExperimentCfg

@@ -1,4 +1,4 @@
-"""The fused DLS solve (``kinematics.fused_solve``): every iteration of ``step="clamp"`` in one compiled call,
+"""The fused DLS solve (``kinematics.ik.fused_solve``): every iteration of ``step="clamp"`` in one compiled call,
 forward and backward, against the torch ops it replaces (``native.disabled()``), gradcheck through it, and the
 cases that must take the torch ops instead."""
 
@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer, SerialChainKinematics, native
-from kinematics.benchmark.problem import DISTANT_SEED, NEAR_SEED, ik_problem, panda_layer
-from kinematics.fused_solve import IK_SOLVE, IK_SOLVE_EVALUATE, IK_SOLVE_VJP
+from kinematics.ik.fused_solve import IK_SOLVE, IK_SOLVE_EVALUATE, IK_SOLVE_VJP
+from learning.benchmark.problem import DISTANT_SEED, NEAR_SEED, ik_problem, panda_layer
 
 pytestmark = pytest.mark.skipif(native.library() is None, reason="no compiled kernels here")
 
@@ -93,7 +93,7 @@ def test_the_fused_backward_equals_the_torch_ops_and_passes_gradcheck(rows, monk
     seeds, targets = rows[NEAR_SEED][0][:3], rows[NEAR_SEED][1][:3]
 
     def solve(position, rotation_vector, seed):
-        from kinematics.rotations import so3_exp
+        from kinematics.lie.rotations import so3_exp
 
         T = targets.clone()
         T = torch.cat((torch.cat((so3_exp(rotation_vector) @ T[:, :3, :3], position[:, :, None]), -1), T[:, 3:]), -2)

@@ -33,8 +33,8 @@ from kinematics import (
     ShapeError,
     native,
 )
-from kinematics.benchmark.problem import targets_near_seeds_near_joint_centre, targets_near_seeds_near_ready_pose
-from kinematics.rotations import make_transform, se3_exp_left, so3_exp
+from kinematics.lie.rotations import make_transform, se3_exp_left, so3_exp
+from learning.benchmark.problem import targets_near_seeds_near_joint_centre, targets_near_seeds_near_ready_pose
 
 F64 = torch.float64
 DTYPES = pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=["float32", "float64"])
@@ -371,7 +371,7 @@ def test_iterations_follow_the_dls_update(panda64, ready_pose, cfg):
 
 def test_each_iteration_computes_fk_and_jacobian_once(panda64, monkeypatch):
     """Counted at the chain pass's kernel (``FK_JACOBIAN``), whichever implementation answers it."""
-    from kinematics.chain import FK_JACOBIAN
+    from kinematics.model.chain import FK_JACOBIAN
 
     targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 4, seed=8)
     calls = []

@@ -1,4 +1,4 @@
-"""The one dispatch point (``kinematics.kernels``): which implementation answers a kernel call, ``torch.compile``
+"""The one dispatch point (``kinematics.native.kernel``): which implementation answers a kernel call, ``torch.compile``
 seeing each kernel as one custom op (forward and backward), an implementation added for a device in one place,
 and the torch references equal to the compiled kernels."""
 
@@ -9,9 +9,9 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, native
-from kinematics.benchmark.problem import NEAR_SEED, ik_problem, panda_layer
-from kinematics.chain import FK_JACOBIAN
-from kinematics.fused_solve import IK_SOLVE_EVALUATE, IK_SOLVE_VJP, settings
+from kinematics.ik.fused_solve import IK_SOLVE_EVALUATE, IK_SOLVE_VJP, settings
+from kinematics.model.chain import FK_JACOBIAN
+from learning.benchmark.problem import NEAR_SEED, ik_problem, panda_layer
 
 needs_kernels = pytest.mark.skipif(native.library() is None, reason="no compiled kernels here")
 

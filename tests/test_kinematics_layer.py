@@ -15,7 +15,7 @@ from kinematics import (
     ProjectError,
     ShapeError,
 )
-from kinematics.rotations import make_transform, so3_exp
+from kinematics.lie.rotations import make_transform, so3_exp
 
 F64 = torch.float64
 CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")

@@ -15,9 +15,9 @@ import torch
 
 from kinematics import DtypeDeviceMismatchError, SerialChainKinematics, ShapeError, native, pose_error
 from kinematics.batch_last import to_batch_last
-from kinematics.chain import FK_JACOBIAN
+from kinematics.lie.pose_error import pose_error_batch_last
+from kinematics.model.chain import FK_JACOBIAN
 from kinematics.native import build, signatures
-from kinematics.pose_error import pose_error_batch_last
 
 ROBOTS = {
     "panda": ("panda_urdf", "panda_link0", "panda_hand_tcp"),
@@ -116,8 +116,8 @@ def test_dls_products_equal_their_torch_form(dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_pose_error_kernel_equals_the_torch_formula(dtype):
     from kinematics.batch_last import matmul
-    from kinematics.pose_error import pose_error_batch_last
-    from kinematics.rotations import so3_exp
+    from kinematics.lie.pose_error import pose_error_batch_last
+    from kinematics.lie.rotations import so3_exp
 
     gen = torch.Generator().manual_seed(12)
     w = torch.randn(64, 3, generator=gen, dtype=torch.float64)
@@ -153,7 +153,7 @@ def test_mixed_dtypes_never_reach_the_kernel(panda_layer):
 
 def _rotations(n: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """``(3, 3, n)`` rotations and ``(3, n)`` positions, float64, batch-last."""
-    from kinematics.rotations import so3_exp
+    from kinematics.lie.rotations import so3_exp
 
     gen = torch.Generator().manual_seed(seed)
     rot = so3_exp(torch.randn(n, 3, generator=gen, dtype=torch.float64)).permute(1, 2, 0).contiguous()

@@ -22,8 +22,8 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer, ProjectError, native, pose_error
 from kinematics.batch_last import to_batch_last
-from kinematics.dls_step import DAMPED_GRAM, TRANSPOSED_PRODUCT, dls_step
-from kinematics.pose_error import pose_error_batch_last
+from kinematics.ik.dls_step import DAMPED_GRAM, TRANSPOSED_PRODUCT, dls_step
+from kinematics.lie.pose_error import pose_error_batch_last
 
 F32, F64 = torch.float32, torch.float64
 CASES = 600

@@ -19,7 +19,7 @@ from kinematics import (
     UnsupportedTransformError,
     solve_qp,
 )
-from kinematics.benchmark.qp_suite import SIZES, random_qps, reference, relative_error, to_torch
+from learning.benchmark.qp_suite import SIZES, random_qps, reference, relative_error, to_torch
 
 PER_SIZE = 30  # 8 sizes x 30 = 240 feasible QPs
 
@@ -307,7 +307,7 @@ def test_float32_backward_matches_float64():
 @pytest.mark.parametrize("size", [(7, 2, 4), (12, 0, 6), (35, 12, 28), (15, 0, 20), (35, 18, 8)])
 def test_compiled_interior_point_equals_torch_ops(size, batch):
     from kinematics import native
-    from kinematics.qp import _ipm_reference, flatten_problem
+    from kinematics.qp.solve import _ipm_reference, flatten_problem
 
     if native.library() is None:
         pytest.skip("no compiled kernels here")
@@ -419,7 +419,7 @@ def test_a_few_bounds_fixed_after_a_free_step_equal_the_reference_and_proxsuite(
 
 
 def _final_active_set(problem: dict):
-    from kinematics.qp import _config, _run
+    from kinematics.qp.solve import _config, _run
 
     t = to_torch(problem)
     cfg = _config(torch.float64)
@@ -435,7 +435,7 @@ def test_compiled_adjoint_equals_torch_reference(size, kind):
     complement, the dense LU where they fail) against its LU reference on SOLVED rows (refined to the original
     system), INFEASIBLE ones (the elastic system), semidefinite Hessians and contradictory bounds."""
     from kinematics import native
-    from kinematics.qp import _adjoint_reference
+    from kinematics.qp.solve import _adjoint_reference
 
     if native.library() is None:
         pytest.skip("no compiled kernels here")

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from kinematics import InvalidTargetError, NonFiniteError, ProjectError, ShapeError
-from kinematics.ik import pose_error
-from kinematics.rotations import (
+from kinematics.ik.layer import pose_error
+from kinematics.lie.rotations import (
     make_transform,
     se3_exp_left,
     skew,

@@ -8,15 +8,15 @@ from optional_dependencies import require_module
 
 import assets
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, InvalidTargetError
-from kinematics.benchmark import peers
-from kinematics.benchmark.problem import (
+from kinematics.lie.rotations import FLOAT32_GEOMETRY_TOLERANCE
+from learning.benchmark import peers
+from learning.benchmark.problem import (
     targets_away_from_seeds_near_limits,
     targets_near_seeds_in_joint_box,
     targets_near_seeds_near_joint_centre,
     targets_near_seeds_near_ready_pose,
     targets_with_distant_seeds_in_joint_box,
 )
-from kinematics.rotations import FLOAT32_GEOMETRY_TOLERANCE
 
 N = 4000
 GENERATORS = [

@@ -19,7 +19,7 @@ from kinematics import (
     ShapeError,
     URDFError,
 )
-from kinematics.rotations import so3_log
+from kinematics.lie.rotations import so3_log
 
 G1 = "example-robot-data/robots/g1_description/urdf/g1_29dof_rev_1_0.urdf"
 

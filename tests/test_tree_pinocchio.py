@@ -215,8 +215,8 @@ def test_manifold_jacobians_match_pinocchio(g1_free_flyer):
 def test_a_payload_moves_the_com_as_pinocchio_says():
     # 4 kg held 3 cm in front of the G1's right hand: added to the link's inertial here, to Pinocchio's joint
     # inertia (through the frame's placement) there
-    from kinematics.payload import with_payload
-    from kinematics.urdf_tree import describe_tree
+    from kinematics.model.payload import with_payload
+    from kinematics.model.urdf import describe_tree
 
     text = robot_file(G1).read_text()
     point = np.array([0.03, 0.0, -0.01])

@@ -174,7 +174,7 @@ def test_compiled_hull_edges_equal_the_torch_reference(dtype) -> None:
     """The compiled hull test against its torch reference: random corners, two feet apart, collinear corners
     (one side of several points is one edge) and coincident ones."""
     from kinematics import native
-    from kinematics.wholebody.support_polygon import _hull_edges_reference
+    from kinematics.wholebody.constraints.support_polygon import _hull_edges_reference
 
     if native.library() is None:
         pytest.skip("no compiled kernels here")

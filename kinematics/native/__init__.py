@@ -3,7 +3,7 @@ the closed-form backward passes, the fused DLS solve, the kinematic tree, the su
 the C library built from ``csrc/`` (one unit per domain; ``csrc/kernels.h`` declares what it exports and
 ``signatures.py`` the same to ctypes).
 
-The torch pass in ``kinematics.chain`` is about 90 small torch calls per evaluation; at batch 1024 most of its
+The torch pass in ``kinematics.model.chain`` is about 90 small torch calls per evaluation; at batch 1024 most of its
 time is dispatch. This kernel does the same arithmetic in one call: one loop over the joints and, inside, a loop
 over the batch that the compiler vectorises (an x86-64-v3 clone, AVX2 and FMA, is dispatched at load time where the
 CPU has it; the QP units let the compiler fuse a product and a sum, the others keep ISO rounding).
@@ -21,7 +21,7 @@ Which library is loaded, at first use:
 3. else (no working compiler, or ``KINEMATICS_NATIVE=0``) none: the torch ops run instead, with a warning saying
    why.
 
-Each wrapper below is a CPU implementation of a ``kinematics.kernels.Kernel`` and returns ``None`` (the kernel then
+Each wrapper below is a CPU implementation of a ``kinematics.native.kernel.Kernel`` and returns ``None`` (the kernel then
 runs its torch reference) unless ``_kernel`` accepts every tensor:
 plain CPU strided tensors of one float32/float64 dtype with exactly the shapes the C code reads, no autograd
 graph recorded through them, no forward-mode AD level, ``torch.func`` transform or dispatch mode active.
@@ -41,8 +41,8 @@ from pathlib import Path
 import torch
 
 from kinematics.batch_last import transforms_active
+from kinematics.lie.rotations import NEAR_PI_COS, SMALL_SIN_SQ
 from kinematics.native import build, signatures
-from kinematics.rotations import NEAR_PI_COS, SMALL_SIN_SQ
 
 INSTALLED = Path(__file__).with_name(build.LIBRARY)  # built by setup.py (pip install), absent in a plain checkout
 ENVIRONMENT = "KINEMATICS_NATIVE"  # "0": no compiled kernels
@@ -226,7 +226,7 @@ def fk_jacobian(
     """``q`` ``(dof, B)``; ``local`` ``(dof, 4, 3, 4)``: each joint's constant, sine, versine and slide blocks;
     ``revolute`` ``(dof,)`` 1/0; ``end`` ``(3, 4)`` -> TCP rotation ``(3, 3, B)``, position ``(3, B)`` and the
     transposed Jacobian ``(dof, 6, B)`` (``(0, 6, B)`` without ``with_jacobian``), or ``None``
-    (``kinematics.chain.FK_JACOBIAN``; the kernel reads ``revolute`` itself)."""
+    (``kinematics.model.chain.FK_JACOBIAN``; the kernel reads ``revolute`` itself)."""
     if q.ndim != 2:
         return None
     dof, n = q.shape
@@ -304,7 +304,7 @@ def pose_error_vjp(
 def chain_vjp(
     rot: torch.Tensor, jac_t: torch.Tensor, grad_rot: torch.Tensor, grad_pos: torch.Tensor, grad_jac: torch.Tensor
 ) -> torch.Tensor | None:
-    """``(dof, B)``: the revolute chain's closed-form backward (``kinematics.chain_gradient``), or ``None``."""
+    """``(dof, B)``: the revolute chain's closed-form backward (``kinematics.model.chain_gradient``), or ``None``."""
     if jac_t.ndim != 3:
         return None
     dof, _, n = jac_t.shape
@@ -353,7 +353,7 @@ def ik_solve(
     """Every iteration of the DLS solve in one call per thread, batch-last: ``q0`` ``(dof, B)`` the projected
     seed, the target rotation ``(3, 3, B)`` and position ``(3, B)`` -> the final iterate ``(dof, B)``, or
     ``None``. ``inputs = [local (dof, 4, 3, 4), revolute (dof,), end (3, 4), damping_sq (6, 6), lower (dof,),
-    upper (dof,)]``; ``params``: the settings list of ``kinematics.fused_solve``."""
+    upper (dof,)]``; ``params``: the settings list of ``kinematics.ik.fused_solve``."""
     if q0.ndim != 2:
         return None
     dof, n = q0.shape
@@ -454,7 +454,7 @@ def ik_solve_vjp(
 
 
 # ------------------------------------------------------------------------------------------- KinematicTree
-# The tree's kernels (kinematics.tree_kernels): nodes are ``(m + 1, 3, 4, B)`` batch-last (slot 0 the base). Index
+# The tree's kernels (kinematics.model.tree_kernels): nodes are ``(m + 1, 3, 4, B)`` batch-last (slot 0 the base). Index
 # arguments are the tree's own int64 buffers; ``_indices`` checks them like ``_kernel`` checks the real ones.
 
 
@@ -623,7 +623,7 @@ def qp_ipm(
     elastic: float,
     prox: float,
 ) -> tuple[torch.Tensor, ...] | None:
-    """``kinematics.qp._ipm`` on flat batch-first ``(nb, ...)`` tensors: ``(x, y, z, s, zu, su, zl, sl)``, or
+    """``kinematics.qp.solve._ipm`` on flat batch-first ``(nb, ...)`` tensors: ``(x, y, z, s, zu, su, zl, sl)``, or
     ``None``. The batch is split over ``torch.get_num_threads()`` OpenMP threads (ctypes releases the GIL), each solving
     its rows a tile of ``QP_LANES`` at a time."""
     if q.ndim != 2 or A.ndim != 3 or G.ndim != 3:
@@ -655,7 +655,7 @@ def qp_polish(
     tolerance: float,
     infeasibility_tolerance: float,
 ) -> tuple[torch.Tensor, ...] | None:
-    """``kinematics.qp._solve``'s active-set polish and status tests on flat batch-first tensors: ``problem`` =
+    """``kinematics.qp.solve._solve``'s active-set polish and status tests on flat batch-first tensors: ``problem`` =
     ``(P, q, A, b, G, h, lb, ub)``, ``interior`` = the interior point's ``(z, s, zu, su, zl, sl)``. Returns
     ``(sol, w, flags, rows)``: ``sol (nb, n + m_eq + m_in)`` = ``[x; y; z]``, the signed bound multipliers
     ``w (nb, n)``, ``flags (nb, m_in + 2 n)`` = active inequalities, fixed at ``ub``, fixed at ``lb`` (0 / 1),
@@ -693,7 +693,7 @@ def qp_adjoint(
     refinements: int,
     elastic: float,
 ) -> tuple[torch.Tensor, ...] | None:
-    """``kinematics.qp``'s adjoint solve on flat batch-first tensors: the final active set ``flags (nb, m_in + 2 n)``
+    """``kinematics.qp.solve``'s adjoint solve on flat batch-first tensors: the final active set ``flags (nb, m_in + 2 n)``
     (as ``qp_polish`` writes it), ``exact (nb,)`` (1 where the original system's point was kept), the upstream
     gradient ``g (nb, n)``. Returns ``(ls, lx, ly, lz)`` (``(nb, n)``, ``(nb, n)``, ``(nb, m_eq)``, ``(nb, m_in)``),
     or ``None``."""

@@ -21,10 +21,10 @@ from dataclasses import dataclass
 
 import torch
 
-from kinematics.qp import SOLVED, solve_qp
-from kinematics.tree import KinematicTree, TreeState
-from kinematics.wholebody.constraint import Constraint
-from kinematics.wholebody.task import Task
+from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.qp.solve import SOLVED, solve_qp
+from kinematics.wholebody.constraints.constraint import Constraint
+from kinematics.wholebody.tasks.task import Task
 
 _WORK = torch.float64  # solve_qp's working precision
 

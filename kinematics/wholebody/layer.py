@@ -33,12 +33,12 @@ from kinematics.errors import (
     ShapeError,
     UnsupportedTransformError,
 )
-from kinematics.tree import KinematicTree
+from kinematics.model.tree import KinematicTree
 from kinematics.wholebody.cascade import cascade_step
-from kinematics.wholebody.com_task import ComTask
-from kinematics.wholebody.constraint import Constraint
-from kinematics.wholebody.posture_task import PostureTask
-from kinematics.wholebody.task import Task
+from kinematics.wholebody.constraints.constraint import Constraint
+from kinematics.wholebody.tasks.com import ComTask
+from kinematics.wholebody.tasks.posture import PostureTask
+from kinematics.wholebody.tasks.task import Task
 
 GRADIENTS = ("unrolled", "implicit")
 
@@ -94,7 +94,7 @@ class WholeBodyIKCfg:
 class WholeBodyIKResult:
     """A solve's outcome. ``q`` ``(..., nq)``; per task name: ``residuals`` (its error ``(..., size)`` at ``q``)
     and ``success`` ``(...)``; per constraint name: ``violations`` ``(...)`` (0 when it holds); the last step's
-    ``level_status`` ``(..., n_levels)`` (``kinematics.qp`` statuses), ``active_inequalities`` and
+    ``level_status`` ``(..., n_levels)`` (``kinematics.qp.solve`` statuses), ``active_inequalities`` and
     ``active_bounds``."""
 
     q: torch.Tensor

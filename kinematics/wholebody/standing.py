@@ -2,27 +2,47 @@
 
 Every contact of the description (its feet) is held at its pose in the seed; the centre of mass stays inside the
 support polygon of their sole corners; joint limits hold; the first level moves the hands (frame tasks); the
-second keeps the rest of the body near the reference posture. The robot comes as data (``assets``): nothing
-here names a robot.
+second keeps the rest of the body near the reference posture. The robot comes as data (any object with the
+``StandingRobot`` fields, such as ``assets.G1``): nothing here names a robot.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
-from assets import RobotDescription
 from kinematics.errors import ConfigError
-from kinematics.tree import KinematicTree
-from kinematics.wholebody.constraint import Constraint
-from kinematics.wholebody.contact import Contact
-from kinematics.wholebody.frame_task import FrameTask
+from kinematics.model.tree import KinematicTree
+from kinematics.wholebody.constraints.constraint import Constraint
+from kinematics.wholebody.constraints.contact import Contact
+from kinematics.wholebody.constraints.limits import ConfigurationLimit, StepLimit
+from kinematics.wholebody.constraints.support_polygon import ComInSupportPolygon
 from kinematics.wholebody.layer import WholeBodyIKCfg, WholeBodyIKLayer
-from kinematics.wholebody.limits import ConfigurationLimit, StepLimit
-from kinematics.wholebody.posture_task import PostureTask
-from kinematics.wholebody.support_polygon import ComInSupportPolygon
+from kinematics.wholebody.tasks.frame import FrameTask
+from kinematics.wholebody.tasks.posture import PostureTask
+
+
+class Sole(Protocol):
+    """A foot: its link and the corners of its sole in that link's frame (metres)."""
+
+    link: str
+    corners: Sequence[Sequence[float]]
+
+
+class StandingRobot(Protocol):
+    """What a standing problem reads of a robot description: its name, named frames (role -> link), its feet by
+    role, its reference posture by joint name and the base height at which it stands in that posture."""
+
+    name: str
+    frames: Mapping[str, str]
+    contacts: Mapping[str, Sole]
+    standing_base_height: float | None
+
+    @property
+    def posture(self) -> Mapping[str, float]: ...
 
 
 @dataclass(frozen=True)
@@ -35,7 +55,7 @@ class StandingProblem:
     fixed_targets: dict[str, torch.Tensor]
 
 
-def standing_configuration(tree: KinematicTree, robot: RobotDescription) -> torch.Tensor:
+def standing_configuration(tree: KinematicTree, robot: StandingRobot) -> torch.Tensor:
     """``(nq,)``: the base at the description's standing height, the joints at its reference posture."""
     if not tree.floating_base or robot.standing_base_height is None:
         raise ConfigError(f"{robot.name} is not a standing robot (no floating base or standing height)")
@@ -48,7 +68,7 @@ def standing_configuration(tree: KinematicTree, robot: RobotDescription) -> torc
 
 def standing_problem(
     tree: KinematicTree,
-    robot: RobotDescription,
+    robot: StandingRobot,
     hands: Sequence[str] = ("right_hand",),
     margin: float = 0.02,
     hand_position_cost: float = 1.0,

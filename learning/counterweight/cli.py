@@ -7,8 +7,8 @@ import sys
 import time
 from pathlib import Path
 
-from kinematics.benchmark.provenance import provenance, provenance_line
 from kinematics.errors import ProjectError
+from learning.benchmark.provenance import provenance, provenance_line
 from learning.counterweight.config import preset
 from learning.counterweight.distribution import distribution_check
 from learning.counterweight.experiment import build_problem, evaluate_run, train_run

@@ -18,8 +18,8 @@ from pathlib import Path
 import torch
 
 import assets
-from kinematics.benchmark.provenance import provenance
 from kinematics.errors import ConfigError
+from learning.benchmark.provenance import provenance
 from learning.counterweight.checkpoints import load_policy, save_policy
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.distribution import distribution_check

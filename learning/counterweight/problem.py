@@ -15,7 +15,7 @@ centre of mass past the toes or the heels. Three layers share the tree:
 A policy sets the body targets in one of two parameterisations (``BODY_PARAMETERISATIONS``):
 
 - ``"r9"`` (the paper's): an offset ``(..., 18)`` added to the rest targets' R^9 coordinates
-  (``kinematics.r9``): the pelvis pose (translation, then the rotation's first two columns: 9), the torso
+  (``kinematics.lie.r9``): the pelvis pose (translation, then the rotation's first two columns: 9), the torso
   orientation (its rotation's first two columns: 6; the task has no position rows) and the free hand's position
   (3), all in the world frame, then mapped to SE(3) by Gram-Schmidt. Each 3-vector block of the offset is at most
   ``CounterweightCfg.offset_bound`` long (``bound_offsets``).
@@ -31,11 +31,11 @@ from dataclasses import dataclass
 import torch
 
 from assets import RobotDescription
-from kinematics.payload import with_payload
-from kinematics.r9 import r9_to_se3, se3_to_r9
-from kinematics.rotations import make_transform, so3_exp
-from kinematics.tree import KinematicTree
-from kinematics.urdf_tree import describe_tree
+from kinematics.lie.r9 import r9_to_se3, se3_to_r9
+from kinematics.lie.rotations import make_transform, so3_exp
+from kinematics.model.payload import with_payload
+from kinematics.model.tree import KinematicTree
+from kinematics.model.urdf import describe_tree
 from kinematics.wholebody import (
     FrameTask,
     PostureTask,
@@ -44,9 +44,9 @@ from kinematics.wholebody import (
     WholeBodyIKResult,
     standing_configuration,
 )
-from kinematics.wholebody.contact import Contact
-from kinematics.wholebody.limits import ConfigurationLimit, StepLimit
-from kinematics.wholebody.support_polygon import ComInSupportPolygon
+from kinematics.wholebody.constraints.contact import Contact
+from kinematics.wholebody.constraints.limits import ConfigurationLimit, StepLimit
+from kinematics.wholebody.constraints.support_polygon import ComInSupportPolygon
 from learning.counterweight.config import CounterweightCfg
 
 BODY_TASKS = ("pelvis", "torso", "left_hand")

@@ -1,0 +1,1 @@
+"""Kinematic models read from a URDF: the serial chain and the kinematic tree, their kernels, the payload."""

@@ -1,0 +1,1 @@
+"""The batched, differentiable dense QP: the problem and its statuses, the solve, its kernels, its gradient."""

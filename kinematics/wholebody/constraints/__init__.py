@@ -1,0 +1,1 @@
+"""The whole-body layer's constraints: what every level of the cascade keeps."""

@@ -1,0 +1,45 @@
+"""What a whole-body constraint is: linear equalities, inequalities or bounds on the step, present at every level.
+
+The step ``dq`` is a tangent vector ``(..., nv)`` (the configuration moves to ``tree.integrate(q, dq)``). A
+constraint contributes any of ``A dq = b`` (``equality``), ``G dq <= h`` (``inequality``) and
+``lb <= dq <= ub`` (``bounds``), built at the current configuration, and says how far the configuration itself is
+from satisfying it (``violation``, in the constraint's unit, 0 when satisfied).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from kinematics.errors import ConfigError
+from kinematics.model.tree import KinematicTree, TreeState
+
+Linear = tuple[torch.Tensor, torch.Tensor]
+
+
+class Constraint:
+    """Base class; subclasses override what they contribute. ``needs_target``: the constraint reads
+    ``targets[name]`` (a contact's anchor pose)."""
+
+    needs_target = False
+    target_shape: tuple[int, ...] = ()
+
+    def __init__(self, name: str) -> None:
+        if not name or not isinstance(name, str):
+            raise ConfigError(f"a constraint needs a non-empty name, got {name!r}")
+        self.name = name
+
+    def equality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear | None:
+        return None
+
+    def inequality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear | None:
+        return None
+
+    def bounds(self, tree: KinematicTree, state: TreeState, q: torch.Tensor) -> Linear | None:
+        return None
+
+    def violation(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> torch.Tensor:
+        """``(...)`` how far ``q`` is from satisfying the constraint (0 when it does)."""
+        return q.new_zeros(q.shape[:-1])
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"

@@ -1,0 +1,105 @@
+"""The centre of mass over the support polygon: the convex hull of the contacts' sole corners on the ground,
+shrunk by a margin, as linear inequalities on the step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from itertools import combinations
+
+import torch
+
+from kinematics import native
+from kinematics.errors import ConfigError
+from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.native.kernel import Kernel
+from kinematics.wholebody.constraints.constraint import Constraint, Linear
+
+
+def _hull_edges_reference(xy: torch.Tensor, first: torch.Tensor, second: torch.Tensor):
+    """``HULL_EDGES``: the hull edges among the corner pairs ``(first, second)`` of the ground points ``xy``
+    ``(..., k, 2)``, gathered into ``k`` rows, the edges first (see ``ComInSupportPolygon``)."""
+    a, b = xy[..., first, :], xy[..., second, :]
+    along = b - a
+    length = along.norm(dim=-1, keepdim=True)
+    normal = torch.stack((along[..., 1], -along[..., 0]), -1) / length.clamp_min(1e-12)
+    side = torch.einsum("...pd,...kd->...pk", normal, xy) - (normal * a).sum(-1, keepdim=True)
+    tol = 1e-9 if xy.dtype == torch.float64 else 1e-5
+    on_line = side.abs() <= tol
+    t = ((xy[..., None, :, :] - a[..., :, None, :]) * along[..., :, None, :]).sum(-1) / length.square().clamp_min(1e-24)
+    between = (t >= -tol) & (t <= 1.0 + tol)
+    outward = ((side <= tol) & (~on_line | between)).all(-1)  # every corner behind the line: n points out
+    inward = ((side >= -tol) & (~on_line | between)).all(-1)  # every corner in front: flip n
+    edge = (outward | inward) & (length[..., 0] > tol)
+    normal = torch.where(inward[..., None] & ~outward[..., None], -normal, normal)
+    offset = (normal * a).sum(-1)
+    rows = torch.argsort((~edge).to(torch.int8), dim=-1, stable=True)[..., : xy.shape[-2]]  # the edges first
+    normal = normal.gather(-2, rows[..., None].expand(*rows.shape, 2))
+    return normal, offset.gather(-1, rows), edge.gather(-1, rows)
+
+
+HULL_EDGES = Kernel(
+    "hull_edges", "(Tensor xy, Tensor first, Tensor second) -> (Tensor, Tensor, Tensor)", _hull_edges_reference
+)
+HULL_EDGES.implement("cpu", native.hull_edges)
+
+# A row that is not a hull edge becomes ``0 dq <= INACTIVE``: always satisfied, never active, no infinity.
+INACTIVE = 1e3
+
+
+class ComInSupportPolygon(Constraint):
+    """Keep the ground projection of the centre of mass inside the support polygon, ``margin`` m from its edges.
+
+    ``soles``: frame -> its sole corners ``(k, 3)`` in that frame. At each step the corners are posed, projected
+    on the ground (x, y) and every pair of them is a candidate edge: a pair is an edge of the convex hull when
+    every other corner lies on one side of its line (corners on the line must lie between the two, so a side
+    with several collinear corners gives one edge). Edge ``n . c <= n . p - margin`` is linearised as
+    ``n . J_xy dq <= n . p - margin - n . c``. A hull of ``k_total`` corners has at most ``k_total`` edges, so
+    the edges are gathered into ``k_total`` rows, the rest inactive: the row count is fixed and nothing depends
+    on data in Python. (Two corners at one ground point could make one line count twice and push out an edge;
+    soles do not overlap.) The violation is how far the CoM lies outside the shrunk polygon (m).
+    """
+
+    def __init__(
+        self, soles: Mapping[str, Sequence[Sequence[float]]], margin: float = 0.0, name: str = "com_in_support"
+    ) -> None:
+        super().__init__(name)
+        if margin < 0:
+            raise ConfigError(f"{name}: margin must be >= 0, got {margin}")
+        self.soles = {frame: torch.as_tensor(corners, dtype=torch.float64) for frame, corners in soles.items()}
+        total = sum(c.shape[0] for c in self.soles.values())
+        if total < 3 or any(c.ndim != 2 or c.shape[1] != 3 for c in self.soles.values()):
+            raise ConfigError(f"{name}: needs at least 3 sole corners, each (x, y, z), got {total}")
+        self.margin = margin
+        pairs = torch.tensor(list(combinations(range(total), 2)))
+        self._first, self._second = pairs[:, 0].contiguous(), pairs[:, 1].contiguous()
+        self.size = total
+
+    def corners_xy(self, tree: KinematicTree, state: TreeState) -> torch.Tensor:
+        """Every sole corner on the ground, ``(..., k_total, 2)`` (world x, y)."""
+        points = []
+        for frame, corners in self.soles.items():
+            T_world_sole = tree.frame_pose(state, frame)
+            local = corners.to(T_world_sole.dtype).to(T_world_sole.device)
+            points.append(local @ T_world_sole[..., :3, :3].transpose(-1, -2) + T_world_sole[..., None, :3, 3])
+        return torch.cat(points, -2)[..., :2]
+
+    def edges(self, tree: KinematicTree, state: TreeState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Outward unit normals ``(..., k, 2)``, offsets ``(..., k)`` (``n . x <= offset`` inside the hull) and
+        which of the ``k`` rows (``k`` = the corner count) are hull edges ``(..., k)`` bool, edges first."""
+        return HULL_EDGES(self.corners_xy(tree, state), self._first, self._second)
+
+    def inequality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear:
+        normal, offset, edge = self.edges(tree, state)
+        com_xy = tree.center_of_mass(state)[..., :2]
+        J_xy = tree.com_jacobian(state)[..., :2, :]
+        G = normal @ J_xy  # (..., P, nv)
+        h = offset - self.margin - (normal * com_xy[..., None, :]).sum(-1)
+        G = torch.where(edge[..., None], G, torch.zeros_like(G))
+        h = torch.where(edge, h, torch.full_like(h, INACTIVE))
+        return G, h
+
+    def violation(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> torch.Tensor:
+        normal, offset, edge = self.edges(tree, state)
+        com_xy = tree.center_of_mass(state)[..., :2]
+        outside = (normal * com_xy[..., None, :]).sum(-1) - (offset - self.margin)
+        return torch.where(edge, outside, torch.full_like(outside, -INACTIVE)).amax(-1).clamp_min(0.0)

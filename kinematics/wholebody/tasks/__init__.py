@@ -1,0 +1,1 @@
+"""The whole-body layer's tasks: what a level of the cascade minimises."""

@@ -1,0 +1,64 @@
+"""What a whole-body task is: an error in task space and its Jacobian, weighted per row, with a gain.
+
+A task wants the step ``dq`` (a tangent vector, ``(..., nv)``; the configuration moves to
+``tree.integrate(q, dq)``) to satisfy ``J dq = gain * e``, where ``e`` is the task-space displacement from where
+the robot is to the target (target minus current, in the coordinates ``J`` maps into). In a QP level it enters as
+the least-squares term ``|W (J dq - gain e)|^2`` with ``W = diag(cost)``: costs are per row and carry units (a
+position row's cost is per metre, an orientation row's per radian), as mink's and pink's tasks do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+
+from kinematics.errors import ConfigError, ShapeError
+from kinematics.model.tree import KinematicTree, TreeState
+
+
+class Task:
+    """Base class. Subclasses set ``size`` and implement ``error`` and ``jacobian``.
+
+    Args:
+        name: how targets and results refer to the task (``targets[name]``, ``result.residuals[name]``).
+        cost: one weight per row (or one for all rows), non-negative.
+        gain: the fraction of the error one step removes, in ``(0, 1]``.
+    """
+
+    size: int
+    target_shape: tuple[int, ...]  # the trailing shape of the task's target
+
+    def __init__(self, name: str, cost: float | Sequence[float], gain: float = 1.0) -> None:
+        if not name or not isinstance(name, str):
+            raise ConfigError(f"a task needs a non-empty name, got {name!r}")
+        if not 0.0 < gain <= 1.0:
+            raise ConfigError(f"task {name!r}: gain must be in (0, 1], got {gain}")
+        weights = torch.as_tensor(cost, dtype=torch.float64).reshape(-1)
+        if weights.numel() == 1:
+            weights = weights.expand(self.size).clone()
+        if weights.numel() != self.size or bool((weights < 0).any()) or not bool(torch.isfinite(weights).all()):
+            raise ConfigError(
+                f"task {name!r}: cost must be one non-negative number or {self.size}, got {tuple(weights.tolist())}"
+            )
+        self.name, self.gain, self._cost = name, gain, weights
+
+    def cost(self, like: torch.Tensor) -> torch.Tensor:
+        """``(size,)`` row weights in ``like``'s dtype and device."""
+        return self._cost.to(like.dtype).to(like.device)
+
+    def check_target(self, target: torch.Tensor) -> None:
+        if not isinstance(target, torch.Tensor) or tuple(target.shape[-len(self.target_shape) :]) != self.target_shape:
+            shape = tuple(target.shape) if isinstance(target, torch.Tensor) else type(target).__name__
+            raise ShapeError(f"task {self.name!r}: its target must be (..., {self.target_shape}), got {shape}")
+
+    def error(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+        """``(..., size)``: target minus current, in task coordinates."""
+        raise NotImplementedError
+
+    def jacobian(self, tree: KinematicTree, state: TreeState, q: torch.Tensor) -> torch.Tensor:
+        """``(..., size, nv)``: how a step ``dq`` moves the task's current value (to first order)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r}, gain={self.gain})"

@@ -1,0 +1,205 @@
+"""Command line: parse options, run the suites, write ``<suite>.json`` and ``<suite>.md`` under ``--out``."""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import shlex
+import sys
+from pathlib import Path
+
+import torch
+
+from learning.benchmark import (
+    constrained_suite,
+    fk_suite,
+    goals,
+    ik_suite,
+    peers,
+    qp_suite,
+    report,
+    tree_suite,
+    wholebody_suite,
+)
+from learning.benchmark.config import DTYPES, BenchConfig
+from learning.benchmark.memory import MODES
+from learning.benchmark.provenance import cpu_name, provenance
+from learning.benchmark.timing import TimingPolicy
+
+QUICK_BATCHES = (1, 16)
+
+
+def _ints(text: str) -> tuple[int, ...]:
+    values = tuple(int(v) for v in text.split(",") if v.strip())
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers, got {text!r}")
+    return values
+
+
+def _dtypes(text: str) -> tuple[str, ...]:
+    values = tuple(v.strip() for v in text.split(",") if v.strip())
+    if not values or any(v not in DTYPES for v in values):
+        raise argparse.ArgumentTypeError(f"expected a comma-separated subset of {DTYPES}, got {text!r}")
+    return values
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m learning.benchmark", description=__doc__)
+    p.add_argument("--suite", choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "all"), default="all")
+    p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
+    p.add_argument("--quick", action="store_true", help="tiny batches and few repeats: a smoke test")
+    p.add_argument("--batches", type=_ints, help="batch sizes for both suites (default 1,64,1024,8192)")
+    p.add_argument("--fk-dtypes", type=_dtypes, default=DTYPES, help="default: float32,float64")
+    p.add_argument("--ik-dtypes", type=_dtypes, default=("float32",), help="default: float32")
+    p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: %(default)s)")
+    p.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's own choice)")
+    p.add_argument("--iterations", type=int, default=16, help="IK iterations (default: %(default)s)")
+    p.add_argument("--repeats", type=int, default=20, help="repeats per measurement (default: %(default)s)")
+    p.add_argument("--fk-budget", type=float, default=1.0, help="seconds per FK measurement before fewer repeats")
+    p.add_argument("--ik-budget", type=float, default=5.0, help="seconds per IK measurement before fewer repeats")
+    p.add_argument("--memory", choices=MODES, default="auto", help="CPU peak-memory method (default: %(default)s)")
+    p.add_argument("--pin-ik-max-batch", type=int, default=1024, help="largest batch for the Pinocchio IK loop")
+    p.add_argument("--seed", type=int, default=0)
+    return p
+
+
+def config_from_args(args: argparse.Namespace) -> BenchConfig:
+    quick = args.quick
+    batches = args.batches or (QUICK_BATCHES if quick else (1, 64, 1024, 8192))
+    repeats = min(args.repeats, 3) if quick else args.repeats
+    fk_timing = TimingPolicy(
+        min_repeats=repeats, budget_s=0.05 if quick else args.fk_budget, floor_repeats=min(3, repeats)
+    )
+    ik_timing = TimingPolicy(
+        min_repeats=repeats, budget_s=0.1 if quick else args.ik_budget, floor_repeats=min(3, repeats)
+    )
+    return BenchConfig(
+        fk_batches=batches,
+        ik_batches=batches,
+        fk_dtypes=args.fk_dtypes,
+        ik_dtypes=args.ik_dtypes,
+        device=args.device,
+        iterations=args.iterations,
+        seed=args.seed,
+        memory=args.memory,
+        pin_ik_max_batch=args.pin_ik_max_batch,
+        pin_single_calls=200 if quick else 2000,
+        fk_timing=fk_timing,
+        ik_timing=ik_timing,
+        quick=quick,
+    )
+
+
+def _loadavg() -> float | None:
+    try:
+        return round(os.getloadavg()[0], 2)
+    except OSError:
+        return None
+
+
+def _publish(out: Path, doc: dict, record: dict, render) -> None:
+    """Stamp ``doc`` with ``record`` (``meta``), write its JSON and markdown under ``out`` and print them."""
+    doc["meta"] = record
+    markdown = render(doc)
+    json_path, md_path = report.write_suite(out, doc, markdown)
+    print(markdown, flush=True)
+    print(f"wrote {json_path} and {md_path}", flush=True)
+
+
+def meta(cfg: BenchConfig, argv: list[str], load_start: float | None) -> dict:
+    device = torch.device(cfg.device)
+    return {
+        "argv": argv,
+        "provenance": provenance(shlex.join(["python", "-m", "learning.benchmark", *argv])),
+        "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu": f"{cpu_name()} ({os.cpu_count()} logical)",
+        "torch": torch.__version__,
+        "torch_threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (the OpenMP runtime's default)"),
+        "device": str(device) + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""),
+        "peer_versions": peers.versions(),
+        "iterations": cfg.iterations,
+        "seed": cfg.seed,
+        "quick": cfg.quick,
+        "fk_timing": vars(cfg.fk_timing) if hasattr(cfg.fk_timing, "__dict__") else None,
+        "ik_timing": vars(cfg.ik_timing) if hasattr(cfg.ik_timing, "__dict__") else None,
+        "loadavg_start": load_start,
+        "loadavg_end": _loadavg(),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the chosen suites; returns the process exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    threads = torch.get_num_threads()
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    try:
+        return _run(args, argv)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run(args: argparse.Namespace, argv: list[str]) -> int:
+    cfg = config_from_args(args)
+    if torch.device(cfg.device).type == "cuda" and not torch.cuda.is_available():
+        print("--device cuda was asked for but torch sees no CUDA device", file=sys.stderr)
+        return 2
+    print(
+        f"torch {torch.__version__}, torch.get_num_threads() = {torch.get_num_threads()}, device {cfg.device}",
+        flush=True,
+    )
+    for msg in peers.availability().values():
+        if msg:
+            print(f"warning: {msg}; its rows are skipped", file=sys.stderr)
+    suites = ("fk", "ik", "constrained", "tree") if args.suite == "all" else (args.suite,)
+    for suite in suites:
+        load = _loadavg()
+        if suite == "constrained":
+            doc = constrained_suite.run(
+                batch=16 if args.quick else 1024,
+                iteration_counts=(16, 24) if args.quick else (16, 32, 64, 128),
+                repeats=1 if args.quick else 5,
+                seed=args.seed,
+            )
+            _publish(args.out, doc, meta(cfg, argv, load), constrained_suite.markdown)
+            continue
+        if suite == "qp":
+            doc = qp_suite.run(
+                batches=args.batches or ((1, 16) if args.quick else (1, 64, 1024)),
+                dtypes=cfg.fk_dtypes,
+                timing=cfg.ik_timing,
+                seed=args.seed,
+                count=64 if args.quick else 1000,
+                infeasible_count=8 if args.quick else 100,
+            )
+            _publish(args.out, doc, meta(cfg, argv, load), qp_suite.markdown)
+            continue
+        if suite == "wholebody":
+            doc = wholebody_suite.run(
+                batches=args.batches or ((1, 4) if args.quick else (1, 64, 1024)),
+                iterations=4 if args.quick else 16,
+                full_solve_max_batch=4 if args.quick else 64,
+                memory_batch=2 if args.quick else 8,
+                dtype_name=cfg.fk_dtypes[0],
+                seed=args.seed,
+            )
+            _publish(args.out, doc, meta(cfg, argv, load), wholebody_suite.markdown)
+            continue
+        if suite == "tree":
+            doc = tree_suite.run(cfg.fk_batches, cfg.fk_dtypes, cfg.fk_timing, cfg.pin_ik_max_batch, args.seed)
+            _publish(args.out, doc, meta(cfg, argv, load), tree_suite.markdown)
+            continue
+        if suite == "fk":
+            doc = fk_suite.run(cfg)
+            doc["goals"] = goals.fk_goals(doc)
+        else:
+            doc = ik_suite.run(cfg)
+            doc["goals"] = goals.ik_goals(doc)
+        _publish(args.out, doc, meta(cfg, argv, load), report.fk_markdown if suite == "fk" else report.ik_markdown)
+    return 0

@@ -1,0 +1,249 @@
+"""The whole-body layer on the Unitree G1 standing and reaching with its right hand (two foot contacts, the CoM
+in the support polygon, one hand frame task, posture, joint and step limits; 35 velocity variables), beside
+pink's per-configuration solve loop on the closest problem pink can state.
+
+Measured per row: one cascade step (``WholeBodyIKLayer.step``: forward kinematics, the cascade, the integration;
+forward, and forward+backward), a solve of that one step through ``solve`` (the inputs checked and the result
+evaluated too), a full solve of ``iterations`` steps (forward; forward+backward unrolled; forward+backward
+implicit), and the peak resident memory of the implicit and unrolled backward at 16 and 128 iterations. pink's
+loop times ``pink.solve_ik`` alone, on a configuration whose kinematics pink computed once, before the loop.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import torch
+
+import assets
+from kinematics import KinematicTree
+from kinematics.wholebody import WholeBodyIKCfg, standing_problem
+from learning.benchmark import peers
+from learning.benchmark.goals import goal, ratio
+from learning.benchmark.memory import hwm_supported, rss_peak_delta_hwm
+from learning.benchmark.provenance import provenance_line
+from learning.benchmark.report import _table, fmt_time, fmt_x
+from learning.benchmark.timing import TimingPolicy, measure
+
+ROBOT = assets.G1
+HAND = "right_hand"
+METHODS = {
+    "step": "WholeBodyIKLayer.step: one strict-cascade step (hand level, posture level; contacts, polygon, limits as "
+    "constraints) of a flat batch: forward kinematics, the cascade's QPs, the integration; no graph",
+    "step+bwd": "the same step with autograd, then backward to the hand target",
+    "solve.1": "WholeBodyIKLayer.solve with one iteration: the step above, the inputs checked and the result evaluated "
+    "(forward kinematics again, every task's residual and success, every constraint's violation), no graph",
+    "solve": "a full solve of `iterations` steps, no graph",
+    "solve+bwd.unrolled": "the same with autograd through every step, then backward to the hand target",
+    "solve+bwd.implicit": "forward without a graph, backward by the implicit adjoint (one step's graph)",
+    "pink.loop": "pink.solve_ik (daqp) per configuration, one step: feet as frame tasks (pink has no equality "
+    "contacts), CoM task, hand frame task, posture, configuration limits; no support-polygon constraint",
+}
+
+
+def _log(msg: str) -> None:
+    print(f"[wholebody] {msg}", file=sys.stderr, flush=True)
+
+
+def _targets(problem, tree: KinematicTree, batch: int, seed: int) -> dict[str, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    T = tree.frame_pose(problem.q_stand, ROBOT.frames[HAND]).expand(batch, 4, 4).clone()
+    offset = torch.rand(batch, 3, generator=g, dtype=torch.float64) * torch.tensor([0.2, 0.2, 0.2]) - 0.1
+    T[:, :3, 3] += offset.to(T.dtype)
+    return {**problem.fixed_targets, HAND: T}
+
+
+def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool) -> dict:
+    layer, seed = problem.layer, problem.q_stand
+    one = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=1)).layer
+    flat = one._targets(targets, torch.Size([batch]))  # step() takes a flat batch: every target (batch, ...)
+    q = seed.expand(batch, seed.shape[-1]).contiguous()
+
+    def backward(model):
+        def run():
+            hand = targets[HAND].clone().requires_grad_(True)
+            with torch.enable_grad():
+                model.solve({**targets, HAND: hand}, seed).q.sum().backward()
+            return hand.grad
+
+        return run
+
+    def step_backward():
+        hand = flat[HAND].clone().requires_grad_(True)
+        with torch.enable_grad():
+            one.step(q, {**flat, HAND: hand})[0].sum().backward()
+        return hand.grad
+
+    fns = {"step": lambda: one.step(q, flat), "step+bwd": step_backward, "solve.1": lambda: one.solve(targets, seed)}
+    if not full_solve:
+        return fns
+    unrolled = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations)).layer
+    implicit = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations, gradient="implicit"))
+    fns["solve"] = lambda: unrolled.solve(targets, seed)
+    fns["solve+bwd.unrolled"] = backward(unrolled)
+    fns["solve+bwd.implicit"] = backward(implicit.layer)
+    return fns
+
+
+def _pink(tree: KinematicTree, problem, targets: dict, batch: int):
+    pin, pink = peers.load("pin"), __import__("pink")
+    from pink.tasks import ComTask, FrameTask, PostureTask
+
+    model = pin.buildModelFromUrdf(str(ROBOT.urdf_path()), pin.JointModelFreeFlyer())
+    q = problem.q_stand.double().numpy()
+    hands = targets[HAND].double().numpy()
+    tasks = [FrameTask(ROBOT.frames[HAND], position_cost=1.0, orientation_cost=0.0), ComTask(cost=1.0)]
+    tasks += [FrameTask(c.link, position_cost=100.0, orientation_cost=100.0) for c in ROBOT.contacts.values()]
+    tasks.append(PostureTask(cost=1e-2))
+    configuration = pink.Configuration(model, model.createData(), q)
+    for task in tasks[2:]:
+        task.set_target_from_configuration(configuration)
+    tasks[1].set_target_from_configuration(configuration)
+
+    def loop():
+        for row in range(batch):
+            tasks[0].set_target(pin.SE3(hands[row]))
+            pink.solve_ik(configuration, tasks, 1.0, solver="daqp", damping=0.05**2)
+
+    return loop
+
+
+def _memory(tree: KinematicTree, problem, targets: dict, counts=(16, 128)) -> list[dict]:
+    if not hwm_supported():
+        return []
+    rows = []
+    for gradient in ("implicit", "unrolled"):
+        for iterations in counts:
+            layer = standing_problem(tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations, gradient=gradient)).layer
+
+            def run(layer=layer):
+                hand = targets[HAND].clone().requires_grad_(True)
+                with torch.enable_grad():
+                    layer.solve({**targets, HAND: hand}, problem.q_stand).q.sum().backward()
+
+            run()  # once before: what the first call allocates for good (caches, pools) is not the backward's
+            rows.append({"gradient": gradient, "iterations": iterations, "peak_bytes": rss_peak_delta_hwm(run)})
+    return rows
+
+
+def run(
+    batches=(1, 64, 1024),
+    dtype_name: str = "float32",
+    iterations: int = 16,
+    full_solve_max_batch: int = 64,
+    memory_batch: int = 8,
+    timing: TimingPolicy | None = None,
+    seed: int = 0,
+) -> dict:
+    timing = timing or TimingPolicy(min_repeats=15, budget_s=3.0, floor_repeats=3)
+    dtype = getattr(torch, dtype_name)
+    tree = KinematicTree.from_urdf(ROBOT.urdf_text(), floating_base=True, dtype=dtype)
+    problem = standing_problem(tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations))
+    notes = [f"{peer} skipped: {msg}" for peer, msg in peers.availability().items() if msg]
+    try:
+        __import__("pink")
+        has_pink = True
+    except ImportError:
+        has_pink, notes = False, [*notes, "pink skipped: `pip install pin-pink`"]
+    results = []
+    for batch in batches:
+        start = time.perf_counter()
+        targets = _targets(problem, tree, batch, seed)
+        fns = {
+            (op, "ours"): fn
+            for op, fn in _ours(problem, targets, iterations, batch, batch <= full_solve_max_batch).items()
+        }
+        if has_pink and peers.availability()["pin"] is None:
+            fns[("step", "pink.loop")] = _pink(tree, problem, targets, min(batch, 64))
+        with torch.no_grad():
+            timings = measure(fns, timing)
+        for (op, method), t in timings.items():
+            rows = min(batch, 64) if method == "pink.loop" else batch
+            results.append(
+                {
+                    "batch": batch,
+                    "op": op,
+                    "method": method,
+                    **t.as_dict(),
+                    "rows": rows,
+                    "per_row_s": t.median_s / rows,
+                }
+            )
+        _log(f"batch {batch}: {time.perf_counter() - start:.1f} s")
+    memory = _memory(tree, problem, _targets(problem, tree, memory_batch, seed))
+    notes += [
+        f"{dtype_name}, {iterations} iterations per solve; the full solve is timed up to batch {full_solve_max_batch}.",
+        "pink.loop runs at most 64 configurations of the batch, float64; ratio = pink per row / ours per row.",
+        f"memory: peak resident growth of one forward+backward at batch {memory_batch}.",
+    ]
+    return {
+        "suite": "wholebody",
+        "goals": goals(results, memory),
+        "robot": ROBOT.urdf_file,
+        "dtype": dtype_name,
+        "iterations": iterations,
+        "methods": METHODS,
+        "results": results,
+        "memory": memory,
+        "notes": notes,
+    }
+
+
+def goals(results: list[dict], memory: list[dict]) -> list[dict]:
+    """The issue's targets for the whole-body step, from one run's numbers (where measured)."""
+    per_row = {(r["batch"], r["op"], r["method"]): r["per_row_s"] for r in results}
+    step, pink = per_row.get((1024, "step", "ours")), per_row.get((1024, "step", "pink.loop"))
+    backward = per_row.get((1024, "step+bwd", "ours"))
+    peaks = {m["iterations"]: m["peak_bytes"] for m in memory if m["gradient"] == "implicit"}
+    low, high = peaks.get(16), peaks.get(128)
+    return [
+        goal("one cascade step at batch 1024: <= 50 us per row", None if step is None else step * 1e6, 50, False),
+        goal("one cascade step at batch 1024: >= 10x faster per row than pink's loop", ratio(pink, step), 10, True,
+              "pink.loop per row / ours per row"),
+        goal("one cascade step at batch 1024: forward+backward <= 3x forward", ratio(backward, step), 3, False),
+        goal("implicit backward memory flat (within 10%) from 16 to 128 iterations",
+              None if not low or not high else abs(high - low) / max(low, high), 0.1, False,
+              "the peaks differ by this fraction of the larger"),
+    ]  # fmt: skip
+
+
+def markdown(doc: dict) -> str:
+    from learning.benchmark.report import _goals
+
+    index = {(r["batch"], r["op"], r["method"]): r for r in doc["results"]}
+    lines = [f"# Whole-body layer: {doc['robot'].split('/')[-1]} standing, right hand reaching ({doc['dtype']})", ""]
+    if "meta" in doc:
+        lines += [provenance_line(doc["meta"]["provenance"]), ""]
+    rows = []
+    for batch in sorted({r["batch"] for r in doc["results"]}):
+        pink = index.get((batch, "step", "pink.loop"))
+        for op in ("step", "step+bwd", "solve.1", "solve", "solve+bwd.unrolled", "solve+bwd.implicit"):
+            r = index.get((batch, op, "ours"))
+            if r is None:
+                continue
+            pink_ratio = fmt_x(pink["per_row_s"] / r["per_row_s"]) if pink and op == "step" else ""
+            rows.append(
+                [
+                    str(batch),
+                    op,
+                    fmt_time(r["median_s"]),
+                    fmt_time(r["per_row_s"]),
+                    fmt_time(pink["per_row_s"]) if pink and op == "step" else "",
+                    pink_ratio,
+                ]
+            )
+    lines.append(_table(["batch", "op", "ours total", "ours / row", "pink.loop / row", "pink ratio"], rows))
+    if doc["memory"]:
+        lines += ["", "Peak memory of forward+backward:", ""]
+        lines.append(
+            _table(
+                ["gradient", "iterations", "peak MiB"],
+                [[m["gradient"], str(m["iterations"]), f"{m['peak_bytes'] / 2**20:.1f}"] for m in doc["memory"]],
+            )
+        )
+    if doc.get("goals"):
+        lines += ["", "## Targets", "", _goals(doc["goals"])]
+    lines += ["", *[f"- {n}" for n in doc["notes"]], ""]
+    lines += ["Methods:", "", *[f"- `{k}`: {v}" for k, v in doc["methods"].items()], ""]
+    return "\n".join(lines)
