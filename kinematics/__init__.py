@@ -24,7 +24,8 @@ from kinematics.lie.rotations import make_transform, se3_exp_left, skew, so3_exp
 from kinematics.model.chain import JointSpec, SerialChainKinematics
 from kinematics.model.kinematics_layer import KinematicsLayer
 from kinematics.model.tree import KinematicTree, TreeState
-from kinematics.qp.solve import INFEASIBLE, NOT_CONVERGED, SOLVED, QPSolution, solve_qp
+from kinematics.qp.problem import INFEASIBLE, NOT_CONVERGED, SOLVED, QPSolution
+from kinematics.qp.solve import solve_qp
 
 __all__ = [
     "CheckpointMismatchError",

@@ -307,7 +307,8 @@ def test_float32_backward_matches_float64():
 @pytest.mark.parametrize("size", [(7, 2, 4), (12, 0, 6), (35, 12, 28), (15, 0, 20), (35, 18, 8)])
 def test_compiled_interior_point_equals_torch_ops(size, batch):
     from kinematics import native
-    from kinematics.qp.solve import _ipm_reference, flatten_problem
+    from kinematics.qp.kernels import _ipm_reference
+    from kinematics.qp.problem import flatten_problem
 
     if native.library() is None:
         pytest.skip("no compiled kernels here")
@@ -419,12 +420,13 @@ def test_a_few_bounds_fixed_after_a_free_step_equal_the_reference_and_proxsuite(
 
 
 def _final_active_set(problem: dict):
-    from kinematics.qp.solve import _config, _run
+    from kinematics.qp.kernels import run
+    from kinematics.qp.problem import settings
 
     t = to_torch(problem)
-    cfg = _config(torch.float64)
+    cfg = settings(torch.float64)
     cfg.update(iterations=16, polish_steps=2, refinements=2, active_set_steps=0)
-    sol, pb, (flags, exact) = _run(cfg, t["q"].shape[:1], *(t[k] for k in ("P", "q", "A", "b", "G", "h", "lb", "ub")))
+    sol, pb, (flags, exact) = run(cfg, t["q"].shape[:1], *(t[k] for k in ("P", "q", "A", "b", "G", "h", "lb", "ub")))
     return sol, pb, flags, exact, cfg["elastic"]
 
 
@@ -435,7 +437,7 @@ def test_compiled_adjoint_equals_torch_reference(size, kind):
     complement, the dense LU where they fail) against its LU reference on SOLVED rows (refined to the original
     system), INFEASIBLE ones (the elastic system), semidefinite Hessians and contradictory bounds."""
     from kinematics import native
-    from kinematics.qp.solve import _adjoint_reference
+    from kinematics.qp.kernels import _adjoint_reference
 
     if native.library() is None:
         pytest.skip("no compiled kernels here")

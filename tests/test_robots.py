@@ -4,7 +4,6 @@ posture with its centre of mass over its feet, and the packages import each othe
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
 import numpy as np
@@ -95,47 +94,3 @@ def test_the_g1_stands_on_its_soles_with_its_centre_of_mass_over_them() -> None:
     xy = torch.cat(corners_xy)
     assert xy[:, 0].min() + 0.03 < com[0] < xy[:, 0].max() - 0.03, "CoM over the feet, front to back"
     assert xy[:, 1].min() + 0.03 < com[1] < xy[:, 1].max() - 0.03, "and side to side"
-
-
-PROJECT_PACKAGES = ("app", "learning", "kinematics", "assets")
-ALLOWED = {  # what each package may import of the project (the layout: app -> learning -> kinematics; assets beside,
-    # for the lab: the library reads robots as data its caller passes)
-    "assets": {"assets"},
-    "kinematics": {"kinematics"},
-    "learning": {"learning", "kinematics", "assets"},
-    "app": {"app", "learning", "kinematics", "assets"},
-}
-
-
-def _imports(path: Path) -> set[str]:
-    tree = ast.parse(path.read_text())
-    names = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
-    return names
-
-
-@pytest.mark.parametrize("package", PROJECT_PACKAGES)
-def test_imports_point_the_way_the_layout_says(package: str) -> None:
-    wrong = {}
-    for path in sorted((ROOT / package).rglob("*.py")):
-        bad = (_imports(path) & set(PROJECT_PACKAGES)) - ALLOWED[package]
-        if package == "learning":
-            bad |= _imports(path) & {"viser"}
-        if bad:
-            wrong[str(path.relative_to(ROOT))] = sorted(bad)
-    assert not wrong, f"{package} imports what it must not: {wrong}"
-
-
-def test_no_robot_names_inside_kinematics_outside_its_benchmark() -> None:
-    names = {robot.root_link for robot in DESCRIPTIONS} | {"panda", "g1_", "talos"}
-    found = {}
-    for path in sorted((ROOT / "kinematics").glob("*.py")):
-        text = path.read_text().lower()
-        hits = sorted(name for name in names if name.lower() in text)
-        if hits:
-            found[path.name] = hits
-    assert not found, f"robot-specific names in kinematics/: {found}"

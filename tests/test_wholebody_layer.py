@@ -11,7 +11,7 @@ import torch
 
 import assets
 from kinematics import CheckpointMismatchError, ConfigError, FrameNotFoundError, KinematicTree, ShapeError
-from kinematics.qp.solve import SOLVED
+from kinematics.qp.problem import SOLVED
 from kinematics.wholebody import (
     ComTask,
     FrameTask,

@@ -23,7 +23,8 @@ from kinematics.ik.implicit import ImplicitIKSolve
 from kinematics.lie.pose_error import pose_error, pose_error_batch_last
 from kinematics.lie.rotations import validate_transform
 from kinematics.model.kinematics_layer import KinematicsLayer, check_tensor
-from kinematics.qp.solve import SOLVED, solve_qp
+from kinematics.qp.problem import SOLVED
+from kinematics.qp.solve import solve_qp
 
 
 @dataclass(frozen=True)

@@ -623,7 +623,7 @@ def qp_ipm(
     elastic: float,
     prox: float,
 ) -> tuple[torch.Tensor, ...] | None:
-    """``kinematics.qp.solve._ipm`` on flat batch-first ``(nb, ...)`` tensors: ``(x, y, z, s, zu, su, zl, sl)``, or
+    """``kinematics.qp.kernels._ipm`` on flat batch-first ``(nb, ...)`` tensors: ``(x, y, z, s, zu, su, zl, sl)``, or
     ``None``. The batch is split over ``torch.get_num_threads()`` OpenMP threads (ctypes releases the GIL), each solving
     its rows a tile of ``QP_LANES`` at a time."""
     if q.ndim != 2 or A.ndim != 3 or G.ndim != 3:
@@ -655,7 +655,7 @@ def qp_polish(
     tolerance: float,
     infeasibility_tolerance: float,
 ) -> tuple[torch.Tensor, ...] | None:
-    """``kinematics.qp.solve._solve``'s active-set polish and status tests on flat batch-first tensors: ``problem`` =
+    """``kinematics.qp.kernels._solve``'s active-set polish and status tests on flat batch-first tensors: ``problem`` =
     ``(P, q, A, b, G, h, lb, ub)``, ``interior`` = the interior point's ``(z, s, zu, su, zl, sl)``. Returns
     ``(sol, w, flags, rows)``: ``sol (nb, n + m_eq + m_in)`` = ``[x; y; z]``, the signed bound multipliers
     ``w (nb, n)``, ``flags (nb, m_in + 2 n)`` = active inequalities, fixed at ``ub``, fixed at ``lb`` (0 / 1),

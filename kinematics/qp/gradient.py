@@ -1,7 +1,7 @@
 """Implicit gradients of ``solve_qp``: differentiate the KKT conditions on the final active set (OptNet).
 
 At the solution, ``F(s, theta) = K s - r = 0`` holds for ``s = [x; y; z]`` and the active set's KKT matrix ``K``
-(``kinematics.qp.solve._kkt``): stationarity rows ``w_i (P x + q + A^T y + G^T z)_i`` (``w_i = 1`` for a free variable;
+(``kinematics.qp.kernels._kkt``): stationarity rows ``w_i (P x + q + A^T y + G^T z)_i`` (``w_i = 1`` for a free variable;
 for a variable at a bound ``w_i = 0`` and the row is ``x_i = c_i``, also in the elastic system of rows that were
 not SOLVED), the equalities, the active inequalities, ``z_k = 0`` for inactive ones. With
 ``lambda = K^{-T} [g; 0; 0]`` for the upstream gradient ``g`` on ``x`` and ``lambda_s = w * lambda_x``,
@@ -10,7 +10,7 @@ not SOLVED), the equalities, the active inequalities, ``z_k = 0`` for inactive o
     grad_q = -lambda_s,  grad_P = -sym(lambda_s x^T),  grad_A = -(lambda_y x^T + y lambda_s^T),  grad_b = lambda_y,
     grad_G = -(lambda_z x^T + z lambda_s^T) (active rows),  grad_h = lambda_z,  grad_{lb|ub} = lambda_x (fixed)
 
-The adjoint solve is one kernel, ``kinematics.qp.solve.QP_ADJOINT``: it factors the final active set's elastic KKT
+The adjoint solve is one kernel, ``kinematics.qp.kernels.QP_ADJOINT``: it factors the final active set's elastic KKT
 system (``K`` differs from it by ``O(elastic)`` on SOLVED rows, so the solve is refined to ``K`` in two steps); the
 torch reference by LU, the compiled CPU kernel in the symmetric form the forward's polish solves, on the free
 variables (a Cholesky factor of ``P_FF + elastic I`` and one of the Schur complement, the LU only where those
@@ -23,6 +23,7 @@ import torch
 
 from kinematics.batch_last import first_order, transforms_active
 from kinematics.errors import UnsupportedTransformError
+from kinematics.qp.kernels import QP_ADJOINT, run
 
 
 def refuse_transforms(needs_grad: bool) -> None:
@@ -39,9 +40,7 @@ class QPFunction(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, cfg, batch, P, q, A, b, G, h, lb, ub):
-        from kinematics.qp.solve import _run
-
-        out, pb, (flags, exact) = _run(cfg, batch, P, q, A, b, G, h, lb, ub)
+        out, pb, (flags, exact) = run(cfg, batch, P, q, A, b, G, h, lb, ub)
         nb, n, me, mi = *pb.q.shape, pb.A.shape[1], pb.G.shape[1]
         ctx.save_for_backward(
             pb.P,
@@ -63,8 +62,6 @@ class QPFunction(torch.autograd.Function):
     @staticmethod
     @first_order
     def backward(ctx, grad_x, *_):
-        from kinematics.qp.solve import QP_ADJOINT
-
         P, A, G, flags, exact, x, y, z = ctx.saved_tensors
         batch, n, dtype = ctx.batch, ctx.n, ctx.dtype
         nb, mi = x.shape[0], G.shape[1]

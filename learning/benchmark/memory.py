@@ -96,27 +96,9 @@ def cuda_peak_delta(fn: Callable[[], object], device: torch.device) -> int:
 
 def rss_peak_delta_subprocess(spec: dict, timeout_s: float = 900.0) -> int:
     """Run one IK case (``spec``, see ``ik_suite.probe_case``) in a fresh interpreter; its RSS growth."""
-    cmd = [sys.executable, "-m", "learning.benchmark.memory", json.dumps(spec)]
+    cmd = [sys.executable, "-m", "learning.benchmark.memory_probe", json.dumps(spec)]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"memory probe {spec} failed: {proc.stderr[-2000:]}")
     return int(json.loads(lines[-1])["rss_peak_delta_bytes"])
-
-
-def _probe_main(spec: dict) -> None:
-    import resource
-
-    from learning.benchmark.ik_suite import probe_case
-
-    warm, run = probe_case(spec)
-    warm()
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    run()
-    after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    unit = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB on Linux.
-    print(json.dumps({"rss_peak_delta_bytes": (after - before) * unit}))
-
-
-if __name__ == "__main__":
-    _probe_main(json.loads(sys.argv[1]))
