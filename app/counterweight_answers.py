@@ -13,7 +13,6 @@ what the experiment measures.
 
 from __future__ import annotations
 
-import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -24,7 +23,6 @@ import torch
 from torch import nn
 
 from kinematics.errors import ConfigError
-from kinematics.wholebody import WholeBodyIKLayer
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.experiment import build_problem
 from learning.counterweight.online import optimise_offsets
@@ -72,8 +70,7 @@ class BodySolver:
                 "chunks; choose a chunk size that divides them"
             )
         self.chunk_iterations = chunk_iterations
-        chunk_cfg = dataclasses.replace(body.cfg, iterations=chunk_iterations)
-        self._chunk = WholeBodyIKLayer(self.problem.tree, body.levels, body.constraints, chunk_cfg)
+        self._body = body
         self.dtype = self.problem.tree.joint_lower.dtype
         self._torso = self.problem.robot.frames["torso"]
         self._hand = self.problem.robot.frames[HAND]
@@ -114,7 +111,7 @@ class BodySolver:
             for _ in range(iterations // self.chunk_iterations):
                 if not current():
                     return None
-                result = self._chunk.solve(targets, q)
+                result = self._body.solve(targets, q, iterations=self.chunk_iterations)
                 q = result.q
         return result
 

@@ -43,8 +43,8 @@ class MethodResult:
     displacement: float  # |q_ik - q0|^2, rad^2
     position_error: float  # m
     rotation_error: float  # rad
-    qpos: np.ndarray  # (7,) the checked joints
-    T_root_tcp: np.ndarray  # (4, 4) FK of qpos
+    q: np.ndarray  # (7,) the checked joints
+    T_root_tcp: np.ndarray  # (4, 4) FK of q
     latency_ms: float  # inputs to final joints: the choice and the checking IK
 
 
@@ -90,7 +90,7 @@ class GraspSolver:
             self.ik, GoalSet(p_t.expand(n, 3), q0_t.expand(n, -1)), torch.cat(yaws), self.cfg.weights, self.penalty
         )
         check_ms = 1e3 * (time.perf_counter() - start)
-        T_root_tcp = kin(rows.qpos).double().cpu().numpy()
+        T_root_tcp = kin(rows.q).double().cpu().numpy()
         yaw = torch.cat(yaws).double().cpu().numpy()
         return {
             name: MethodResult(
@@ -99,7 +99,7 @@ class GraspSolver:
                 displacement=float(rows.displacement[i]),
                 position_error=float(rows.position_error[i]),
                 rotation_error=float(rows.rotation_error[i]),
-                qpos=rows.qpos[i].double().cpu().numpy(),
+                q=rows.q[i].double().cpu().numpy(),
                 T_root_tcp=T_root_tcp[i],
                 latency_ms=choose_ms[i] + check_ms,
             )

@@ -457,7 +457,7 @@ class Viewer:
             if result.question != current:
                 self.stale_draws += 1  # cannot happen through publish; counted to prove it
             for name, answer in result.methods.items():
-                self.ghosts[name].show(answer.qpos, answer.T_root_tcp)
+                self.ghosts[name].show(answer.q, answer.T_root_tcp)
                 self.drawn[name] = answer
                 self.pending.discard(name)
                 self.landscape.set_marker(name, answer.yaw, answer.displacement)
@@ -477,7 +477,7 @@ class Viewer:
         with self.server.atomic(), self._results_lock:
             if place != self.board.current.place:
                 self.stale_draws += 1
-            self.ghosts[key].show(answer.qpos, answer.T_root_tcp)
+            self.ghosts[key].show(answer.q, answer.T_root_tcp)
             self.drawn[key] = answer
             self.pending.discard(key)
             self.search_latencies_ms[key].append(1e3 * (time.perf_counter() - self._place_changed_at))

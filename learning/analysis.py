@@ -86,7 +86,7 @@ def split_gaps(cfg, kinematics, goals: GoalSet, yaw, reference, base_range: floa
     excess = ours.displacement - best.displacement
     failed = ~ours.success.bool()
     kind = gap_kind(angle_gap(yaw, reference))
-    attributes = goal_attributes(cfg, kinematics, goals, ours.qpos, base_range)
+    attributes = goal_attributes(cfg, kinematics, goals, ours.q, base_range)
     return {
         "excess_displacement": float(excess.mean()),
         "relative_excess": float(excess.mean() / best.displacement.mean()),

@@ -19,7 +19,7 @@ _CHUNK = 16384  # IK rows per batched call: bounds memory of the searches
 
 def ik_layer(kinematics: KinematicsLayer, iterations: int) -> DifferentiableIKLayer:
     """The DLS layer at the default settings with ``iterations`` steps (inputs are valid by construction)."""
-    return DifferentiableIKLayer(kinematics, DifferentiableIKCfg(max_iterations=iterations, validate_inputs=False))
+    return DifferentiableIKLayer(kinematics, DifferentiableIKCfg(iterations=iterations, validate_inputs=False))
 
 
 def radial_yaw(p: torch.Tensor) -> torch.Tensor:
@@ -68,7 +68,7 @@ def solve_candidates(
         rows = slice(start, start + _CHUNK)
         result = ik.solve(grasp_pose(flat_p[rows], yaw_vector(flat_psi[rows])), flat_q0[rows])
         cost.append(yaw_cost(result, flat_q0[rows], weights, penalty))
-        displacement.append((result.qpos - flat_q0[rows]).square().sum(-1))
+        displacement.append((result.q - flat_q0[rows]).square().sum(-1))
         success.append(result.success)
     return Candidates(psi, *(torch.cat(parts).reshape(n, m) for parts in (cost, displacement, success)))
 

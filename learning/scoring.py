@@ -18,7 +18,7 @@ GRID_METRICS = ("displacement_solved", "grid_gap")  # RowMetrics.against_grid
 class RowMetrics:
     """Per-goal metrics ``(N,)``; failed rows are included in every one of them."""
 
-    qpos: torch.Tensor  # (N, dof) the checked joints
+    q: torch.Tensor  # (N, dof) the checked joints
     success: torch.Tensor
     displacement: torch.Tensor  # |q_ik - q0|^2, rad^2
     position_error: torch.Tensor  # metres
@@ -47,9 +47,9 @@ def score_yaws(
     """Solve IK from each ``q0`` to the grasp at ``p`` with ``yaw`` ``(N, 2)`` and measure the result."""
     result = ik.solve(grasp_pose(goals.p, yaw), goals.q0)
     return RowMetrics(
-        qpos=result.qpos,
+        q=result.q,
         success=result.success.to(goals.p.dtype),
-        displacement=(result.qpos - goals.q0).square().sum(-1),
+        displacement=(result.q - goals.q0).square().sum(-1),
         position_error=result.position_error_norm,
         rotation_error=result.rotation_error_norm,
         cost=yaw_cost(result, goals.q0, weights, penalty),

@@ -59,7 +59,7 @@ class CostWeights:
 
 def smooth_cost(result: IKResult, q0: torch.Tensor, weights: CostWeights) -> torch.Tensor:
     """``(...)`` the differentiable part of the cost, used as the training loss."""
-    displacement = (result.qpos - q0).square().sum(-1)
+    displacement = (result.q - q0).square().sum(-1)
     residual = weights.position * result.position_error.square().sum(-1)
     return displacement + residual + weights.rotation * result.rotation_error.square().sum(-1)
 

@@ -41,7 +41,7 @@ def test_the_compiled_opt_in_step_equals_the_torch_ops(rows, weights, dtype):
     fused, reference = _solve(cfg, rows, dtype=dtype), _solve(cfg, rows, torch_ops=True, dtype=dtype)
     assert torch.equal(fused.success, reference.success)
     tol = 1e-4 if dtype == torch.float32 else 1e-10
-    torch.testing.assert_close(fused.qpos, reference.qpos, atol=tol, rtol=0)
+    torch.testing.assert_close(fused.q, reference.q, atol=tol, rtol=0)
 
 
 def test_holding_the_joint_box_solves_the_rows_the_projection_leaves(rows):
@@ -52,19 +52,19 @@ def test_holding_the_joint_box_solves_the_rows_the_projection_leaves(rows):
     held = _solve(DifferentiableIKCfg(**OPT_IN), rows)
     assert (~default.success).sum() >= 10 and (~projected.success).sum() >= 2
     layer = panda_layer(dtype=torch.float64)
-    q = projected.qpos[~projected.success]
+    q = projected.q[~projected.success]
     assert (((q - layer.lower).abs() < 1e-9) | ((layer.upper - q).abs() < 1e-9)).any(-1).all()
     assert bool(held.success.all())
 
 
 def test_the_opt_in_step_passes_gradcheck(rows):
     seeds, targets = rows
-    ik = DifferentiableIKLayer(panda_layer(dtype=torch.float64), DifferentiableIKCfg(**OPT_IN, max_iterations=4))
+    ik = DifferentiableIKLayer(panda_layer(dtype=torch.float64), DifferentiableIKCfg(**OPT_IN, iterations=4))
     position = targets[:3, :3, 3].clone().requires_grad_(True)
 
     def solve(p):
         T = torch.cat((torch.cat((targets[:3, :3, :3], p[:, :, None]), -1), targets[:3, 3:]), -2)
-        return ik.solve(T, seeds[:3]).qpos
+        return ik.solve(T, seeds[:3]).q
 
     assert torch.autograd.gradcheck(solve, (position,), eps=1e-6, atol=1e-6)
 

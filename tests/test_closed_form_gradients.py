@@ -31,14 +31,14 @@ def _configs(kin, n, seed):
 def test_revolute_chain_backward_passes_gradcheck(panda_layer, kernels):
     kin = panda_layer(F64)
     q = to_batch_last(_configs(kin, 3, 0), 1).requires_grad_(True)
-    assert torch.autograd.gradcheck(lambda x: kin.model.fk_and_jacobian_batch_last(x, kin.tcp), (q,))
+    assert torch.autograd.gradcheck(lambda x: kin.model.fk_and_jacobian(x, kin.tcp, batch_last=True), (q,))
 
 
 def test_revolute_chain_backward_equals_autograd_through_the_pass(panda_layer, kernels):
     kin = panda_layer(F64)
     q = to_batch_last(_configs(kin, 64, 1), 1)
     closed, traced = q.clone().requires_grad_(True), q.clone().requires_grad_(True)
-    outputs = kin.model.fk_and_jacobian_batch_last(closed, kin.tcp)
+    outputs = kin.model.fk_and_jacobian(closed, kin.tcp, batch_last=True)
     reference = kin.model._batch_last_pass(traced, kin.tcp, True)
     assert outputs[0].grad_fn is not None and "RevoluteChain" in type(outputs[0].grad_fn).__name__
     cotangents = [torch.randn_like(o) for o in outputs]
@@ -50,16 +50,16 @@ def test_revolute_chain_backward_equals_autograd_through_the_pass(panda_layer, k
 def test_chains_with_a_prismatic_joint_keep_autograd(pr2_urdf, chain_of):
     pr2 = chain_of(pr2_urdf, "base_link", "r_gripper_tool_frame", F64)
     q = to_batch_last(torch.full((2, pr2.dof), 0.1, dtype=F64), 1).requires_grad_(True)
-    outputs = pr2.fk_and_jacobian_batch_last(q)
+    outputs = pr2.fk_and_jacobian(q, batch_last=True)
     assert "RevoluteChain" not in type(outputs[0].grad_fn).__name__
-    assert torch.autograd.gradcheck(lambda x: pr2.fk_and_jacobian_batch_last(x), (q,))
+    assert torch.autograd.gradcheck(lambda x: pr2.fk_and_jacobian(x, batch_last=True), (q,))
 
 
 @pytest.mark.parametrize("needs", [(True, True), (True, False), (False, True)])
 def test_dls_step_backward_passes_gradcheck_and_equals_autograd(panda_layer, needs, kernels):
     kin = panda_layer(F64)
     q = to_batch_last(_configs(kin, 4, 2), 1)
-    _, _, jac_t = kin.model.fk_and_jacobian_batch_last(q, kin.tcp)
+    _, _, jac_t = kin.model.fk_and_jacobian(q, kin.tcp, batch_last=True)
     err = torch.randn(6, 4, dtype=F64, generator=torch.Generator().manual_seed(3)) * 0.05
     damping_sq = 0.05**2 * torch.eye(6, dtype=F64)[..., None]
     jac_t, err = jac_t.clone().requires_grad_(needs[0]), err.clone().requires_grad_(needs[1])
@@ -145,18 +145,18 @@ def _forward_ad_cases(kin, pr2):
     bl = [to_batch_last(t, k) for t, k in ((target[:, :3, :3], 2), (target[:, :3, 3], 1))]
     bl += [to_batch_last(t, k) for t, k in ((reached[:, :3, :3], 2), (reached[:, :3, 3], 1))]
     # validate_inputs=False: gradcheck's finite differences step off SO(3), which the validation rejects.
-    clamp = DifferentiableIKLayer(kin, DifferentiableIKCfg(max_iterations=3, validate_inputs=False))
-    qp = DifferentiableIKLayer(kin, DifferentiableIKCfg(max_iterations=2, step="qp", validate_inputs=False))
+    clamp = DifferentiableIKLayer(kin, DifferentiableIKCfg(iterations=3, validate_inputs=False))
+    qp = DifferentiableIKLayer(kin, DifferentiableIKCfg(iterations=2, step="qp", validate_inputs=False))
     leaf = lambda x: x.detach().clone().requires_grad_(True)  # noqa: E731
     damping_sq = 0.05**2 * torch.eye(6, dtype=F64)[..., None]
     with torch.no_grad():
-        jac_t = kin.model.fk_and_jacobian_batch_last(to_batch_last(seed, 1), kin.tcp)[2]
+        jac_t = kin.model.fk_and_jacobian(to_batch_last(seed, 1), kin.tcp, batch_last=True)[2]
     return {
         "KinematicsLayer.forward": (kin, (q,)),
         "KinematicsLayer.fk_and_jacobian": (kin.fk_and_jacobian, (q,)),
         "SerialChainKinematics.fk_and_jacobian (prismatic joint)": (pr2.fk_and_jacobian, (q_pr2,)),
         "fk_and_jacobian_batch_last": (
-            lambda x: kin.model.fk_and_jacobian_batch_last(x, kin.tcp),
+            lambda x: kin.model.fk_and_jacobian(x, kin.tcp, batch_last=True),
             (leaf(to_batch_last(q, 1)),),
         ),
         "pose_error": (pose_error, (leaf(target), leaf(reached))),
@@ -165,8 +165,8 @@ def _forward_ad_cases(kin, pr2):
             lambda j, e: dls_step(to_batch_last(seed, 1), j, e, damping_sq, 0.5),
             (leaf(jac_t), leaf(0.05 * torch.randn(6, 3, dtype=F64, generator=torch.Generator().manual_seed(13)))),
         ),
-        "DifferentiableIKLayer.solve (clamp)": (lambda t, s: clamp.solve(t, s).qpos, (leaf(target), leaf(seed))),
-        "DifferentiableIKLayer.solve (qp)": (lambda t, s: qp.solve(t, s).qpos, (leaf(target), leaf(seed))),
+        "DifferentiableIKLayer.solve (clamp)": (lambda t, s: clamp.solve(t, s).q, (leaf(target), leaf(seed))),
+        "DifferentiableIKLayer.solve (qp)": (lambda t, s: qp.solve(t, s).q, (leaf(target), leaf(seed))),
     }
 
 

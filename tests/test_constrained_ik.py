@@ -75,7 +75,7 @@ def test_qp_step_never_leaves_the_limits_and_beats_the_clamp_near_them(kin):
     target, q0, _ = targets_away_from_seeds_near_limits(kin, 400, seed=1)
     results = {s: DifferentiableIKLayer(kin, DifferentiableIKCfg(step=s)).solve(target, q0) for s in ("clamp", "qp")}
     qp = results["qp"]
-    assert ((qp.qpos >= kin.lower) & (qp.qpos <= kin.upper)).all()
+    assert ((qp.q >= kin.lower) & (qp.q <= kin.upper)).all()
     assert qp.success.double().mean() > results["clamp"].success.double().mean() + 0.05
     assert qp.position_error_norm.mean() < 0.75 * results["clamp"].position_error_norm.mean()
 
@@ -92,7 +92,7 @@ def test_qp_gives_target_gradients_to_joints_the_clamp_freezes(kin):
     norms = {}
     for step in ("clamp", "qp"):
         xi = torch.zeros(len(q0), 6, dtype=F64, requires_grad=True)
-        qpos = DifferentiableIKLayer(kin, DifferentiableIKCfg(step=step)).solve(se3_exp_left(xi, target), q0).qpos
+        qpos = DifferentiableIKLayer(kin, DifferentiableIKCfg(step=step)).solve(se3_exp_left(xi, target), q0).q
         norms[step] = torch.stack(
             [torch.autograd.grad(qpos[:, j].sum(), xi, retain_graph=True)[0].norm(dim=-1) for j in range(7)], -1
         )
@@ -106,28 +106,28 @@ def test_qp_step_gradcheck_with_an_active_limit(kin):
     q0 = kin.default_seed().clone()
     q0[3] = kin.upper[3] - 1e-3
     target = kin(q0 + torch.tensor([0.05, -0.05, 0.05, 0.1, 0.05, -0.05, 0.05], dtype=F64)).detach()
-    ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(step="qp", max_iterations=3))
-    assert ik.solve(target, q0).qpos[3] == kin.upper[3]
+    ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(step="qp", iterations=3))
+    assert ik.solve(target, q0).q[3] == kin.upper[3]
     xi = torch.zeros(6, dtype=F64, requires_grad=True)
     assert torch.autograd.gradcheck(lambda x: ik(se3_exp_left(x, target), q0), (xi,), eps=1e-7, atol=1e-6)
 
 
 def test_posture_cascade_centres_joints_while_solving(kin):
     target, q0, _ = targets_near_seeds_near_joint_centre(kin, 300, seed=4)
-    cfg = dict(step="qp", max_iterations=48)
+    cfg = dict(step="qp", iterations=48)
     plain = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg)).solve(target, q0)
     centred = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg, posture_gain=0.05)).solve(target, q0)
     middle = kin.default_seed()
-    assert (centred.qpos - middle).square().sum(-1).mean() < 0.97 * (plain.qpos - middle).square().sum(-1).mean()
+    assert (centred.q - middle).square().sum(-1).mean() < 0.97 * (plain.q - middle).square().sum(-1).mean()
     assert centred.success.double().mean() >= plain.success.double().mean() - 0.02
 
 
 def test_the_posture_level_keeps_the_first_levels_task_motion_exactly(kin):
     # a strict cascade, not a penalty: one step with and without the posture level moves the TCP alike (J dq)
     target, q0, _ = targets_near_seeds_near_joint_centre(kin, 64, seed=5)
-    cfg = dict(step="qp", max_iterations=1)
-    plain = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg)).solve(target, q0).qpos
-    centred = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg, posture_gain=0.05)).solve(target, q0).qpos
+    cfg = dict(step="qp", iterations=1)
+    plain = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg)).solve(target, q0).q
+    centred = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg, posture_gain=0.05)).solve(target, q0).q
     jac = torch.autograd.functional.jacobian(lambda q: kin(q)[:, :3, 3].sum(0), q0).permute(1, 0, 2)  # (B, 3, dof)
     motion = lambda q: (jac @ (q - q0)[..., None])[..., 0]  # noqa: E731
     torch.testing.assert_close(motion(centred), motion(plain), atol=1e-9, rtol=0)
@@ -148,17 +148,17 @@ def _gradients(kin, target, q0, **cfg):
     xi = torch.zeros(len(q0), 6, dtype=F64, requires_grad=True)
     seed = q0.clone().requires_grad_(True)
     result = ik.solve(se3_exp_left(xi, target), seed)
-    weights = torch.randn(result.qpos.shape, dtype=F64, generator=torch.Generator().manual_seed(5))
-    (result.qpos * weights).sum().backward()
+    weights = torch.randn(result.q.shape, dtype=F64, generator=torch.Generator().manual_seed(5))
+    (result.q * weights).sum().backward()
     return xi.grad, seed.grad, result
 
 
 @pytest.mark.parametrize("iterations", [16, 48])
 def test_implicit_gradient_matches_unrolled_on_converged_rows(kin, iterations):
     target, q0, _ = targets_near_seeds_near_joint_centre(kin, 300, seed=6)
-    t_unrolled, s_unrolled, r_unrolled = _gradients(kin, target, q0, max_iterations=iterations)
-    t_implicit, s_implicit, r_implicit = _gradients(kin, target, q0, max_iterations=iterations, gradient="implicit")
-    torch.testing.assert_close(r_implicit.qpos, r_unrolled.qpos)  # same forward
+    t_unrolled, s_unrolled, r_unrolled = _gradients(kin, target, q0, iterations=iterations)
+    t_implicit, s_implicit, r_implicit = _gradients(kin, target, q0, iterations=iterations, gradient="implicit")
+    torch.testing.assert_close(r_implicit.q, r_unrolled.q)  # same forward
     ok = r_unrolled.success
     assert ok.double().mean() > 0.95
 
@@ -185,8 +185,8 @@ def test_implicit_mode_saves_the_same_memory_for_any_iteration_count(kin):
             _gradients(kin, target, q0, **cfg)
         return total
 
-    implicit = [saved_bytes(max_iterations=k, gradient="implicit") for k in (16, 128)]
-    unrolled = [saved_bytes(max_iterations=k) for k in (16, 128)]
+    implicit = [saved_bytes(iterations=k, gradient="implicit") for k in (16, 128)]
+    unrolled = [saved_bytes(iterations=k) for k in (16, 128)]
     assert implicit[0] == implicit[1]
     # unrolled keeps at least one iterate per step (the fused solve keeps exactly that: its backward recomputes
     # each step at its iterate; the torch ops keep every step's graph)
@@ -198,33 +198,33 @@ def test_implicit_mode_keeps_failed_rows_in_place_with_their_own_residuals(kin):
     unreachable = torch.tensor([2, 5])
     target = target.clone()
     target[unreachable, 0, 3] += 1.0  # 1 m farther out: beyond the Panda's reach
-    cfg = {"max_iterations": 16}
+    cfg = {"iterations": 16}
     with torch.no_grad():
         unrolled = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg)).solve(target, q0)
     xi = torch.zeros(8, 6, dtype=F64, requires_grad=True)
     ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(**cfg, gradient="implicit"))
     implicit = ik.solve(se3_exp_left(xi, target), q0.clone().requires_grad_(True))
-    assert implicit.qpos.requires_grad and implicit.qpos.shape == (8, 7)
+    assert implicit.q.requires_grad and implicit.q.shape == (8, 7)
     # Failed rows stay in the batch, in their place, and count as failures.
     expected_failed = torch.zeros(8, dtype=torch.bool)
     expected_failed[unreachable] = True
     assert torch.equal(~implicit.success, expected_failed)
     # Their joints and residuals are the solve's last iterate, the same as without implicit gradients ...
-    torch.testing.assert_close(implicit.qpos.detach(), unrolled.qpos, rtol=0, atol=1e-12)
+    torch.testing.assert_close(implicit.q.detach(), unrolled.q, rtol=0, atol=1e-12)
     torch.testing.assert_close(implicit.position_error_norm.detach(), unrolled.position_error_norm, rtol=0, atol=1e-12)
     torch.testing.assert_close(implicit.rotation_error_norm.detach(), unrolled.rotation_error_norm, rtol=0, atol=1e-12)
     # ... and the residual is the real distance from FK of those joints to the target (about 1 m for the far rows).
-    reached = kin(implicit.qpos.detach())[..., :3, 3]
+    reached = kin(implicit.q.detach())[..., :3, 3]
     distance = (target[..., :3, 3] - reached).norm(dim=-1)
     torch.testing.assert_close(implicit.position_error_norm.detach(), distance, rtol=1e-9, atol=1e-12)
     assert float(distance[unreachable].min()) > 0.1
     # Backward reaches every row, failed ones included, with finite values.
-    implicit.qpos.sum().backward()
+    implicit.q.sum().backward()
     assert torch.isfinite(xi.grad).all()
     assert (xi.grad.abs().sum(-1) > 0).all()
     # Under no_grad the implicit function is not used at all: no graph.
     with torch.no_grad():
-        assert not ik.solve(target, q0.clone().requires_grad_(True)).qpos.requires_grad
+        assert not ik.solve(target, q0.clone().requires_grad_(True)).q.requires_grad
 
 
 # ---------------------------------------------------------------- R^9 -> SE(3)

@@ -66,7 +66,7 @@ def test_the_fused_solve_equals_the_torch_ops(rows, dtype, threads, monkeypatch)
             if kind == NEAR_SEED or dtype == torch.float64:
                 tol = {NEAR_SEED: 1e-5, DISTANT_SEED: None}[kind] if dtype == torch.float32 else None
                 tol = tol if tol is not None else (1e-10 if kind == NEAR_SEED else 1e-9)
-                torch.testing.assert_close(fused.qpos, reference.qpos, atol=tol, rtol=0)
+                torch.testing.assert_close(fused.q, reference.q, atol=tol, rtol=0)
                 for name in ("position_error", "rotation_error", "position_error_norm", "rotation_error_norm"):
                     torch.testing.assert_close(getattr(fused, name), getattr(reference, name), atol=tol, rtol=0)
     finally:
@@ -84,12 +84,12 @@ def test_the_fused_backward_equals_the_torch_ops_and_passes_gradcheck(rows, monk
             target, seed = targets.clone().requires_grad_(True), seeds.clone().requires_grad_(True)
             with native.disabled() if torch_ops else contextlib.nullcontext():
                 result = ik.solve(target, seed)
-                ((result.qpos * weights).sum() + result.position_error_norm.sum()).backward()
+                ((result.q * weights).sum() + result.position_error_norm.sum()).backward()
             return target.grad, seed.grad
 
         for ours, theirs in zip(gradients(False), gradients(True), strict=True):
             torch.testing.assert_close(ours, theirs, atol=1e-8 * theirs.abs().max().item(), rtol=0)
-    short = DifferentiableIKLayer(panda_layer(dtype=torch.float64), DifferentiableIKCfg(max_iterations=5))
+    short = DifferentiableIKLayer(panda_layer(dtype=torch.float64), DifferentiableIKCfg(iterations=5))
     seeds, targets = rows[NEAR_SEED][0][:3], rows[NEAR_SEED][1][:3]
 
     def solve(position, rotation_vector, seed):
@@ -97,7 +97,7 @@ def test_the_fused_backward_equals_the_torch_ops_and_passes_gradcheck(rows, monk
 
         T = targets.clone()
         T = torch.cat((torch.cat((so3_exp(rotation_vector) @ T[:, :3, :3], position[:, :, None]), -1), T[:, 3:]), -2)
-        return short.solve(T, seed).qpos
+        return short.solve(T, seed).q
 
     inputs = (targets[:, :3, 3].clone(), torch.full((3, 3), 1e-3, dtype=torch.float64), seeds.clone())
     assert torch.autograd.gradcheck(solve, tuple(t.requires_grad_(True) for t in inputs), eps=1e-6, atol=1e-6)
@@ -113,7 +113,7 @@ def test_a_singular_system_gives_non_finite_values_not_an_error(rows):
     cfg = DifferentiableIKCfg(damping=0.0, enforce_joint_limits=False)
     fused = _solve(torch.float64, seeds, targets[:64], torch_ops=False, cfg=cfg)
     reference = _solve(torch.float64, seeds, targets[:64], torch_ops=True, cfg=cfg)
-    assert torch.equal(torch.isfinite(fused.qpos).all(-1), torch.isfinite(reference.qpos).all(-1))
+    assert torch.equal(torch.isfinite(fused.q).all(-1), torch.isfinite(reference.q).all(-1))
 
 
 def test_what_the_kernel_cannot_do_runs_the_torch_ops(rows, pr2_urdf, monkeypatch):
@@ -122,10 +122,10 @@ def test_what_the_kernel_cannot_do_runs_the_torch_ops(rows, pr2_urdf, monkeypatc
     calls = _count_kernel_calls(monkeypatch)
     chain = SerialChainKinematics.from_urdf(pr2_urdf, end_link_name="r_gripper_palm_link", root_link_name="base_link")
     assert not chain.all_revolute
-    ik = DifferentiableIKLayer(KinematicsLayer(chain), DifferentiableIKCfg(max_iterations=3))
+    ik = DifferentiableIKLayer(KinematicsLayer(chain), DifferentiableIKCfg(iterations=3))
     seed = ik.kinematics.default_seed().expand(2, -1).clone().requires_grad_(True)
     target = ik.kinematics(seed.detach() + 0.05)
-    ik.solve(target, seed).qpos.sum().backward()
+    ik.solve(target, seed).q.sum().backward()
     assert seed.grad is not None and not calls
     with torch.no_grad():
         ik.solve(target, seed)
@@ -134,10 +134,10 @@ def test_what_the_kernel_cannot_do_runs_the_torch_ops(rows, pr2_urdf, monkeypatc
     layer = panda_layer(dtype=torch.float64)
     layer.tcp.requires_grad_(True)
     seeds, targets = rows[NEAR_SEED]
-    DifferentiableIKLayer(layer).solve(targets[:4], seeds[:4]).qpos.sum().backward()
+    DifferentiableIKLayer(layer).solve(targets[:4], seeds[:4]).q.sum().backward()
     assert layer.tcp.grad is not None and not calls
     ik = DifferentiableIKLayer(panda_layer(dtype=torch.float64))
-    jac = torch.func.jacrev(lambda s: ik.solve(targets[0], s).qpos)(seeds[0])
+    jac = torch.func.jacrev(lambda s: ik.solve(targets[0], s).q)(seeds[0])
     assert jac.shape == (7, 7) and not calls
 
 
@@ -146,8 +146,8 @@ def test_the_kernels_sine_equals_torchs_for_small_and_huge_angles(rows, offset):
     """Unprojected seeds (no joint limits) near 0 rad and near 2e5 rad: the vectorised reduction and, beyond 1e5,
     the C library's sin and cos give the torch ops' iterates."""
     seeds, targets = rows[NEAR_SEED]
-    cfg = DifferentiableIKCfg(enforce_joint_limits=False, max_iterations=4)
+    cfg = DifferentiableIKCfg(enforce_joint_limits=False, iterations=4)
     seeds = seeds[:70] + offset
     fused = _solve(torch.float64, seeds, targets[:70], torch_ops=False, cfg=cfg)
     reference = _solve(torch.float64, seeds, targets[:70], torch_ops=True, cfg=cfg)
-    torch.testing.assert_close(fused.qpos, reference.qpos, atol=1e-9, rtol=0)
+    torch.testing.assert_close(fused.q, reference.q, atol=1e-9, rtol=0)

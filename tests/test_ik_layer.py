@@ -63,28 +63,28 @@ def _far_target(kin: KinematicsLayer) -> torch.Tensor:
 
 
 def test_gradcheck_wrt_seed(panda64):
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=4))
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=4))
     targets, seeds, _ = targets_near_seeds_near_joint_centre(panda64, 2, seed=1, spread=0.1)
     result = ik.solve(targets, seeds)
-    margin = torch.minimum(result.qpos - panda64.lower, panda64.upper - result.qpos)
+    margin = torch.minimum(result.q - panda64.lower, panda64.upper - result.q)
     assert margin.min() > 0.05, "the limits must be inactive for this check"
 
     def solve(s):
         r = ik.solve(targets, s)
-        return r.qpos, r.position_error, r.rotation_error
+        return r.q, r.position_error, r.rotation_error
 
     assert torch.autograd.gradcheck(solve, (seeds.clone().requires_grad_(),))
 
 
 def test_gradcheck_wrt_target_through_a_tangent_perturbation(panda64):
     """The target stays on SE(3): T = se3_exp_left(xi, T0), differentiated w.r.t. xi."""
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=4))
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=4))
     targets, seeds, _ = targets_near_seeds_near_joint_centre(panda64, 2, seed=2, spread=0.1)
     xi = 1e-3 * torch.randn(2, 6, generator=_gen(3), dtype=F64)
 
     def solve(x):
         r = ik.solve(se3_exp_left(x, targets), seeds)
-        return r.qpos, r.position_error, r.rotation_error, r.position_error_norm, r.rotation_error_norm
+        return r.q, r.position_error, r.rotation_error, r.position_error_norm, r.rotation_error_norm
 
     assert torch.autograd.gradcheck(solve, (xi.requires_grad_(),))
     # And the target's gradient is not trivially zero.
@@ -102,9 +102,9 @@ def test_target_at_the_current_pose_gives_finite_gradients(dtype, panda_layer, r
     result = ik.solve(target, seed)
     assert torch.equal(result.position_error_norm, torch.zeros(2, dtype=dtype))
     assert result.rotation_error_norm.max() < 1e-6
-    torch.testing.assert_close(result.qpos, seed.detach(), rtol=0, atol=1e-6)
+    torch.testing.assert_close(result.q, seed.detach(), rtol=0, atol=1e-6)
     loss = (
-        result.qpos.sum()
+        result.q.sum()
         + result.position_error.sum()
         + result.rotation_error.sum()
         + result.position_error_norm.sum()
@@ -159,23 +159,23 @@ def test_a_seed_outside_the_limits_is_clamped(panda64, ready_pose):
     seed = _outside_seed(panda64, ready_pose)
     target = panda64(ready_pose())
     for iterations in (0, 1, 16):
-        ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=iterations))
+        ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=iterations))
         result = ik.solve(target, seed)
-        assert panda64.within_limits(result.qpos) and result.within_limits
-        assert ((result.qpos >= panda64.lower) & (result.qpos <= panda64.upper)).all()
-    zero = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=0)).solve(target, seed)
-    assert torch.equal(zero.qpos, panda64.clamp(seed))
-    assert zero.qpos[0] == panda64.lower[0] and zero.qpos[3] == panda64.upper[3]
+        assert panda64.within_limits(result.q) and result.within_limits
+        assert ((result.q >= panda64.lower) & (result.q <= panda64.upper)).all()
+    zero = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=0)).solve(target, seed)
+    assert torch.equal(zero.q, panda64.clamp(seed))
+    assert zero.q[0] == panda64.lower[0] and zero.q[3] == panda64.upper[3]
 
 
 def test_derivative_wrt_a_clamped_seed_coordinate_is_zero(panda64, ready_pose):
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=4))
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=4))
     seed = _outside_seed(panda64, ready_pose)
     target = panda64(ready_pose() + 0.05)
 
     def solve(s):
         r = ik.solve(target, s)
-        return torch.cat((r.qpos, r.position_error, r.rotation_error))
+        return torch.cat((r.q, r.position_error, r.rotation_error))
 
     jac = torch.autograd.functional.jacobian(solve, seed)  # (13, 7)
     assert jac[:, 0].abs().max() == 0 and jac[:, 3].abs().max() == 0
@@ -195,7 +195,7 @@ def _beyond_joint4(kin: KinematicsLayer, ready_pose):
 def test_a_clamped_update_has_zero_derivative(panda64, ready_pose):
     """Pushed against the limit by every update, joint 4 ends on it and does not depend on the target."""
     target, seed, _ = _beyond_joint4(panda64, ready_pose)
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=8))
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=8))
     xi = torch.zeros(6, dtype=F64, requires_grad=True)
     qpos = ik(se3_exp_left(xi, target), seed)
     assert qpos[3] == panda64.upper[3]
@@ -207,20 +207,20 @@ def test_a_clamped_update_has_zero_derivative(panda64, ready_pose):
 
 def test_enforce_joint_limits_false_lets_qpos_leave_the_limits(panda64, ready_pose):
     target, seed, goal = _beyond_joint4(panda64, ready_pose)
-    limited = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=32)).solve(target, seed)
+    limited = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=32)).solve(target, seed)
     assert limited.within_limits and not limited.success
-    assert limited.qpos[3] == panda64.upper[3]
-    free_cfg = DifferentiableIKCfg(max_iterations=32, enforce_joint_limits=False)
+    assert limited.q[3] == panda64.upper[3]
+    free_cfg = DifferentiableIKCfg(iterations=32, enforce_joint_limits=False)
     free = DifferentiableIKLayer(panda64, free_cfg).solve(target.expand(3, 4, 4), seed)
     # It reaches the target (residuals under the tolerances) beyond joint 4's upper limit ...
-    assert (free.qpos[:, 3] > panda64.upper[3] + 0.2).all()
+    assert (free.q[:, 3] > panda64.upper[3] + 0.2).all()
     assert (free.position_error_norm < free_cfg.position_tolerance).all()
     assert (free.rotation_error_norm < free_cfg.rotation_tolerance).all()
-    torch.testing.assert_close(free.qpos, goal.expand(3, 7), rtol=0, atol=1e-3)
+    torch.testing.assert_close(free.q, goal.expand(3, 7), rtol=0, atol=1e-3)
     # ... but success still checks the physical limits.
     assert not free.within_limits.any() and not free.success.any()
     # Without projection the seed is not clamped either.
-    zero = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=0, enforce_joint_limits=False))
+    zero = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=0, enforce_joint_limits=False))
     outside = _outside_seed(panda64, ready_pose)
     assert torch.equal(zero(target, outside), outside)
 
@@ -238,13 +238,13 @@ def test_enforce_joint_limits_false_lets_qpos_leave_the_limits(panda64, ready_po
 )
 def test_leading_dimensions_broadcast_into_every_field(dtype, panda_layer, target_batch, seed_batch, expected):
     kin = panda_layer(dtype)
-    ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(max_iterations=3))
+    ik = DifferentiableIKLayer(kin, DifferentiableIKCfg(iterations=3))
     n_t, n_s = math.prod(target_batch), math.prod(seed_batch)
     targets, seeds, _ = targets_near_seeds_near_ready_pose(kin, max(n_t, n_s), seed=5)
     target = targets[:n_t].reshape(*target_batch, 4, 4)
     seed = seeds[:n_s].reshape(*seed_batch, 7)
     result = ik.solve(target, seed)
-    trailing = {"qpos": (7,), "position_error": (3,), "rotation_error": (3,)}
+    trailing = {"q": (7,), "position_error": (3,), "rotation_error": (3,)}
     for name in FIELDS:
         value = getattr(result, name)
         assert value.shape == (*expected, *trailing.get(name, ())), name
@@ -252,31 +252,31 @@ def test_leading_dimensions_broadcast_into_every_field(dtype, panda_layer, targe
     # Broadcasting equals solving the explicitly expanded inputs.
     explicit = ik.solve(target.expand(*expected, 4, 4).clone(), seed.expand(*expected, 7).clone())
     tol = 1e-5 if dtype == torch.float32 else 1e-12
-    torch.testing.assert_close(result.qpos, explicit.qpos, rtol=0, atol=tol)
+    torch.testing.assert_close(result.q, explicit.q, rtol=0, atol=tol)
 
 
 def test_seed_defaults_to_default_seed(ik64, panda64, ready_pose):
     target = panda64(ready_pose()).expand(2, 4, 4)
-    torch.testing.assert_close(ik64.solve(target).qpos, ik64.solve(target, panda64.default_seed()).qpos)
+    torch.testing.assert_close(ik64.solve(target).q, ik64.solve(target, panda64.default_seed()).q)
 
 
 def test_empty_batch(ik64, panda64):
     result = ik64.solve(torch.eye(4, dtype=F64).expand(0, 4, 4), panda64.default_seed())
-    assert result.qpos.shape == (0, 7) and result.success.shape == (0,)
+    assert result.q.shape == (0, 7) and result.success.shape == (0,)
 
 
 def test_eval_keeps_gradients_and_no_grad_drops_them(panda64, ready_pose):
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=2)).eval()
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=2)).eval()
     assert not ik.training
     target = panda64(ready_pose() + 0.05).requires_grad_()
     result = ik.solve(target, ready_pose())
-    assert result.qpos.requires_grad and result.position_error.requires_grad
-    (grad,) = torch.autograd.grad(result.qpos.sum(), target)
+    assert result.q.requires_grad and result.position_error.requires_grad
+    (grad,) = torch.autograd.grad(result.q.sum(), target)
     assert torch.isfinite(grad).all() and grad.abs().max() > 0
     with torch.no_grad():
         quiet = ik.solve(target, ready_pose())
-    assert not quiet.qpos.requires_grad and not quiet.position_error.requires_grad
-    torch.testing.assert_close(quiet.qpos, result.qpos.detach(), rtol=0, atol=0)
+    assert not quiet.q.requires_grad and not quiet.position_error.requires_grad
+    torch.testing.assert_close(quiet.q, result.q.detach(), rtol=0, atol=0)
 
 
 def test_no_state_is_kept_between_calls(panda64):
@@ -303,17 +303,17 @@ def test_a_failed_solve_returns_the_last_iterate(panda64, ready_pose):
     target = _far_target(panda64).requires_grad_()
     result = DifferentiableIKLayer(panda64).solve(target, seed)
     assert not result.success
-    assert (result.qpos - seed).abs().max() > 0.1, "the seed must not be substituted"
+    assert (result.q - seed).abs().max() > 0.1, "the seed must not be substituted"
     assert result.position_error_norm > 1.0
     for residual in (result.position_error, result.rotation_error, result.position_error_norm):
         assert residual.requires_grad
     (grad,) = torch.autograd.grad(result.position_error_norm, target)
     assert torch.isfinite(grad).all() and grad.abs().max() > 0
     # It is the 16th iterate: 8 steps, then 8 more from there, give the same joints.
-    eight = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=8))
-    torch.testing.assert_close(eight(target, eight(target, seed)), result.qpos, rtol=0, atol=1e-12)
+    eight = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=8))
+    torch.testing.assert_close(eight(target, eight(target, seed)), result.q, rtol=0, atol=1e-12)
     # The residuals are those of the returned joints.
-    reached = panda64(result.qpos)
+    reached = panda64(result.q)
     torch.testing.assert_close(result.position_error, target[:3, 3] - reached[:3, 3], rtol=0, atol=0)
 
 
@@ -324,7 +324,7 @@ def test_a_failed_solve_returns_the_last_iterate(panda64, ready_pose):
 
 def test_default_settings(panda64):
     cfg = DifferentiableIKCfg()
-    assert cfg.max_iterations == 16
+    assert cfg.iterations == 16
     assert cfg.damping == 0.05 and cfg.step_size == 0.5
     assert cfg.position_tolerance == 5e-4 and cfg.rotation_tolerance == 5e-4
     assert cfg.enforce_joint_limits is True
@@ -335,7 +335,7 @@ def _reference_dls(kin: KinematicsLayer, target: np.ndarray, seed: np.ndarray, c
     """The update rule written out in numpy, with scipy's rotation vector for the rotation error."""
     lo, hi = kin.lower.numpy(), kin.upper.numpy()
     q = np.clip(seed, lo, hi) if cfg.enforce_joint_limits else seed
-    for _ in range(cfg.max_iterations):
+    for _ in range(cfg.iterations):
         pose, jac = (t.numpy() for t in kin.fk_and_jacobian(torch.from_numpy(q)))
         err_p = target[:3, 3] - pose[:3, 3]
         err_r = Rotation.from_matrix(target[:3, :3] @ pose[:3, :3].T).as_rotvec()
@@ -350,9 +350,9 @@ def _reference_dls(kin: KinematicsLayer, target: np.ndarray, seed: np.ndarray, c
     "cfg",
     [
         DifferentiableIKCfg(),
-        DifferentiableIKCfg(max_iterations=3, damping=0.2, step_size=0.9),
-        DifferentiableIKCfg(max_iterations=5, damping=0.0, step_size=1.0),
-        DifferentiableIKCfg(max_iterations=6, enforce_joint_limits=False),
+        DifferentiableIKCfg(iterations=3, damping=0.2, step_size=0.9),
+        DifferentiableIKCfg(iterations=5, damping=0.0, step_size=1.0),
+        DifferentiableIKCfg(iterations=6, enforce_joint_limits=False),
     ],
     ids=["defaults", "damped", "undamped-full-step", "unprojected"],
 )
@@ -366,7 +366,7 @@ def test_iterations_follow_the_dls_update(panda64, ready_pose, cfg):
         expected = _reference_dls(panda64, targets[i].numpy(), seeds[i].numpy(), cfg)
         # The far row is ill-conditioned (stretched arm, joints on their limits): rounding grows to ~1e-8.
         tol = 1e-6 if i == targets.shape[0] - 1 else 1e-9
-        np.testing.assert_allclose(result.qpos[i].numpy(), expected, rtol=0, atol=tol, err_msg=f"row {i}")
+        np.testing.assert_allclose(result.q[i].numpy(), expected, rtol=0, atol=tol, err_msg=f"row {i}")
 
 
 def test_each_iteration_computes_fk_and_jacobian_once(panda64, monkeypatch):
@@ -386,7 +386,7 @@ def test_each_iteration_computes_fk_and_jacobian_once(panda64, monkeypatch):
             monkeypatch.setattr(FK_JACOBIAN, "reference", counting)
         else:
             monkeypatch.setitem(FK_JACOBIAN.implementations, "cpu", counting)
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=5))
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=5))
     with native.disabled():  # the torch ops
         ik.solve(targets, seeds)
     assert calls.count(True) == 5  # one FK + Jacobian per step (the final evaluation needs FK only)
@@ -400,7 +400,7 @@ def test_each_iteration_computes_fk_and_jacobian_once(panda64, monkeypatch):
 def test_the_loop_does_not_synchronise_with_the_host(panda64, monkeypatch):
     """No .item(), no bool() of a tensor, no data-dependent Python control flow once inputs are validated."""
     targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 4, seed=9)
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=4, validate_inputs=False))
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=4, validate_inputs=False))
 
     def forbidden(*args, **kwargs):
         raise AssertionError("host synchronisation inside the solve")
@@ -409,23 +409,23 @@ def test_the_loop_does_not_synchronise_with_the_host(panda64, monkeypatch):
         monkeypatch.setattr(torch.Tensor, name, forbidden)
     result = ik.solve(targets, seeds)
     monkeypatch.undo()
-    assert result.qpos.shape == (4, 7)
+    assert result.q.shape == (4, 7)
 
 
 def test_max_iterations_zero_returns_the_clamped_seed(panda64, ready_pose):
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=0))
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=0))
     seeds = torch.stack((ready_pose(), _outside_seed(panda64, ready_pose)))
     target = panda64(ready_pose() + 0.1)
     result = ik.solve(target, seeds)
-    assert torch.equal(result.qpos, panda64.clamp(seeds))
-    torch.testing.assert_close(result.position_error, target[:3, 3] - panda64(result.qpos)[:, :3, 3])
+    assert torch.equal(result.q, panda64.clamp(seeds))
+    torch.testing.assert_close(result.position_error, target[:3, 3] - panda64(result.q)[:, :3, 3])
 
 
 def test_position_error_decreases_with_iterations(panda64):
     targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 200, seed=10)
     errors = []
     for iterations in (0, 1, 2, 4, 8, 16):
-        ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=iterations))
+        ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=iterations))
         result = ik.solve(targets, seeds)
         errors.append((result.position_error_norm, result.rotation_error_norm))
     medians = [p.median().item() for p, _ in errors]
@@ -446,9 +446,9 @@ def test_position_error_decreases_with_iterations(panda64):
 @pytest.mark.parametrize(
     "kwargs",
     [
-        {"max_iterations": -1},
-        {"max_iterations": 2.5},
-        {"max_iterations": "16"},
+        {"iterations": -1},
+        {"iterations": 2.5},
+        {"iterations": "16"},
         {"damping": -0.1},
         {"damping": math.nan},
         {"step_size": 0.0},
@@ -525,7 +525,7 @@ def test_incompatible_batches_raise(ik64):
 
 
 def test_validate_inputs_false_still_checks_shape_dtype_and_device(panda64):
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(validate_inputs=False, max_iterations=1))
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(validate_inputs=False, iterations=1))
     with pytest.raises(ShapeError):
         ik.solve(torch.eye(4, dtype=F64)[:3])
     with pytest.raises(ShapeError):
@@ -540,7 +540,7 @@ def test_validate_inputs_false_still_checks_shape_dtype_and_device(panda64):
 # Checkpoints
 # --------------------------------------------------------------------------------------------------
 
-CUSTOM_CFG = DifferentiableIKCfg(max_iterations=5, damping=0.1, step_size=0.7, position_tolerance=1e-3)
+CUSTOM_CFG = DifferentiableIKCfg(iterations=5, damping=0.1, step_size=0.7, position_tolerance=1e-3)
 
 
 def _tcp() -> torch.Tensor:
@@ -638,7 +638,7 @@ def test_ik_layer_to_moves_everything_and_has_no_parameters(make_panda_layer, re
     ik.to(F64)
     assert {b.dtype for b in ik.buffers()} == {F64}
     result = ik.solve(make_panda_layer()(ready_pose()), ready_pose())
-    assert result.qpos.dtype == F64 and result.success
+    assert result.q.dtype == F64 and result.success
 
 
 @CUDA
@@ -648,7 +648,7 @@ def test_cuda_solve_matches_cpu(make_panda_layer):
     targets, seeds, _ = targets_near_seeds_near_ready_pose(cpu.kinematics, 64, seed=12)
     result = gpu.solve(targets.cuda(), seeds.cuda())
     expected = cpu.solve(targets, seeds)
-    torch.testing.assert_close(result.qpos.cpu(), expected.qpos, rtol=0, atol=1e-9)
+    torch.testing.assert_close(result.q.cpu(), expected.q, rtol=0, atol=1e-9)
     assert torch.equal(result.success.cpu(), expected.success)
     with pytest.raises(DtypeDeviceMismatchError):
         gpu.solve(targets, seeds)
@@ -671,3 +671,59 @@ def test_cuda_solve_runs_without_host_sync(make_panda_layer):
             torch.cuda.set_sync_debug_mode("default")
     syncs = sorted({f"{w.filename}:{w.lineno}" for w in caught if "synchronizing CUDA" in str(w.message)})
     assert not syncs, "synchronising CUDA operations at " + ", ".join(syncs)
+
+
+# --------------------------------------------------------------------------------------------------
+# One vocabulary with the whole-body layer: iterations, a frozen result with q, forward and solve, former names
+# --------------------------------------------------------------------------------------------------
+
+
+def test_iterations_can_be_overridden_per_call(panda64, ready_pose):
+    targets, seeds, _ = targets_near_seeds_near_ready_pose(panda64, 6, seed=3)
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=16))
+    three = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=3)).solve(targets, seeds)
+    for validate in (True, False):  # the fused path and, through the QP step, the general one
+        overridden = ik.solve(targets, seeds, iterations=3)
+        assert torch.equal(overridden.q, three.q)
+        ik.cfg = dataclasses.replace(ik.cfg, validate_inputs=validate)
+    assert torch.equal(ik(targets, seeds, iterations=3), three.q)
+    assert ik.cfg.iterations == 16
+    qp = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=16, step="qp"))
+    qp3 = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=3, step="qp"))
+    assert torch.equal(qp.solve(targets, seeds, iterations=3).q, qp3.solve(targets, seeds).q)
+    target = targets.clone().requires_grad_(True)
+    implicit = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=16, gradient="implicit"))
+    q = implicit(target, seeds, iterations=3)
+    torch.testing.assert_close(q.detach(), three.q)
+    q.sum().backward()
+    assert torch.isfinite(target.grad).all()
+    for bad in (-1, 2.5, True):
+        with pytest.raises(ConfigError, match="iterations"):
+            ik.solve(targets, seeds, iterations=bad)
+
+
+def test_the_result_is_frozen_and_the_former_names_warn(panda64, ready_pose, make_panda_layer):
+    result = DifferentiableIKLayer(panda64).solve(panda64(ready_pose()), ready_pose())
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        result.q = result.q
+    with pytest.warns(DeprecationWarning, match="IKResult.q"):
+        assert result.qpos is result.q
+    with pytest.warns(DeprecationWarning, match="iterations"):
+        cfg = DifferentiableIKCfg(max_iterations=5)
+    assert cfg == DifferentiableIKCfg(iterations=5)
+    with pytest.warns(DeprecationWarning, match="iterations"):
+        assert cfg.max_iterations == 5
+    with pytest.raises(AttributeError):
+        cfg.no_such_setting  # noqa: B018
+    saved = _saved(DifferentiableIKLayer(make_panda_layer(), CUSTOM_CFG))
+    former = {("max_iterations" if k == "iterations" else k): v for k, v in saved["_extra_state"]["cfg"].items()}
+    saved["_extra_state"] = {"cfg": former}  # a checkpoint written before the rename
+    restored = DifferentiableIKLayer(make_panda_layer())
+    restored.load_state_dict(saved)
+    assert restored.cfg == CUSTOM_CFG
+    chain = panda64.model
+    q = ready_pose()[:, None].expand(7, 2)
+    with pytest.warns(DeprecationWarning, match="batch_last=True"):
+        former_pass = chain.fk_and_jacobian_batch_last(q, panda64.tcp)
+    for a, b in zip(former_pass, chain.fk_and_jacobian(q, panda64.tcp, batch_last=True), strict=True):
+        assert torch.equal(a, b)

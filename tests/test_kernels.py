@@ -37,7 +37,7 @@ def test_torch_compile_runs_the_fused_solve_as_one_custom_op_forward_and_backwar
 
     def loss(target, seed):
         result = ik.solve(target, seed)
-        return result.qpos.square().sum() + result.position_error_norm.sum()
+        return result.q.square().sum() + result.position_error_norm.sum()
 
     compiled = torch.compile(loss, backend=backend, fullgraph=True)  # one graph: no break anywhere in the solve
     target = targets.clone().requires_grad_(True)
@@ -63,8 +63,8 @@ def test_torch_compile_with_input_checks_still_raises_their_typed_errors():
     layer = panda_layer()
     ik = DifferentiableIKLayer(layer)
     seeds, targets = ik_problem(layer, 8, NEAR_SEED, seed=4)
-    compiled = torch.compile(lambda t, s: ik.solve(t, s).qpos, backend="eager")
-    torch.testing.assert_close(compiled(targets, seeds), ik.solve(targets, seeds).qpos, rtol=0, atol=0)
+    compiled = torch.compile(lambda t, s: ik.solve(t, s).q, backend="eager")
+    torch.testing.assert_close(compiled(targets, seeds), ik.solve(targets, seeds).q, rtol=0, atol=0)
     bad = targets.clone()
     bad[3, :3, :3] *= 1.1
     with pytest.raises(InvalidTargetError, match="orthonormal"):
@@ -135,18 +135,18 @@ def test_torch_func_then_plain_calls_and_torch_compile_of_torch_func():
     what eager gives (the kernels' custom ops step aside for the references there)."""
     torch._dynamo.reset()
     layer = panda_layer(dtype=torch.float64)
-    ik = DifferentiableIKLayer(layer, DifferentiableIKCfg(validate_inputs=False, max_iterations=4))
+    ik = DifferentiableIKLayer(layer, DifferentiableIKCfg(validate_inputs=False, iterations=4))
     seeds, targets = ik_problem(layer, 4, NEAR_SEED, seed=2)
 
     def loss(seed):
-        return ik.solve(targets, seed).qpos.square().sum()
+        return ik.solve(targets, seed).q.square().sum()
 
     grad = torch.func.grad(loss)(seeds)
-    mapped = torch.func.vmap(lambda s: ik.solve(targets[0], s).qpos)(seeds)
-    plain = ik.solve(targets[0].expand(4, 4, 4), seeds).qpos
+    mapped = torch.func.vmap(lambda s: ik.solve(targets[0], s).q)(seeds)
+    plain = ik.solve(targets[0].expand(4, 4, 4), seeds).q
     torch.testing.assert_close(mapped, plain, rtol=0, atol=1e-12)
     compiled_grad = torch.compile(torch.func.grad(loss), backend="eager")(seeds)
-    compiled_map = torch.compile(lambda s: torch.func.vmap(lambda x: ik.solve(targets[0], x).qpos)(s), backend="eager")
+    compiled_map = torch.compile(lambda s: torch.func.vmap(lambda x: ik.solve(targets[0], x).q)(s), backend="eager")
     torch.testing.assert_close(compiled_grad, grad, rtol=0, atol=1e-12)
     torch.testing.assert_close(compiled_map(seeds), plain, rtol=0, atol=1e-12)
 

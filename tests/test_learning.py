@@ -71,11 +71,13 @@ def test_cost_hand_computed(kin64):
     assert bool(reached.success)
     assert float(yaw_cost(reached, q0, weights, penalty)) == pytest.approx(0.0, abs=1e-12)
     # Hand-made result: displacement 0.5^2 + 0.1^2, residual 1000 * 0.01^2 + 100 * 0.02^2, failed -> + penalty.
-    fake = ik.evaluate(kin64(q0), q0)
-    fake.qpos = q0 + torch.tensor([0.5, 0, 0, 0, 0, 0.1, 0], dtype=torch.float64)
-    fake.position_error = torch.tensor([0.01, 0, 0], dtype=torch.float64)
-    fake.rotation_error = torch.tensor([0, 0.02, 0], dtype=torch.float64)
-    fake.success = torch.tensor(False)
+    fake = dataclasses.replace(
+        ik.evaluate(kin64(q0), q0),
+        q=q0 + torch.tensor([0.5, 0, 0, 0, 0, 0.1, 0], dtype=torch.float64),
+        position_error=torch.tensor([0.01, 0, 0], dtype=torch.float64),
+        rotation_error=torch.tensor([0, 0.02, 0], dtype=torch.float64),
+        success=torch.tensor(False),
+    )
     assert float(smooth_cost(fake, q0, weights)) == pytest.approx(0.26 + 0.1 + 0.04)
     assert float(yaw_cost(fake, q0, weights, penalty)) == pytest.approx(0.40 + penalty)
 
@@ -161,7 +163,7 @@ def test_cost_gradient_reaches_the_network_parameters(kin64):
     splits = make_splits(SMOKE, kin64)
     goals = splits["train"].subset(slice(0, 16))
     policy = YawPolicy(YawNet(feature_count(7), 32).double(), kin64, SMOKE)
-    ik = DifferentiableIKLayer(kin64, DifferentiableIKCfg(max_iterations=8))
+    ik = DifferentiableIKLayer(kin64, DifferentiableIKCfg(iterations=8))
     yaw = policy(goals.p, goals.q0)
     loss = smooth_cost(ik.solve(grasp_pose(goals.p, yaw), goals.q0), goals.q0, SMOKE.weights).mean()
     loss.backward()

@@ -55,9 +55,9 @@ def test_kernel_equals_the_torch_pass(request, robot, dtype):
     q = to_batch_last(torch.rand(37, chain.dof, generator=gen, dtype=torch.float64).to(dtype) * 4 - 2, 1)
     tcp = torch.eye(4, dtype=dtype)
     tcp[:3, 3] = torch.tensor([0.01, -0.02, 0.1])
-    compiled = chain.fk_and_jacobian_batch_last(q, tcp)
+    compiled = chain.fk_and_jacobian(q, tcp, batch_last=True)
     with native.disabled():
-        reference = chain.fk_and_jacobian_batch_last(q, tcp)
+        reference = chain.fk_and_jacobian(q, tcp, batch_last=True)
     tol = 1e-12 if dtype == torch.float64 else 2e-5
     for got, want in zip(compiled, reference, strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=tol)
@@ -196,7 +196,7 @@ def test_negative_views_are_read_as_their_values(pr2_urdf, chain_of):
     torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
     pr2 = chain_of(pr2_urdf, "base_link", "r_gripper_tool_frame", torch.float64)  # a prismatic joint reads q itself
     q = to_batch_last(torch.full((3, pr2.dof), 0.2, dtype=torch.float64), 1)
-    negative, plain = pr2.fk_and_jacobian_batch_last(torch._neg_view(-q)), pr2.fk_and_jacobian_batch_last(q)
+    negative, plain = pr2.fk_and_jacobian(torch._neg_view(-q), batch_last=True), pr2.fk_and_jacobian(q, batch_last=True)
     for got, want in zip(negative, plain, strict=True):
         torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
 
@@ -240,7 +240,7 @@ def test_bad_chain_inputs_raise_typed_errors(panda_layer):
     with pytest.raises(ShapeError, match=r"\(\.\.\., 7\)"):
         chain.forward_kinematics(torch.zeros(3, 1, dtype=torch.float64))  # used to broadcast to every joint
     with pytest.raises(ShapeError, match=r"\(7, B\)"):
-        chain.fk_and_jacobian_batch_last(torch.zeros(3, 7, dtype=torch.float64))
+        chain.fk_and_jacobian(torch.zeros(3, 7, dtype=torch.float64), batch_last=True)
     with pytest.raises(ShapeError, match="tcp"):
         chain.forward_kinematics(torch.zeros(7, dtype=torch.float64), torch.eye(4, dtype=torch.float64).expand(2, 4, 4))
     with pytest.raises(DtypeDeviceMismatchError, match="float32"):
@@ -259,7 +259,7 @@ def test_the_implicit_gradient_refuses_forward_mode_ad(panda_layer):
     from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, UnsupportedTransformError
 
     kin = panda_layer(torch.float64)
-    solver = DifferentiableIKLayer(kin, DifferentiableIKCfg(gradient="implicit", max_iterations=2))
+    solver = DifferentiableIKLayer(kin, DifferentiableIKCfg(gradient="implicit", iterations=2))
     target = kin(kin.default_seed())
     with fwAD.dual_level(), pytest.raises(UnsupportedTransformError, match="unrolled"):
         solver.solve(fwAD.make_dual(target, torch.zeros_like(target)))

@@ -10,6 +10,7 @@ gradients (shape, dtype, device and values) or raise the same error, and a publi
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import random
 from collections.abc import Callable
@@ -251,10 +252,10 @@ class Cases:
             model = copy.deepcopy(model).to("meta")
             q, tcp = q.to("meta"), None if tcp is None else tcp.to("meta")
         with_jacobian = self.rng.random() < 0.8
-        method = model.fk_and_jacobian_batch_last if batch_last else model.fk_and_jacobian
+        method = functools.partial(model.fk_and_jacobian, batch_last=batch_last)
         modes = ("plain", "dual", "fake") if batch_last else ("plain", "dual", "fake", "vmap")
         mode = self.mode(notes, modes if batch and q.is_floating_point() and not meta else ("plain",))
-        name = "fk_and_jacobian_batch_last" if batch_last else "fk_and_jacobian"
+        name = "fk_and_jacobian(batch_last=True)" if batch_last else "fk_and_jacobian"
         return Case(f"{name} {notes}", lambda q, tcp: list(method(q, tcp, with_jacobian)), [q, tcp], True, mode)
 
     def chain(self) -> Case:
@@ -301,13 +302,13 @@ class Cases:
         notes: list[str] = []
         kin = self.pick_layer(notes)
         cfg = DifferentiableIKCfg(
-            max_iterations=self.rng.choice([0, 1, 2, 3]),
+            iterations=self.rng.choice([0, 1, 2, 3]),
             step=self.rng.choice(["clamp", "clamp", "qp"]),
             # float32 implicit gradients solve a system regularised by 1e-9: the paths' rounding decides NaN or not.
             gradient=self.rng.choice(["unrolled", "unrolled", "implicit"]) if kin.dtype == F64 else "unrolled",
             enforce_joint_limits=self.rng.random() < 0.8,
         )
-        notes.append(f"{cfg.max_iterations} it {cfg.step} {cfg.gradient} limits={cfg.enforce_joint_limits}")
+        notes.append(f"{cfg.iterations} it {cfg.step} {cfg.gradient} limits={cfg.enforce_joint_limits}")
         solver = DifferentiableIKLayer(kin, cfg)
         batch = self.batch()
         target = self.prepare(self.poses(kin, batch).to(kin.dtype), "target", kin.dtype, notes, 2)
@@ -329,7 +330,7 @@ class Cases:
 
         def solve(target, seed):
             result = solver.solve(target, seed)
-            return [result.qpos, result.position_error, result.rotation_error, result.within_limits]
+            return [result.q, result.position_error, result.rotation_error, result.within_limits]
 
         # The implicit gradient solves J_F J_F^T + 1e-9 I: rounding differences of the paths' iterates grow ~1e7.
         tolerance = 1e-6 if cfg.gradient == "implicit" else 0.0

@@ -79,7 +79,7 @@ def test_the_bounded_network_gradient_through_ik_matches_finite_differences(kin6
     with torch.no_grad():
         net.body[-1].weight.normal_(0, 0.1)
     policy = YawPolicy(net, kin64, REFERENCE)
-    ik = DifferentiableIKLayer(kin64, DifferentiableIKCfg(max_iterations=24, validate_inputs=False))
+    ik = DifferentiableIKLayer(kin64, DifferentiableIKCfg(iterations=24, validate_inputs=False))
     bias = net.body[-1].bias
 
     def loss() -> torch.Tensor:

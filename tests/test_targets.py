@@ -98,7 +98,7 @@ def test_targets_from_another_librarys_float32_forward_kinematics_solve_with_the
     rotation = targets[:, :3, :3]
     deviation = (rotation.transpose(-1, -2) @ rotation - torch.eye(3, dtype=torch.float64)).abs().amax()
     assert 1e-8 < deviation <= FLOAT32_GEOMETRY_TOLERANCE  # float32's rounding, within the documented tolerance
-    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(max_iterations=16))
+    ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=16))
     seeds = (q + 0.02).clamp(panda64.lower, panda64.upper)
     result = ik.solve(targets, seeds)
     assert result.success.double().mean() >= 0.95

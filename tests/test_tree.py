@@ -282,11 +282,11 @@ def test_typed_errors(g1):
 def _every_quantity(tree: KinematicTree, q: torch.Tensor) -> list[torch.Tensor]:
     state = tree.forward_kinematics(q)
     out = [state.nodes, tree.frame_poses(state), tree.center_of_mass(state), tree.com_jacobian(state)]
-    out += [tree.frame_poses_batch_last(state), tree.center_of_mass_batch_last(state)]
-    out.append(tree.com_jacobian_batch_last(state))
+    out += [tree.frame_poses(state, batch_last=True), tree.center_of_mass(state, batch_last=True)]
+    out.append(tree.com_jacobian(state, batch_last=True))
     for name in tree.frame_names:
         out += [tree.frame_pose(state, name), tree.frame_jacobian(state, name)]
-        out += [tree.frame_pose_batch_last(state, name), tree.frame_jacobian_batch_last(state, name)]
+        out += [tree.frame_pose(state, name, batch_last=True), tree.frame_jacobian(state, name, batch_last=True)]
     return out
 
 
@@ -317,22 +317,26 @@ def test_batch_last_accessors_are_the_public_results_transposed(g1):
     q = _random_q(g1, (2, 5), seed=22)
     state = g1.forward_kinematics(q)
     poses = g1.frame_poses(state).reshape(10, -1, 4, 4)
-    torch.testing.assert_close(g1.frame_poses_batch_last(state), poses[:, :, :3].permute(1, 2, 3, 0), rtol=0, atol=0)
+    torch.testing.assert_close(
+        g1.frame_poses(state, batch_last=True), poses[:, :, :3].permute(1, 2, 3, 0), rtol=0, atol=0
+    )
     name = "right_wrist_yaw_link"
     torch.testing.assert_close(
-        g1.frame_pose_batch_last(state, name), poses[:, g1.frame_index(name), :3].permute(1, 2, 0)
+        g1.frame_pose(state, name, batch_last=True), poses[:, g1.frame_index(name), :3].permute(1, 2, 0)
     )
     jacobian = g1.frame_jacobian(state, name).reshape(10, 6, g1.nv)
-    torch.testing.assert_close(g1.frame_jacobian_batch_last(state, name), jacobian.permute(1, 2, 0), rtol=0, atol=0)
+    torch.testing.assert_close(
+        g1.frame_jacobian(state, name, batch_last=True), jacobian.permute(1, 2, 0), rtol=0, atol=0
+    )
     com, com_jacobian = g1.center_of_mass(state).reshape(10, 3), g1.com_jacobian(state).reshape(10, 3, g1.nv)
-    torch.testing.assert_close(g1.center_of_mass_batch_last(state), com.t(), rtol=0, atol=0)
-    torch.testing.assert_close(g1.com_jacobian_batch_last(state), com_jacobian.permute(1, 2, 0), rtol=0, atol=0)
+    torch.testing.assert_close(g1.center_of_mass(state, batch_last=True), com.t(), rtol=0, atol=0)
+    torch.testing.assert_close(g1.com_jacobian(state, batch_last=True), com_jacobian.permute(1, 2, 0), rtol=0, atol=0)
     with torch.enable_grad():  # the torch pass (autograd) gives the same batch-last layouts
         traced = g1.forward_kinematics(q.clone().requires_grad_())
         assert traced.nodes.requires_grad
-        torch.testing.assert_close(g1.com_jacobian_batch_last(traced), com_jacobian.permute(1, 2, 0))
-        torch.testing.assert_close(g1.frame_jacobian_batch_last(traced, name), jacobian.permute(1, 2, 0))
-        torch.testing.assert_close(g1.frame_poses_batch_last(traced), poses[:, :, :3].permute(1, 2, 3, 0))
+        torch.testing.assert_close(g1.com_jacobian(traced, batch_last=True), com_jacobian.permute(1, 2, 0))
+        torch.testing.assert_close(g1.frame_jacobian(traced, name, batch_last=True), jacobian.permute(1, 2, 0))
+        torch.testing.assert_close(g1.frame_poses(traced, batch_last=True), poses[:, :, :3].permute(1, 2, 3, 0))
 
 
 def test_compiled_angles_match_libm_far_out_and_pass_nan():
@@ -358,3 +362,33 @@ def test_inputs_that_record_a_graph_take_the_torch_pass(g1):
     assert native.tree_frames(state.nodes, g1.frame_offset, g1.frame_slot) is None
     g1.com_jacobian(state).sum().backward()
     assert q.grad is not None and torch.isfinite(q.grad).all()
+
+
+def test_the_former_batch_last_names_warn_and_answer_the_same(g1):
+    state = g1.forward_kinematics(g1.neutral().expand(2, -1))
+    name = g1.frame_names[-1]
+    pairs = {
+        "frame_poses_batch_last": (
+            lambda: g1.frame_poses_batch_last(state),
+            lambda: g1.frame_poses(state, batch_last=True),
+        ),
+        "frame_pose_batch_last": (
+            lambda: g1.frame_pose_batch_last(state, name),
+            lambda: g1.frame_pose(state, name, batch_last=True),
+        ),
+        "frame_jacobian_batch_last": (
+            lambda: g1.frame_jacobian_batch_last(state, name),
+            lambda: g1.frame_jacobian(state, name, batch_last=True),
+        ),
+        "center_of_mass_batch_last": (
+            lambda: g1.center_of_mass_batch_last(state),
+            lambda: g1.center_of_mass(state, batch_last=True),
+        ),
+        "com_jacobian_batch_last": (
+            lambda: g1.com_jacobian_batch_last(state),
+            lambda: g1.com_jacobian(state, batch_last=True),
+        ),
+    }
+    for former, (old, new) in pairs.items():
+        with pytest.warns(DeprecationWarning, match=former):
+            assert torch.equal(old(), new())

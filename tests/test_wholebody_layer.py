@@ -241,3 +241,35 @@ def test_a_checkpoint_carries_the_settings_and_refuses_another_geometry(g1, prob
     two_hands = standing_problem(g1, G1, hands=("left_hand", "right_hand")).layer
     with pytest.raises(CheckpointMismatchError):
         two_hands.load_state_dict(saved)
+
+
+def test_forward_returns_q_and_iterations_can_be_overridden_per_call(g1, problem) -> None:
+    targets = hand_targets(g1, problem, OFFSETS[:2])
+    torch.testing.assert_close(problem.layer(targets, problem.q_stand), problem.layer.solve(targets, problem.q_stand).q)
+    short = standing_problem(g1, G1, cfg=WholeBodyIKCfg(iterations=3)).layer.solve(targets, problem.q_stand)
+    overridden = problem.layer.solve(targets, problem.q_stand, iterations=3)
+    assert torch.equal(overridden.q, short.q)
+    assert not torch.equal(overridden.q, problem.layer.solve(targets, problem.q_stand).q)
+    assert problem.layer.cfg.iterations == 12  # the override changes nothing of the layer
+    hand = targets["right_hand"].clone().requires_grad_(True)
+    implicit = standing_problem(g1, G1, cfg=WholeBodyIKCfg(iterations=12, gradient="implicit")).layer
+    q = implicit({**targets, "right_hand": hand}, problem.q_stand, iterations=3)
+    torch.testing.assert_close(q.detach(), short.q)
+    q.sum().backward()
+    assert hand.grad is not None and torch.isfinite(hand.grad).all()
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ConfigError, match="iterations"):
+            problem.layer.solve(targets, problem.q_stand, iterations=bad)
+
+
+def test_each_task_says_what_it_reads_and_when_it_succeeded(g1) -> None:
+    error = torch.tensor([[0.003, 0.0, 0.0, 0.0, 0.0, 0.02], [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]], dtype=torch.float64)
+    pose, position = FrameTask("hand", HAND), FrameTask("hand", HAND, kind="position")
+    assert pose.frames == (HAND,) and position.frames == (HAND,)
+    assert pose.succeeded(error, 5e-3, 1e-2).tolist() == [False, True]  # the rotation row is 0.02 rad
+    assert position.succeeded(error[:, :3], 5e-3, 1e-2).tolist() == [True, True]
+    assert FrameTask("hand", HAND, kind="orientation").succeeded(error[:, 3:], 5e-3, 1e-2).tolist() == [False, True]
+    assert ComTask().frames == () and ComTask().succeeded(error[:, :3], 1e-3, 1.0).tolist() == [False, True]
+    assert PostureTask(g1).succeeded(torch.ones(2, len(g1.joint_names)), 0.0, 0.0).all()
+    with pytest.raises(FrameNotFoundError):
+        WholeBodyIKLayer(g1, [[FrameTask("hand", "no_such_link")]])

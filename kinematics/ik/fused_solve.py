@@ -190,11 +190,11 @@ IK_SOLVE_VJP.implement("cpu", native.ik_solve_vjp)
 
 
 # ------------------------------------------------------------------------------------------------- the solve
-def fused_iterations(ik, cache: KernelInputs, target_rot, target_pos, q0) -> torch.Tensor:
-    """Without a graph: the final iterate ``(dof, B)`` of the solve from the projected seed ``q0`` ``(dof, B)``
-    towards the target rotation ``(3, 3, B)`` and position ``(3, B)`` (batch-last)."""
+def fused_iterations(ik, cache: KernelInputs, target_rot, target_pos, q0, iterations: int) -> torch.Tensor:
+    """Without a graph: the final iterate ``(dof, B)`` of ``iterations`` steps from the projected seed ``q0``
+    ``(dof, B)`` towards the target rotation ``(3, 3, B)`` and position ``(3, B)`` (batch-last)."""
     inputs, params = settings(ik, cache)
-    return IK_SOLVE(q0, target_rot, target_pos, inputs, ik.cfg.max_iterations, params, ik.cfg.enforce_joint_limits)
+    return IK_SOLVE(q0, target_rot, target_pos, inputs, iterations, params, ik.cfg.enforce_joint_limits)
 
 
 class _FusedSolve(torch.autograd.Function):
@@ -227,8 +227,8 @@ class _FusedSolve(torch.autograd.Function):
         return grad_target, grad_q0, None, None, None, None
 
 
-def fused_solve(ik, cache: KernelInputs, target: torch.Tensor, seed: torch.Tensor):
-    """The whole solve of ``ik`` for batch-first ``target`` ``(B, 4, 4)`` and ``seed`` ``(B, dof)``: ``(q, errors
+def fused_solve(ik, cache: KernelInputs, target: torch.Tensor, seed: torch.Tensor, iterations: int):
+    """The whole solve of ``ik`` (``iterations`` steps) for batch-first ``target`` ``(B, 4, 4)`` and ``seed`` ``(B, dof)``: ``(q, errors
     (B, 6), norms (B, 2), flags (B, 2) within-limits / success, invalid)`` with ``invalid`` the number of rows
     whose inputs fail the checks of ``validate_inputs`` (a tensor), differentiable w.r.t. both inputs where the
     fused backward applies; ``None`` where the layer's own iterations must run instead (their autograd graph): a
@@ -242,7 +242,7 @@ def fused_solve(ik, cache: KernelInputs, target: torch.Tensor, seed: torch.Tenso
     if (grad and kin.tcp.requires_grad) or (needs_grad and not (kin.model.all_revolute and not cfg.adaptive)):
         return None
     inputs, params = settings(ik, cache)
-    iterations, clamp = cfg.max_iterations, cfg.enforce_joint_limits
+    clamp = cfg.enforce_joint_limits
     if not needs_grad:
         q, errors, norms, flags, _, invalid = IK_SOLVE_EVALUATE(target, seed, inputs, iterations, params, clamp, False)
         return q, errors, norms, flags, invalid

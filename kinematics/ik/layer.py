@@ -9,6 +9,7 @@ iterate. Failed solves return the last iterate with differentiable residuals.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import asdict, dataclass, fields
 
@@ -16,6 +17,7 @@ import torch
 from torch import nn
 
 from kinematics.batch_last import from_batch_last, to_batch_last, transforms_active
+from kinematics.deprecation import warn_renamed
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, UnsupportedTransformError
 from kinematics.ik.box_qp import solve_box_qp
 from kinematics.ik.fused_solve import KernelInputs, dls_iteration, fused_iterations, fused_solve, settings
@@ -29,9 +31,10 @@ from kinematics.qp.solve import solve_qp
 
 @dataclass(frozen=True)
 class DifferentiableIKCfg:
-    """Numerical settings of the DLS solve. Units: metres and radians."""
+    """Numerical settings of the DLS solve. Units: metres and radians. ``iterations``: DLS steps per solve (fixed;
+    ``max_iterations``, its former name, is accepted with a DeprecationWarning for one release)."""
 
-    max_iterations: int = 16
+    iterations: int = 16
     damping: float = 0.05
     step_size: float = 0.5
     position_tolerance: float = 5e-4
@@ -68,8 +71,7 @@ class DifferentiableIKCfg:
         return self.residual_damping > 0 or self.error_weights != (1.0,) * 6 or self.hold_joint_box
 
     def __post_init__(self) -> None:
-        if not isinstance(self.max_iterations, int) or self.max_iterations < 0:
-            raise ConfigError(f"max_iterations must be an int >= 0, got {self.max_iterations!r}")
+        check_iterations(self.iterations)
         for name in ("damping", "position_tolerance", "rotation_tolerance"):
             if not getattr(self, name) >= 0:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
@@ -96,17 +98,49 @@ class DifferentiableIKCfg:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
 
 
-@dataclass
+_dataclass_init = DifferentiableIKCfg.__init__
+
+
+def _init_accepting_the_former_name(self, *args, max_iterations: int | None = None, **kwargs) -> None:
+    if max_iterations is not None:
+        warn_renamed("DifferentiableIKCfg(max_iterations=...)", "iterations=...")
+        kwargs.setdefault("iterations", max_iterations)
+    _dataclass_init(self, *args, **kwargs)
+
+
+def _former_names(self, name: str):
+    if name == "max_iterations":
+        warn_renamed("DifferentiableIKCfg.max_iterations", "iterations")
+        return self.iterations
+    raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+
+DifferentiableIKCfg.__init__ = _init_accepting_the_former_name
+DifferentiableIKCfg.__getattr__ = _former_names
+
+
+def check_iterations(iterations) -> None:
+    if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 0:
+        raise ConfigError(f"iterations must be an int >= 0, got {iterations!r}")
+
+
+@dataclass(frozen=True)
 class IKResult:
     """Everything a solve returns; every tensor keeps the broadcast leading dimensions ``(...)``."""
 
-    qpos: torch.Tensor  # (..., dof) final iterate
+    q: torch.Tensor  # (..., dof) final iterate
     success: torch.Tensor  # (...) bool: residuals under tolerance and inside the physical limits
     position_error: torch.Tensor  # (..., 3) target minus reached TCP position, root frame, metres
     rotation_error: torch.Tensor  # (..., 3) rotation vector taking the reached TCP rotation to the target's
     position_error_norm: torch.Tensor  # (...)
     rotation_error_norm: torch.Tensor  # (...)
     within_limits: torch.Tensor  # (...) bool
+
+    @property
+    def qpos(self) -> torch.Tensor:
+        """Deprecated (one release): ``q``."""
+        warn_renamed("IKResult.qpos", "IKResult.q")
+        return self.q
 
 
 class DifferentiableIKLayer(nn.Module):
@@ -119,21 +153,29 @@ class DifferentiableIKLayer(nn.Module):
         self._kernel_inputs = KernelInputs()  # what the fused solve reads besides the rows, rebuilt on change
         self._register_load_state_dict_pre_hook(self._check_checkpoint)
 
-    def forward(self, target: torch.Tensor, seed: torch.Tensor | None = None) -> torch.Tensor:
-        """``(..., 4, 4)`` targets -> ``(..., dof)`` joints (the final iterate)."""
-        return self.solve(target, seed).qpos
+    def forward(
+        self, target: torch.Tensor, seed: torch.Tensor | None = None, *, iterations: int | None = None
+    ) -> torch.Tensor:
+        """``(..., 4, 4)`` targets -> ``(..., dof)`` joints (the final iterate); see ``solve``."""
+        return self.solve(target, seed, iterations=iterations).q
 
-    def solve(self, target: torch.Tensor, seed: torch.Tensor | None = None) -> IKResult:
+    def solve(
+        self, target: torch.Tensor, seed: torch.Tensor | None = None, *, iterations: int | None = None
+    ) -> IKResult:
         """Solve for ``target`` ``(..., 4, 4)`` in the root frame, seeded at ``seed`` ``(dof,)`` or ``(..., dof)``
-        (the default seed when omitted). Leading dimensions broadcast."""
+        (the default seed when omitted). Leading dimensions broadcast. ``iterations`` overrides
+        ``cfg.iterations`` for this call."""
         kin, cfg = self.kinematics, self.cfg
+        if iterations is None:
+            iterations = cfg.iterations
+        check_iterations(iterations)
         if seed is None:
             seed = kin.default_seed()
         check_tensor(target, "target", kin.tcp)
         check_tensor(seed, "seed", kin.tcp)
         needs_grad = torch.is_grad_enabled() and (target.requires_grad or seed.requires_grad)
         if not (needs_grad and cfg.gradient == "implicit"):
-            fused = self._solve_fused(target, seed)
+            fused = self._solve_fused(target, seed, iterations)
             if fused is not None:
                 return fused
         if cfg.validate_inputs:
@@ -155,19 +197,20 @@ class DifferentiableIKLayer(nn.Module):
                 "forward-mode AD or torch.func use gradient='unrolled', whose iterations run as plain torch ops"
             )
         if cfg.gradient == "implicit" and torch.is_grad_enabled() and (target.requires_grad or q.requires_grad):
+            iterate = functools.partial(self._iterate, iterations=iterations)
             q = ImplicitIKSolve.apply(
-                target, q, self._iterate, self._fk_and_jacobian, _stacked_error, self._free, cfg.implicit_regularization
+                target, q, iterate, self._fk_and_jacobian, _stacked_error, self._free, cfg.implicit_regularization
             )
         else:
-            q = self._iterate(target, q)
+            q = self._iterate(target, q, iterations)
         return self.evaluate(target, q)
 
-    def _solve_fused(self, target: torch.Tensor, seed: torch.Tensor) -> IKResult | None:
+    def _solve_fused(self, target: torch.Tensor, seed: torch.Tensor, iterations: int) -> IKResult | None:
         """The whole solve as one compiled call (``kinematics.ik.fused_solve``), differentiable; the kernel counts
         the rows whose inputs fail the checks of ``validate_inputs``, and the validators themselves raise the
         failed check's error. ``None`` where the general path must run (it also raises the shape errors)."""
         kin, cfg = self.kinematics, self.cfg
-        if cfg.step != "clamp" or cfg.max_iterations == 0 or target.ndim < 2 or target.shape[-2:] != (4, 4):
+        if cfg.step != "clamp" or iterations == 0 or target.ndim < 2 or target.shape[-2:] != (4, 4):
             return None
         if seed.ndim < 1 or seed.shape[-1] != kin.dof:
             return None
@@ -177,7 +220,7 @@ class DifferentiableIKLayer(nn.Module):
             return None
         flat_target = target.expand(*batch, 4, 4).reshape(-1, 4, 4)
         flat_seed = seed.expand(*batch, kin.dof).reshape(-1, kin.dof)
-        done = fused_solve(self, self._kernel_inputs, flat_target, flat_seed)
+        done = fused_solve(self, self._kernel_inputs, flat_target, flat_seed, iterations)
         if done is None:
             return None
         q, errors, norms, flags, invalid = done
@@ -189,8 +232,8 @@ class DifferentiableIKLayer(nn.Module):
             q, errors, norms, flags = (t.reshape(*batch, t.shape[-1]) for t in (q, errors, norms, flags))
         return IKResult(q, flags[..., 1], errors[..., :3], errors[..., 3:], norms[..., 0], norms[..., 1], flags[..., 0])
 
-    def _iterate(self, target: torch.Tensor, seed: torch.Tensor) -> torch.Tensor:
-        """The fixed-count iterations from the (projected) seed ``(..., dof)``; no host synchronisation.
+    def _iterate(self, target: torch.Tensor, seed: torch.Tensor, iterations: int) -> torch.Tensor:
+        """``iterations`` fixed steps from the (projected) seed ``(..., dof)``; no host synchronisation.
 
         The loop runs in the batch-last layout (``kinematics.batch_last``); only the linear solve takes its
         ``(B, 6, 6)`` view of the damped ``J J^T``.
@@ -204,11 +247,12 @@ class DifferentiableIKLayer(nn.Module):
         recorded = (target_rot, target_pos, q, kin.tcp)
         graph = torch.is_grad_enabled() and any(t.requires_grad for t in recorded)
         if cfg.step == "clamp" and not graph and not transforms_active():  # every iteration in one kernel call
-            return from_batch_last(fused_iterations(self, self._kernel_inputs, target_rot, target_pos, q), batch)
+            q = fused_iterations(self, self._kernel_inputs, target_rot, target_pos, q, iterations)
+            return from_batch_last(q, batch)
         inputs, params = settings(self, self._kernel_inputs)
         damping_sq = inputs[3][..., None]  # damping^2 W^-1 (6, 6, 1), as the fused kernels read it
-        for _ in range(cfg.max_iterations):
-            rot, pos, jac_t = kin.model.fk_and_jacobian_batch_last(q, kin.tcp)
+        for _ in range(iterations):
+            rot, pos, jac_t = kin.model.fk_and_jacobian(q, kin.tcp, batch_last=True)
             if cfg.step == "clamp":  # the fused kernels' step, here with the graph of the chain's own pass
                 clamp = cfg.enforce_joint_limits
                 q = dls_iteration(q, target_rot, target_pos, rot, pos, jac_t, params, damping_sq, lower, upper, clamp)
@@ -255,7 +299,7 @@ class DifferentiableIKLayer(nn.Module):
         kin, cfg = self.kinematics, self.cfg
         batch = torch.broadcast_shapes(target.shape[:-2], q.shape[:-1])
         target, q = target.expand(*batch, 4, 4), q.expand(*batch, kin.dof)
-        rot, pos, _ = kin.model.fk_and_jacobian_batch_last(to_batch_last(q, 1), kin.tcp, with_jacobian=False)
+        rot, pos, _ = kin.model.fk_and_jacobian(to_batch_last(q, 1), kin.tcp, with_jacobian=False, batch_last=True)
         position, rotation = pose_error_batch_last(
             to_batch_last(target[..., :3, :3], 2), to_batch_last(target[..., :3, 3], 1), rot, pos
         )
@@ -283,8 +327,8 @@ class DifferentiableIKLayer(nn.Module):
     def set_extra_state(self, state: dict) -> None:
         known = {f.name for f in fields(DifferentiableIKCfg)}
         cfg = state.get("cfg") if isinstance(state, dict) else None
-        if isinstance(cfg, dict):  # written before the posture level became strict: its penalty weight is gone
-            cfg = {k: v for k, v in cfg.items() if k != "cascade_weight"}
+        if isinstance(cfg, dict) and "max_iterations" in cfg:  # saved before the rename (one release)
+            cfg = {("iterations" if k == "max_iterations" else k): v for k, v in cfg.items()}
         if not isinstance(cfg, dict) or not set(cfg) <= known:
             raise CheckpointMismatchError(f"the state dict's IK settings {cfg!r} do not match DifferentiableIKCfg")
         self.cfg = DifferentiableIKCfg(**cfg)

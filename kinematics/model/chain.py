@@ -18,6 +18,7 @@ from torch import nn
 
 from kinematics import native
 from kinematics.batch_last import cross, from_batch_last, matmul, matmul_constant, to_batch_last, transforms_active
+from kinematics.deprecation import warn_renamed
 from kinematics.errors import DtypeDeviceMismatchError, LinkNotFoundError, NotAChainError, ShapeError, URDFError
 from kinematics.model.chain_gradient import RevoluteChainKinematics
 from kinematics.native.kernel import Kernel
@@ -203,15 +204,26 @@ class SerialChainKinematics(nn.Module):
         return self.fk_and_jacobian(q, tcp, with_jacobian=False)[0]
 
     def fk_and_jacobian(
-        self, q: torch.Tensor, tcp: torch.Tensor | None = None, with_jacobian: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        self, q: torch.Tensor, tcp: torch.Tensor | None = None, with_jacobian: bool = True, *, batch_last: bool = False
+    ) -> tuple[torch.Tensor, ...]:
         """TCP pose ``(..., 4, 4)`` and geometric Jacobian ``(..., 6, dof)`` (linear rows first, root-frame axes
-        at the TCP: Pinocchio's LOCAL_WORLD_ALIGNED), both from one pass over the chain.
+        at the TCP: Pinocchio's LOCAL_WORLD_ALIGNED), both from one pass over the chain (the Jacobian ``None``
+        without ``with_jacobian``).
 
         ``q``: ``(..., dof)``; ``tcp``: optional ``(4, 4)`` offset after the chain's end link; both on the
         chain's dtype and device.
+
+        ``batch_last=True``: the layout of a solver that works batch last (``kinematics.batch_last``): ``q``
+        ``(dof, B)`` -> TCP rotation ``(3, 3, B)``, TCP position ``(3, B)`` and the transposed Jacobian
+        ``(dof, 6, B)``.
+
+        Gradients to ``q`` through an all-revolute chain's pose and Jacobian use the closed form of
+        ``kinematics.model.chain_gradient``; otherwise (and under forward-mode AD or a ``torch.func`` transform)
+        autograd follows the pass itself.
         """
-        self._check_inputs(q, tcp, batch_last=False)
+        self._check_inputs(q, tcp, batch_last=batch_last)
+        if batch_last:
+            return self._fk_and_jacobian_batch_last(q, tcp, with_jacobian)
         batch = q.shape[:-1]
         rot, position, jac_t = self._fk_and_jacobian_batch_last(to_batch_last(q, 1), tcp, with_jacobian)
         tip = from_batch_last(torch.cat((rot, position[:, None]), 1), batch)
@@ -221,15 +233,9 @@ class SerialChainKinematics(nn.Module):
     def fk_and_jacobian_batch_last(
         self, q: torch.Tensor, tcp: torch.Tensor | None = None, with_jacobian: bool = True
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """The same quantities in the batch-last layout (``kinematics.batch_last``): ``q`` ``(dof, B)`` ->
-        TCP rotation ``(3, 3, B)``, TCP position ``(3, B)`` and the transposed Jacobian ``(dof, 6, B)``.
-
-        Gradients to ``q`` through an all-revolute chain's pose and Jacobian use the closed form of
-        ``kinematics.model.chain_gradient``; otherwise (and under forward-mode AD or a ``torch.func`` transform)
-        autograd follows the pass itself.
-        """
-        self._check_inputs(q, tcp, batch_last=True)
-        return self._fk_and_jacobian_batch_last(q, tcp, with_jacobian)
+        """Deprecated (one release): ``fk_and_jacobian(..., batch_last=True)``."""
+        warn_renamed("SerialChainKinematics.fk_and_jacobian_batch_last", "fk_and_jacobian(..., batch_last=True)")
+        return self.fk_and_jacobian(q, tcp, with_jacobian, batch_last=True)
 
     def _check_inputs(self, q: torch.Tensor, tcp: torch.Tensor | None, batch_last: bool) -> None:
         """Shape, dtype and device of ``q`` (``(dof, B)`` or ``(..., dof)``) and ``tcp``; attribute reads only."""

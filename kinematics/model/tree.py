@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from kinematics.deprecation import warn_renamed
 from kinematics.errors import (
     DtypeDeviceMismatchError,
     FrameNotFoundError,
@@ -340,47 +341,31 @@ class KinematicTree(nn.Module):
         return self.forward_kinematics(q_or_state)
 
     # ------------------------------------------------------------------------------------------------ frames
-    def frame_poses(self, q_or_state) -> torch.Tensor:
-        """Every frame's pose in the world frame, ``(..., n_frames, 4, 4)`` in ``frame_names`` order."""
+    # Each quantity comes batch first, ``(..., *shape)``, or with ``batch_last=True`` in the layout of a solver that
+    # works batch last, ``(*shape, B)`` with ``B`` the flattened batch (``state.batch_size``; no transpose).
+    def frame_poses(self, q_or_state, *, batch_last: bool = False) -> torch.Tensor:
+        """Every frame's pose in the world frame, ``(..., n_frames, 4, 4)`` in ``frame_names`` order; batch last,
+        the top three rows, ``(n_frames, 3, 4, B)``."""
         state = self._state(q_or_state)
         buffers = self._buffers
-        out = TREE_FRAMES(state.nodes, buffers["frame_offset"], buffers["frame_slot"], True)
-        return out.view(*state.batch, len(self._frame_slots), 4, 4)
+        out = TREE_FRAMES(state.nodes, buffers["frame_offset"], buffers["frame_slot"], not batch_last)
+        return out if batch_last else out.view(*state.batch, len(self._frame_slots), 4, 4)
 
-    def frame_pose(self, q_or_state, name: str) -> torch.Tensor:
-        """Pose of frame ``name`` in the world frame, ``(..., 4, 4)``."""
+    def frame_pose(self, q_or_state, name: str, *, batch_last: bool = False) -> torch.Tensor:
+        """Pose of frame ``name`` in the world frame, ``(..., 4, 4)``; batch last, the top three rows, ``(3, 4, B)``."""
         index = self.frame_index(name)
         state = self._state(q_or_state)
         buffers = self._buffers
         offset, slot = buffers["frame_offset"][index : index + 1], buffers["frame_slot"][index : index + 1]
+        if batch_last:
+            return TREE_FRAMES(state.nodes, offset, slot, False)[0]
         return TREE_FRAMES(state.nodes, offset, slot, True).view(*state.batch, 4, 4)
 
-    def frame_poses_batch_last(self, q_or_state) -> torch.Tensor:
-        """Every frame's pose as its top three rows, batch last: ``(n_frames, 3, 4, B)`` with ``B`` the flattened
-        batch (``state.batch_size``), the layout of a solver that works batch-last (no transpose)."""
-        state = self._state(q_or_state)
-        buffers = self._buffers
-        return TREE_FRAMES(state.nodes, buffers["frame_offset"], buffers["frame_slot"], False)
-
-    def frame_pose_batch_last(self, q_or_state, name: str) -> torch.Tensor:
-        """Frame ``name``'s top three rows, ``(3, 4, B)`` (see ``frame_poses_batch_last``)."""
-        index = self.frame_index(name)
-        state = self._state(q_or_state)
-        buffers = self._buffers
-        offset, slot = buffers["frame_offset"][index : index + 1], buffers["frame_slot"][index : index + 1]
-        return TREE_FRAMES(state.nodes, offset, slot, False)[0]
-
     # --------------------------------------------------------------------------------------------- Jacobians
-    def frame_jacobian(self, q_or_state, name: str) -> torch.Tensor:
-        """Jacobian of frame ``name``, ``(..., 6, nv)``: linear rows first, world-aligned axes at the frame origin
-        (LOCAL_WORLD_ALIGNED), mapping ``v`` (base velocity in the base frame, then joint rates)."""
-        return self._frame_jacobian(q_or_state, name, True)
-
-    def frame_jacobian_batch_last(self, q_or_state, name: str) -> torch.Tensor:
-        """``frame_jacobian`` batch last: ``(6, nv, B)`` with ``B`` the flattened batch."""
-        return self._frame_jacobian(q_or_state, name, False)
-
-    def _frame_jacobian(self, q_or_state, name: str, batch_first: bool) -> torch.Tensor:
+    def frame_jacobian(self, q_or_state, name: str, *, batch_last: bool = False) -> torch.Tensor:
+        """Jacobian of frame ``name``, ``(..., 6, nv)`` (batch last ``(6, nv, B)``): linear rows first,
+        world-aligned axes at the frame origin (LOCAL_WORLD_ALIGNED), mapping ``v`` (base velocity in the base
+        frame, then joint rates)."""
         index = self.frame_index(name)
         state = self._state(q_or_state)
         buffers = self._buffers
@@ -394,9 +379,9 @@ class KinematicTree(nn.Module):
             buffers[f"_frame{index}_revolute"],
             self.nv,
             self.base_nv,
-            batch_first,
+            not batch_last,
         )
-        return jacobian.view(*state.batch, 6, self.nv) if batch_first else jacobian
+        return jacobian if batch_last else jacobian.view(*state.batch, 6, self.nv)
 
     # ----------------------------------------------------------------------------------------- centre of mass
     def _require_mass(self) -> None:
@@ -423,34 +408,42 @@ class KinematicTree(nn.Module):
             self._level_ends,
         )
 
-    def center_of_mass(self, q_or_state) -> torch.Tensor:
-        """Centre of mass in the world frame, ``(..., 3)``, from the URDF's inertials (every link, including
-        those welded to the root)."""
-        return self._center_of_mass(q_or_state, True)
+    def center_of_mass(self, q_or_state, *, batch_last: bool = False) -> torch.Tensor:
+        """Centre of mass in the world frame, ``(..., 3)`` (batch last ``(3, B)``), from the URDF's inertials
+        (every link, including those welded to the root)."""
+        self._require_mass()
+        state = self._state(q_or_state)
+        com = self._com(state, False, not batch_last)[0]
+        return com if batch_last else com.reshape(*state.batch, 3)
+
+    def com_jacobian(self, q_or_state, *, batch_last: bool = False) -> torch.Tensor:
+        """Jacobian of the centre of mass, ``(..., 3, nv)`` (batch last ``(3, nv, B)``), mapping ``v`` to the CoM's
+        world velocity."""
+        self._require_mass()
+        state = self._state(q_or_state)
+        jacobian = self._com(state, True, not batch_last)[1]
+        return jacobian if batch_last else jacobian.view(*state.batch, 3, self.nv)
+
+    # ------------------------------------------------------------------------- deprecated names (one release)
+    def frame_poses_batch_last(self, q_or_state) -> torch.Tensor:
+        warn_renamed("KinematicTree.frame_poses_batch_last", "frame_poses(..., batch_last=True)")
+        return self.frame_poses(q_or_state, batch_last=True)
+
+    def frame_pose_batch_last(self, q_or_state, name: str) -> torch.Tensor:
+        warn_renamed("KinematicTree.frame_pose_batch_last", "frame_pose(..., batch_last=True)")
+        return self.frame_pose(q_or_state, name, batch_last=True)
+
+    def frame_jacobian_batch_last(self, q_or_state, name: str) -> torch.Tensor:
+        warn_renamed("KinematicTree.frame_jacobian_batch_last", "frame_jacobian(..., batch_last=True)")
+        return self.frame_jacobian(q_or_state, name, batch_last=True)
 
     def center_of_mass_batch_last(self, q_or_state) -> torch.Tensor:
-        """``center_of_mass`` batch last: ``(3, B)`` with ``B`` the flattened batch."""
-        return self._center_of_mass(q_or_state, False)
-
-    def _center_of_mass(self, q_or_state, batch_first: bool) -> torch.Tensor:
-        self._require_mass()
-        state = self._state(q_or_state)
-        com = self._com(state, False, batch_first)[0]
-        return com.reshape(*state.batch, 3) if batch_first else com
-
-    def com_jacobian(self, q_or_state) -> torch.Tensor:
-        """Jacobian of the centre of mass, ``(..., 3, nv)``, mapping ``v`` to the CoM's world velocity."""
-        return self._com_jacobian(q_or_state, True)
+        warn_renamed("KinematicTree.center_of_mass_batch_last", "center_of_mass(..., batch_last=True)")
+        return self.center_of_mass(q_or_state, batch_last=True)
 
     def com_jacobian_batch_last(self, q_or_state) -> torch.Tensor:
-        """``com_jacobian`` batch last: ``(3, nv, B)`` with ``B`` the flattened batch."""
-        return self._com_jacobian(q_or_state, False)
-
-    def _com_jacobian(self, q_or_state, batch_first: bool) -> torch.Tensor:
-        self._require_mass()
-        state = self._state(q_or_state)
-        jacobian = self._com(state, True, batch_first)[1]
-        return jacobian.view(*state.batch, 3, self.nv) if batch_first else jacobian
+        warn_renamed("KinematicTree.com_jacobian_batch_last", "com_jacobian(..., batch_last=True)")
+        return self.com_jacobian(q_or_state, batch_last=True)
 
     def extra_repr(self) -> str:
         return (

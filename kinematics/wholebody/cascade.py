@@ -75,7 +75,7 @@ def constraint_rows(
 
 def _kept_rows(task: Task) -> torch.Tensor | None:
     """Indices of the task's rows with a positive cost (zero-cost rows ask nothing and would be ``0 = 0``)."""
-    keep = task._cost > 0
+    keep = task.cost() > 0
     return None if bool(keep.all()) else torch.nonzero(keep)[:, 0]
 
 

@@ -36,8 +36,6 @@ from kinematics.errors import (
 from kinematics.model.tree import KinematicTree
 from kinematics.wholebody.cascade import cascade_step
 from kinematics.wholebody.constraints.constraint import Constraint
-from kinematics.wholebody.tasks.com import ComTask
-from kinematics.wholebody.tasks.posture import PostureTask
 from kinematics.wholebody.tasks.task import Task
 
 GRADIENTS = ("unrolled", "implicit")
@@ -106,21 +104,6 @@ class WholeBodyIKResult:
     active_bounds: torch.Tensor | None
 
 
-def _success(task: Task, error: torch.Tensor, cfg: WholeBodyIKCfg) -> torch.Tensor:
-    if isinstance(task, PostureTask):
-        return torch.ones(error.shape[:-1], dtype=torch.bool, device=error.device)
-    if isinstance(task, ComTask):
-        return error.norm(dim=-1) <= cfg.position_tolerance
-    kind = getattr(task, "kind", "pose")
-    if kind == "position":
-        return error.norm(dim=-1) <= cfg.position_tolerance
-    if kind == "orientation":
-        return error.norm(dim=-1) <= cfg.rotation_tolerance
-    return (error[..., :3].norm(dim=-1) <= cfg.position_tolerance) & (
-        error[..., 3:].norm(dim=-1) <= cfg.rotation_tolerance
-    )
-
-
 class WholeBodyIKLayer(nn.Module):
     """Whole-body IK on ``tree``: ``levels`` of tasks (the first has the highest priority), ``constraints`` at
     every level, settings ``cfg``."""
@@ -144,14 +127,9 @@ class WholeBodyIKLayer(nn.Module):
         if duplicated:
             raise ConfigError(f"task and constraint names must be unique; repeated: {duplicated}")
         self.tasks = {t.name: t for level in self.levels for t in level}
-        for task in self.tasks.values():  # unknown frames fail here, not in the middle of a solve
-            for frame in (getattr(task, "frame", None), getattr(task, "root", None)):
-                if frame is not None:
-                    tree.frame_index(frame)
-        for constraint in self.constraints:
-            for frame in (getattr(constraint, "frame", None), *getattr(constraint, "soles", {})):
-                if frame is not None:
-                    tree.frame_index(frame)
+        for owner in (*self.tasks.values(), *self.constraints):  # unknown frames fail here, not mid-solve
+            for frame in owner.frames:
+                tree.frame_index(frame)
         self._register_load_state_dict_pre_hook(self._check_checkpoint)
 
     # ------------------------------------------------------------------------------------------------ inputs
@@ -214,15 +192,28 @@ class WholeBodyIKLayer(nn.Module):
         )  # fmt: skip
         return tree.integrate(q, step.dq), step
 
-    def _iterate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor]):
+    def _iterate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor], iterations: int):
         step = None
-        for _ in range(self.cfg.iterations):
+        for _ in range(iterations):
             q, step = self.step(q, targets)
         return q, step
 
-    def solve(self, targets: Mapping[str, torch.Tensor], seed: torch.Tensor) -> WholeBodyIKResult:
-        """Solve from ``seed`` ``(..., nq)`` for ``targets`` (name -> tensor, leading dims broadcast)."""
+    def forward(
+        self, targets: Mapping[str, torch.Tensor], seed: torch.Tensor, *, iterations: int | None = None
+    ) -> torch.Tensor:
+        """``(..., nq)``: the configuration a solve reaches; see ``solve``."""
+        return self.solve(targets, seed, iterations=iterations).q
+
+    def solve(
+        self, targets: Mapping[str, torch.Tensor], seed: torch.Tensor, *, iterations: int | None = None
+    ) -> WholeBodyIKResult:
+        """Solve from ``seed`` ``(..., nq)`` for ``targets`` (name -> tensor, leading dims broadcast), in
+        ``iterations`` cascade steps (``cfg.iterations`` when omitted)."""
         tree, cfg = self.tree, self.cfg
+        if iterations is None:
+            iterations = cfg.iterations
+        if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
+            raise ConfigError(f"iterations must be an int >= 1, got {iterations!r}")
         tree._check(seed, "seed", tree.nq)
         if seed.is_cpu:  # as forward_kinematics validates: never a device synchronisation
             tree.check_quaternion(seed)
@@ -236,11 +227,11 @@ class WholeBodyIKLayer(nn.Module):
                     "gradient='implicit' supports first-order reverse-mode autograd only; use gradient='unrolled'"
                 )
             names = tuple(flat)
-            q = _ImplicitSolve.apply(self, names, q, *(flat[n] for n in names))
+            q = _ImplicitSolve.apply(self, names, iterations, q, *(flat[n] for n in names))
             with torch.no_grad():
                 _, step = self.step(q.detach(), {n: t.detach() for n, t in flat.items()})
         else:
-            q, step = self._iterate(q, flat)
+            q, step = self._iterate(q, flat, iterations)
         return self.evaluate(q, flat, step, batch)
 
     def evaluate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor], step, batch: torch.Size):
@@ -250,7 +241,7 @@ class WholeBodyIKLayer(nn.Module):
         for name, task in self.tasks.items():
             error = task.error(tree, state, q, targets[name])
             residuals[name] = error.reshape(*batch, task.size)
-            success[name] = _success(task, error, cfg).reshape(batch)
+            success[name] = task.succeeded(error, cfg.position_tolerance, cfg.rotation_tolerance).reshape(batch)
         for constraint in self.constraints:
             value = constraint.violation(tree, state, q, targets.get(constraint.name))
             violations[constraint.name] = value.reshape(batch)
@@ -297,13 +288,13 @@ class WholeBodyIKLayer(nn.Module):
 
 
 class _ImplicitSolve(torch.autograd.Function):
-    """``apply(layer, names, seed, *targets) -> q*``: forward without a graph, backward by the adjoint fixed point
-    (see the module docstring)."""
+    """``apply(layer, names, iterations, seed, *targets) -> q*``: forward without a graph, backward by the adjoint
+    fixed point (see the module docstring)."""
 
     @staticmethod
-    def forward(ctx, layer: WholeBodyIKLayer, names: tuple[str, ...], seed: torch.Tensor, *targets: torch.Tensor):
+    def forward(ctx, layer, names: tuple[str, ...], iterations: int, seed: torch.Tensor, *targets: torch.Tensor):
         with torch.no_grad():
-            q, _ = layer._iterate(seed, dict(zip(names, targets, strict=True)))
+            q, _ = layer._iterate(seed, dict(zip(names, targets, strict=True)), iterations)
         ctx.layer, ctx.names = layer, names
         ctx.save_for_backward(q, *targets)
         return q
@@ -313,7 +304,7 @@ class _ImplicitSolve(torch.autograd.Function):
         q_star, *targets = ctx.saved_tensors
         layer, tree = ctx.layer, ctx.layer.tree
         with torch.enable_grad():
-            theta = [t.detach().requires_grad_(ctx.needs_input_grad[3 + i]) for i, t in enumerate(targets)]
+            theta = [t.detach().requires_grad_(ctx.needs_input_grad[4 + i]) for i, t in enumerate(targets)]
             delta = torch.zeros(q_star.shape[0], tree.nv, dtype=q_star.dtype, device=q_star.device)
             delta.requires_grad_(True)
             q = tree.integrate(q_star, delta)
@@ -329,4 +320,4 @@ class _ImplicitSolve(torch.autograd.Function):
         grads = iter(grads)
         out = [next(grads) if t.requires_grad else None for t in theta]
         out = [torch.zeros_like(t) if g is None and t.requires_grad else g for g, t in zip(out, theta, strict=True)]
-        return None, None, None, *out
+        return None, None, None, None, *out

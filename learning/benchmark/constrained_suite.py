@@ -54,7 +54,7 @@ def step_rows(batch: int, repeats: int, seed: int) -> list[dict]:
                 result = ik.solve(targets, seeds)
             seconds = _median_time(lambda ik=ik, t=targets, s=seeds: ik.solve(t, s), repeats)
             xi = torch.zeros(batch, 6, dtype=torch.float64, requires_grad=True)
-            qpos = ik.solve(se3_exp_left(xi, targets), seeds).qpos
+            qpos = ik.solve(se3_exp_left(xi, targets), seeds).q
             gradient_norms[mode] = torch.stack(
                 [
                     torch.autograd.grad(qpos[:, j].sum(), xi, retain_graph=True)[0].norm(dim=-1)
@@ -70,7 +70,7 @@ def step_rows(batch: int, repeats: int, seed: int) -> list[dict]:
                     "success_rate": float(result.success.double().mean()),
                     "position_error_mm_mean": 1e3 * float(result.position_error_norm.mean()),
                     "outside_limits_rows": int((~result.within_limits).sum()),
-                    "distance_to_mid_rad2": float((result.qpos - layer.default_seed()).square().sum(-1).mean()),
+                    "distance_to_mid_rad2": float((result.q - layer.default_seed()).square().sum(-1).mean()),
                     "forward_s": seconds,
                 }
             )
@@ -90,14 +90,14 @@ def gradient_rows(batch: int, iteration_counts: tuple[int, ...], repeats: int, s
     for iterations in iteration_counts:
         grads = {}
         for mode in ("unrolled", "implicit"):
-            ik = DifferentiableIKLayer(layer, DifferentiableIKCfg(max_iterations=iterations, gradient=mode))
+            ik = DifferentiableIKLayer(layer, DifferentiableIKCfg(iterations=iterations, gradient=mode))
 
             def forward_backward(ik=ik):
                 xi = torch.zeros(batch, 6, requires_grad=True)
                 seed = seeds.clone().requires_grad_(True)
                 result = ik.solve(se3_exp_left(xi, targets), seed)
                 weights = torch.linspace(-1.0, 1.0, layer.dof).expand(batch, -1)
-                (result.qpos * weights).sum().backward()
+                (result.q * weights).sum().backward()
                 tight = (result.position_error_norm < 1e-5) & (result.rotation_error_norm < 1e-5)
                 return xi.grad, seed.grad, result.success, tight
 

@@ -29,10 +29,10 @@ def near_seed_failures(layer64: KinematicsLayer, batch: int, seed: int, iteratio
     """Counts and success rates for ``batch`` rows of ``targets_near_seeds_in_joint_box``, float64, no grad."""
     with torch.no_grad():
         targets, seeds, _ = targets_near_seeds_in_joint_box(layer64, batch, seed)
-        result = DifferentiableIKLayer(layer64, DifferentiableIKCfg(max_iterations=iterations)).solve(targets, seeds)
+        result = DifferentiableIKLayer(layer64, DifferentiableIKCfg(iterations=iterations)).solve(targets, seeds)
         failed = ~result.success
-        on_limit = ((result.qpos == layer64.lower) | (result.qpos == layer64.upper)).any(-1)
-        _, jac = layer64.fk_and_jacobian(result.qpos)
+        on_limit = ((result.q == layer64.lower) | (result.q == layer64.upper)).any(-1)
+        _, jac = layer64.fk_and_jacobian(result.q)
         singular = torch.linalg.svdvals(jac)[..., -1] < SINGULAR_BELOW
         doc = {
             "batch": batch,
@@ -46,16 +46,16 @@ def near_seed_failures(layer64: KinematicsLayer, batch: int, seed: int, iteratio
             if failed.any()
             else None,
             "success_at_iterations": {
-                str(n): _success(layer64, targets, seeds, max_iterations=n) for n in (2 * iterations, 4 * iterations)
+                str(n): _success(layer64, targets, seeds, iterations=n) for n in (2 * iterations, 4 * iterations)
             },
-            "success_qp_step": _success(layer64, targets, seeds, max_iterations=iterations, step="qp"),
-            "success_opt_in": _success(layer64, targets, seeds, max_iterations=iterations, **OPT_IN_SETTINGS),
+            "success_qp_step": _success(layer64, targets, seeds, iterations=iterations, step="qp"),
+            "success_opt_in": _success(layer64, targets, seeds, iterations=iterations, **OPT_IN_SETTINGS),
             "success_near_ready_pose": {},
         }
         for spread in READY_SPREADS:
             near_ready = targets_near_seeds_near_ready_pose(layer64, batch, seed, spread, NEAR_SEED_NOISE)
             doc["success_near_ready_pose"][str(spread)] = _success(
-                layer64, near_ready.targets, near_ready.seeds, max_iterations=iterations
+                layer64, near_ready.targets, near_ready.seeds, iterations=iterations
             )
     return doc
 

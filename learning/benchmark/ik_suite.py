@@ -52,7 +52,7 @@ METHODS = {
     "damping, step and clamp",
 }
 COMPONENTS = {
-    "fk_and_jacobian": "layer.model.fk_and_jacobian_batch_last(q, tcp): TCP pose and J^T, batch-last layout "
+    "fk_and_jacobian": "layer.model.fk_and_jacobian(q, tcp, batch_last=True): TCP pose and J^T, batch-last layout "
     "(the compiled kernel on the CPU)",
     "pose_error": "pose_error_batch_last: position and so3_log rotation error (6-vector), torch ops",
     "jjt_damped": "J J^T + damping^2 I as (B, 6, 6) matrices (compiled kernel on the CPU, else torch ops)",
@@ -75,7 +75,7 @@ class Solvers:
     def __init__(self, dtype: str, device: str, iterations: int, use_pk: bool, use_pin: bool) -> None:
         self.dtype, self.device = getattr(torch, dtype), torch.device(device)
         self.layer = panda_layer(self.device, self.dtype)
-        self.ik = DifferentiableIKLayer(self.layer, DifferentiableIKCfg(max_iterations=iterations))
+        self.ik = DifferentiableIKLayer(self.layer, DifferentiableIKCfg(iterations=iterations))
         self.layer64 = panda_layer("cpu", torch.float64)
         names = self.layer.joint_names
         self.pk_chain = (
@@ -108,18 +108,18 @@ class Solvers:
 
         def run():
             with torch.no_grad():
-                return ik.solve(targets, seeds).qpos, {}
+                return ik.solve(targets, seeds).q, {}
 
         return run
 
     def _ours_opt_in(self, seeds64, targets64, seed) -> Solve:
         seeds, targets = self.cast(seeds64), self.cast(targets64)
-        ik = DifferentiableIKLayer(self.layer, DifferentiableIKCfg(max_iterations=self.ik.cfg.max_iterations,
+        ik = DifferentiableIKLayer(self.layer, DifferentiableIKCfg(iterations=self.ik.cfg.iterations,
                                                                    **OPT_IN_SETTINGS))  # fmt: skip
 
         def run():
             with torch.no_grad():
-                return ik.solve(targets, seeds).qpos, {}
+                return ik.solve(targets, seeds).q, {}
 
         return run
 
@@ -132,7 +132,7 @@ class Solvers:
             result = ik.solve(target, start)
             loss = result.position_error.square().sum() + result.rotation_error.square().sum()
             loss.backward()
-            return result.qpos.detach(), {"gradients": (target.grad, start.grad)}
+            return result.q.detach(), {"gradients": (target.grad, start.grad)}
 
         return run
 
@@ -143,7 +143,7 @@ class Solvers:
             self.pk_chain,
             retry_configs=seeds,
             joint_limits=torch.stack((self.layer.lower, self.layer.upper), -1),
-            max_iterations=cfg.max_iterations,
+            max_iterations=cfg.iterations,
             lr=cfg.step_size,
             regularlization=cfg.damping**2,
             lm_damping=0.0,
@@ -197,7 +197,7 @@ class Solvers:
             for i in range(seeds.shape[0]):
                 q = np.clip(seeds[i], lower, upper)
                 rot_t, pos_t = targets[i, :3, :3], targets[i, :3, 3]
-                for _ in range(cfg.max_iterations):
+                for _ in range(cfg.iterations):
                     placement, jac = arm.fk_jacobian(q)
                     err = np.concatenate((pos_t - placement.translation, log3(rot_t @ placement.rotation.T)))
                     step = jac.T @ np.linalg.solve(jac @ jac.T + damping_sq, err)
@@ -217,7 +217,7 @@ class Solvers:
         target = self.cast(targets64)
         target_rot, target_pos = to_batch_last(target[..., :3, :3], 2), to_batch_last(target[..., :3, 3], 1)
         damping_sq = cfg.damping**2 * torch.eye(6, dtype=q.dtype, device=q.device)[..., None]
-        rot, pos, jac_t = model.fk_and_jacobian_batch_last(q, tcp)
+        rot, pos, jac_t = model.fk_and_jacobian(q, tcp, batch_last=True)
         err = torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos))
         damped = DAMPED_GRAM(jac_t, damping_sq).mT
         x = torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False)[0][..., 0]
@@ -226,11 +226,11 @@ class Solvers:
             return torch.clamp(dls_step(q, jac_t, err, damping_sq, cfg.step_size), lower, upper)
 
         def iteration():
-            rot, pos, jac_t = model.fk_and_jacobian_batch_last(q, tcp)
+            rot, pos, jac_t = model.fk_and_jacobian(q, tcp, batch_last=True)
             return update(jac_t, torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos)))
 
         return {
-            "fk_and_jacobian": lambda: model.fk_and_jacobian_batch_last(q, tcp),
+            "fk_and_jacobian": lambda: model.fk_and_jacobian(q, tcp, batch_last=True),
             "pose_error": lambda: torch.cat(pose_error_batch_last(target_rot, target_pos, rot, pos)),
             "jjt_damped": lambda: DAMPED_GRAM(jac_t, damping_sq),
             "solve_ex": lambda: torch.linalg.solve_ex(damped, err.T[..., None], check_errors=False),

@@ -31,8 +31,8 @@ OPS = ("poses", "jacobian", "com+jcom", "combined", "combined.bl", "solver.bl")
 METHODS = {
     "ours": "KinematicTree(floating_base=True): frame_poses / frame_jacobian / center_of_mass + com_jacobian; "
     "combined = forward_kinematics once, then all of them from the state, batch-first (..., n, 4, 4) / (..., 6, nv); "
-    "combined.bl = the same quantities batch-last (frame_poses_batch_last (n_frames, 3, 4, B), "
-    "center_of_mass_batch_last (3, B), com_jacobian_batch_last (3, nv, B), frame_jacobian_batch_last (6, nv, B)); "
+    "combined.bl = the same quantities batch-last (frame_poses(..., batch_last=True) (n_frames, 3, 4, B), "
+    "center_of_mass (3, B), com_jacobian (3, nv, B), frame_jacobian (6, nv, B)); "
     "solver.bl = combined.bl without the frame poses. No-grad inputs on the CPU run the compiled kernels "
     "(kinematics.native); with autograd the torch pass runs",
     "ours.fixed": "the same on the fixed-base tree (what pytorch_kinematics can describe)",
@@ -81,15 +81,15 @@ def _ours(tree: KinematicTree, q: torch.Tensor) -> dict:
 
     def solver(state):
         return (
-            tree.center_of_mass_batch_last(state),
-            tree.com_jacobian_batch_last(state),
-            tree.frame_jacobian_batch_last(state, FOOT),
-            tree.frame_jacobian_batch_last(state, HAND),
+            tree.center_of_mass(state, batch_last=True),
+            tree.com_jacobian(state, batch_last=True),
+            tree.frame_jacobian(state, FOOT, batch_last=True),
+            tree.frame_jacobian(state, HAND, batch_last=True),
         )
 
     def combined_batch_last():
         state = tree.forward_kinematics(q)
-        return tree.frame_poses_batch_last(state), *solver(state)
+        return tree.frame_poses(state, batch_last=True), *solver(state)
 
     return {
         "poses": lambda: tree.frame_poses(q),

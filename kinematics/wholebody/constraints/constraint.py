@@ -22,6 +22,7 @@ class Constraint:
 
     needs_target = False
     target_shape: tuple[int, ...] = ()
+    frames: tuple[str, ...] = ()  # the tree's frames the constraint reads (the layer checks they exist when built)
 
     def __init__(self, name: str) -> None:
         if not name or not isinstance(name, str):

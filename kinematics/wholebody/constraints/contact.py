@@ -20,6 +20,7 @@ class Contact(Constraint):
     def __init__(self, name: str, frame: str) -> None:
         super().__init__(name)
         self.frame = frame
+        self.frames = (frame,)
 
     def _error(self, tree: KinematicTree, state: TreeState, anchor: torch.Tensor) -> torch.Tensor:
         position, rotation = pose_error(anchor, tree.frame_pose(state, self.frame))

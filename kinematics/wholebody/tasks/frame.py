@@ -37,10 +37,19 @@ class FrameTask(Task):
         if kind not in _ROWS:
             raise ConfigError(f"task {name!r}: kind must be one of {sorted(_ROWS)}, got {kind!r}")
         self.frame, self.kind, self._rows = frame, kind, _ROWS[kind]
+        self.frames = (frame,)
         self.size = 6 if kind == "pose" else 3
         position = torch.as_tensor(position_cost, dtype=torch.float64).reshape(-1).expand(3)
         orientation = torch.as_tensor(orientation_cost, dtype=torch.float64).reshape(-1).expand(3)
         super().__init__(name, torch.cat((position, orientation))[self._rows], gain)
+
+    def succeeded(self, error: torch.Tensor, position_tolerance: float, rotation_tolerance: float) -> torch.Tensor:
+        """Position rows within ``position_tolerance`` (m), orientation rows within ``rotation_tolerance`` (rad)."""
+        if self.kind == "position":
+            return error.norm(dim=-1) <= position_tolerance
+        if self.kind == "orientation":
+            return error.norm(dim=-1) <= rotation_tolerance
+        return (error[..., :3].norm(dim=-1) <= position_tolerance) & (error[..., 3:].norm(dim=-1) <= rotation_tolerance)
 
     def error(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         position, rotation = pose_error(target, tree.frame_pose(state, self.frame))

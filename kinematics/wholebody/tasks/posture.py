@@ -22,6 +22,10 @@ class PostureTask(Task):
         self._base_nq, self._base_nv = tree.base_nq, tree.base_nv
         super().__init__(name, cost, gain)
 
+    def succeeded(self, error: torch.Tensor, position_tolerance: float, rotation_tolerance: float) -> torch.Tensor:
+        """Always: the posture is a preference of the lowest level, not a goal."""
+        return torch.ones(error.shape[:-1], dtype=torch.bool, device=error.device)
+
     def error(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         return target - q[..., self._base_nq :]
 

@@ -33,6 +33,7 @@ class RelativeFrameTask(Task):
         gain: float = 1.0,
     ) -> None:
         self.frame, self.root = frame, root
+        self.frames = (frame, root)
         position = torch.as_tensor(position_cost, dtype=torch.float64).reshape(-1).expand(3)
         orientation = torch.as_tensor(orientation_cost, dtype=torch.float64).reshape(-1).expand(3)
         super().__init__(name, torch.cat((position, orientation)), gain)
@@ -48,6 +49,11 @@ class RelativeFrameTask(Task):
         bottom = torch.zeros_like(top[..., :1, :])
         bottom[..., 0, 3] = 1.0
         return torch.cat((top, bottom), -2)
+
+    def succeeded(self, error: torch.Tensor, position_tolerance: float, rotation_tolerance: float) -> torch.Tensor:
+        """The relative position within ``position_tolerance`` (m) and the relative rotation within
+        ``rotation_tolerance`` (rad)."""
+        return (error[..., :3].norm(dim=-1) <= position_tolerance) & (error[..., 3:].norm(dim=-1) <= rotation_tolerance)
 
     def error(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         position, rotation = pose_error(target, self.relative_pose(tree, state, self.frame, self.root))

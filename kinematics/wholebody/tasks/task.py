@@ -18,7 +18,8 @@ from kinematics.model.tree import KinematicTree, TreeState
 
 
 class Task:
-    """Base class. Subclasses set ``size`` and implement ``error`` and ``jacobian``.
+    """Base class. Subclasses set ``size`` and implement ``error`` and ``jacobian``; they override ``succeeded``
+    where success is not "the error's norm within the position tolerance", and ``frames`` where they read frames.
 
     Args:
         name: how targets and results refer to the task (``targets[name]``, ``result.residuals[name]``).
@@ -43,9 +44,15 @@ class Task:
             )
         self.name, self.gain, self._cost = name, gain, weights
 
-    def cost(self, like: torch.Tensor) -> torch.Tensor:
-        """``(size,)`` row weights in ``like``'s dtype and device."""
-        return self._cost.to(like.dtype).to(like.device)
+    frames: tuple[str, ...] = ()  # the tree's frames the task reads (the layer checks they exist when built)
+
+    def cost(self, like: torch.Tensor | None = None) -> torch.Tensor:
+        """``(size,)`` row weights, in ``like``'s dtype and device (float64 on the CPU without it)."""
+        return self._cost if like is None else self._cost.to(like.dtype).to(like.device)
+
+    def succeeded(self, error: torch.Tensor, position_tolerance: float, rotation_tolerance: float) -> torch.Tensor:
+        """``(...)`` bool: whether the error ``(..., size)`` at a solve's end counts as the task done."""
+        return error.norm(dim=-1) <= position_tolerance
 
     def check_target(self, target: torch.Tensor) -> None:
         if not isinstance(target, torch.Tensor) or tuple(target.shape[-len(self.target_shape) :]) != self.target_shape:
