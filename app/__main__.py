@@ -14,7 +14,7 @@ import sys
 
 import torch
 
-import learning.threads  # noqa: F401  (first: passive OpenMP waiting, before torch is imported)
+import learning.common.threads  # noqa: F401  (first: passive OpenMP waiting, before torch is imported)
 from app.config import ViewerConfig
 from app.g1_scene import launch_g1
 from app.viewer import exposure_notice, launch

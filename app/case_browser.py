@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import viser
 
-from learning.splits import GoalSet
+from learning.grasp_yaw.splits import GoalSet
 
 CASE_SPLITS = ("test_iid", "test_spatial", "test_shift", "validation")
 

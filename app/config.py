@@ -12,9 +12,9 @@ from typing import NoReturn
 
 import torch
 
-from learning.config import PRESETS
 from learning.counterweight.experiment import checkpoint_path as counterweight_checkpoint_path
-from learning.experiment import checkpoint_path
+from learning.grasp_yaw.config import PRESETS
+from learning.grasp_yaw.experiment import checkpoint_path
 
 ROBOTS = ("panda", "g1")  # the Franka's grasp-yaw scene (the default) and the G1's counterweight scene
 DEFAULT_PRESETS = {"panda": "smoke", "g1": "full"}  # the G1's smoke preset solves with 8 steps: too few to reach

@@ -16,7 +16,7 @@ from learning.counterweight.config import ExperimentCfg, TrainCfg
 from learning.counterweight.goals import SPLITS, sample_split
 from learning.counterweight.problem import CounterweightProblem
 from learning.counterweight.training import GradientTrainer
-from learning.training import TrainingHistory
+from learning.grasp_yaw.training import TrainingHistory
 
 LIVE_TRAIN_GOALS = 64  # without a run: the live trainer's goals (a run's splits hold 256 and 64)
 LIVE_VALIDATION_GOALS = 16

@@ -23,13 +23,13 @@ from app.methods import FAST_KEYS, METHODS
 from app.question import Question
 from app.supervision import Supervisor
 from kinematics import KinematicsLayer
-from learning.baselines import ik_layer
-from learning.config import ExperimentCfg
-from learning.evaluation import policy_chooser, search_choosers
-from learning.predictors import YawPolicy
-from learning.scoring import score_yaws
-from learning.splits import GoalSet
-from learning.task import failure_penalty
+from learning.grasp_yaw.baselines import ik_layer
+from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.evaluation import policy_chooser, search_choosers
+from learning.grasp_yaw.predictors import YawPolicy
+from learning.grasp_yaw.scoring import score_yaws
+from learning.grasp_yaw.splits import GoalSet
+from learning.grasp_yaw.task import failure_penalty
 
 Chooser = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]  # p (N, 3), q0 (N, 7) -> yaw vectors (N, 2)
 
@@ -57,7 +57,7 @@ class GraspResult:
 class GraspSolver:
     """Scores yaw choosers for one target: one batched IK check from ``q0`` at ``cfg.eval_ik_iterations`` steps,
     as ``learning``'s evaluation checks every method. ``choosers`` holds the experiment's own choosers of the
-    methods that need no training (``learning.evaluation.search_choosers``), keyed as ``app.methods`` keys them."""
+    methods that need no training (``learning.grasp_yaw.evaluation.search_choosers``), keyed as ``app.methods`` keys them."""
 
     def __init__(self, cfg: ExperimentCfg, kinematics: KinematicsLayer) -> None:
         self.cfg, self.kinematics = cfg, kinematics

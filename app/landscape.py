@@ -1,7 +1,7 @@
 """The yaw landscape: the joint displacement over the whole circle of yaws at the current target and ``q0``, with
 each drawn method's yaw marked on it in its colour.
 
-The curve is the angular grid's own evaluations (``learning.baselines.angular_grid``'s candidates: every grid yaw
+The curve is the angular grid's own evaluations (``learning.grasp_yaw.baselines.angular_grid``'s candidates: every grid yaw
 solved with the grid's IK steps), so drawing it costs no extra solve: ``LandscapeGrid`` is the grid chooser the
 search worker runs, and it keeps what its last call evaluated. Failed yaws are marked with crosses. While the
 target or ``q0`` has changed and the grid has not answered the new inputs yet, the plot says *pending*.
@@ -21,9 +21,9 @@ from matplotlib.figure import Figure
 from app.methods import BY_KEY
 from app.supervision import Supervisor
 from kinematics import KinematicsLayer
-from learning.baselines import Candidates, angular_grid, ik_layer
-from learning.config import ExperimentCfg
-from learning.task import failure_penalty
+from learning.grasp_yaw.baselines import Candidates, angular_grid, ik_layer
+from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.task import failure_penalty
 
 FIGURE_INCHES = (4.6, 2.5)
 FIGURE_DPI = 90

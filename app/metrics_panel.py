@@ -14,13 +14,13 @@ import viser
 
 from app.supervision import Supervisor
 from kinematics.errors import ProjectError
-from learning.baselines import radial_yaw
-from learning.config import ExperimentCfg
-from learning.predictors import YawPolicy
-from learning.report import split_table, upgrade_report
-from learning.scoring import score_yaws
-from learning.splits import TEST_SPLITS, GoalSet
-from learning.task import failure_penalty
+from learning.grasp_yaw.baselines import radial_yaw
+from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.predictors import YawPolicy
+from learning.grasp_yaw.report import split_table, upgrade_report
+from learning.grasp_yaw.scoring import score_yaws
+from learning.grasp_yaw.splits import TEST_SPLITS, GoalSet
+from learning.grasp_yaw.task import failure_penalty
 
 IDLE = (
     "Evaluate now scores the learned predictor's newest snapshot and the radial rule on the validation and test splits."

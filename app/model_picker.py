@@ -7,7 +7,7 @@ from collections.abc import Callable, Sequence
 
 import viser
 
-from learning.report import LABELS
+from learning.grasp_yaw.report import LABELS
 
 LIVE = "live trainer"
 

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from app.generations import GenerationGate
-from learning.predictors import YawPolicy
+from learning.grasp_yaw.predictors import YawPolicy
 
 Place = tuple[tuple[float, float, float], tuple[float, ...]]  # (p, q0): what the searches' answers depend on
 LEARNED_KEY = "learned"  # the IK-trained predictor (app.methods)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import numpy as np
 import viser
 
-from learning.config import WorkspaceCfg
+from learning.grasp_yaw.config import WorkspaceCfg
 
 TRAIN_COLOR = (40, 110, 220)  # the region training, validation and IID test goals come from
 HELDOUT_COLOR = (220, 50, 120)  # the disjoint-spatial test region, never seen in training

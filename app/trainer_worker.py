@@ -17,8 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.supervision import Supervisor
-from learning.predictors import YawPolicy
-from learning.training import Trainer, TrainingHistory
+from learning.grasp_yaw.predictors import YawPolicy
+from learning.grasp_yaw.training import Trainer, TrainingHistory
 
 RUNNING, PAUSED, FAILED = "running", "paused", "failed"
 

@@ -45,13 +45,13 @@ from app.supervision import Supervisor
 from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
 from app.training_panel import TrainingPanel
 from kinematics.errors import ProjectError
-from learning.checkpoints import load_checkpoint
-from learning.config import ExperimentCfg, preset
-from learning.experiment import checkpoint_path, label_teacher
-from learning.predictors import YawPolicy
-from learning.robot import franka_kinematics
-from learning.splits import load_splits, make_splits, sample_points, sample_start_states
-from learning.training import TRAINED_METHODS, Trainer
+from learning.grasp_yaw.checkpoints import load_checkpoint
+from learning.grasp_yaw.config import ExperimentCfg, preset
+from learning.grasp_yaw.experiment import checkpoint_path, label_teacher
+from learning.grasp_yaw.predictors import YawPolicy
+from learning.grasp_yaw.robot import franka_kinematics
+from learning.grasp_yaw.splits import load_splits, make_splits, sample_points, sample_start_states
+from learning.grasp_yaw.training import TRAINED_METHODS, Trainer
 
 LIVE_TRAINING_STEPS = 100_000  # the viewer trains on and on; the LR schedule spans this many steps
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # metres: inside the training region, off the radial rule's symmetry axis

@@ -21,17 +21,17 @@ import sys
 import time
 from pathlib import Path
 
-import learning.threads  # noqa: F401  (before torch)
+import learning.common.threads  # noqa: F401  (before torch)
 from assets import MissingAssetError
 from kinematics.errors import ProjectError
-from learning.analysis import analysis_markdown, write_analysis
-from learning.benchmark.provenance import provenance, provenance_line
-from learning.config import PRESETS, preset
+from learning.common.io import atomic_write_json, atomic_write_text
+from learning.common.provenance import provenance, provenance_line
 from learning.counterweight import cli as counterweight
-from learning.distribution import distribution_check, distribution_markdown
-from learning.experiment import evaluate_run, train_run
-from learning.io import atomic_write_json, atomic_write_text
-from learning.report import render_markdown
+from learning.grasp_yaw.analysis import analysis_markdown, write_analysis
+from learning.grasp_yaw.config import PRESETS, preset
+from learning.grasp_yaw.distribution import distribution_check, distribution_markdown
+from learning.grasp_yaw.experiment import evaluate_run, train_run
+from learning.grasp_yaw.report import render_markdown
 
 TASKS = ("grasp-yaw", "counterweight")
 

@@ -67,8 +67,8 @@ def viewer_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def run_viewer_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """``python -m app --run RUN`` on a smoke-sized run of two seeds, trained for the test."""
-    from learning.config import preset
-    from learning.experiment import train_run
+    from learning.grasp_yaw.config import preset
+    from learning.grasp_yaw.experiment import train_run
 
     run = tmp_path / "run"
     train_run(preset("smoke"), run, show_progress=False)

@@ -11,12 +11,12 @@ import torch
 from viewer_support import wait_until
 
 from app.inference import MethodResult
-from learning.checkpoints import load_checkpoint
-from learning.config import preset
-from learning.evaluation import eval_layer, policy_chooser, solve_choice
-from learning.experiment import checkpoint_path, train_run
-from learning.robot import franka_kinematics
-from learning.splits import GoalSet, load_splits
+from learning.grasp_yaw.checkpoints import load_checkpoint
+from learning.grasp_yaw.config import preset
+from learning.grasp_yaw.evaluation import eval_layer, policy_chooser, solve_choice
+from learning.grasp_yaw.experiment import checkpoint_path, train_run
+from learning.grasp_yaw.robot import franka_kinematics
+from learning.grasp_yaw.splits import GoalSet, load_splits
 
 
 @pytest.fixture(scope="module")

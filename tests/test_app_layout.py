@@ -17,7 +17,7 @@ from app.inference import MethodResult
 from app.methods import BY_KEY, KEYS, METHODS, SEARCH_KEYS
 from app.scene import SCENE_LABEL_ANCHOR, SCENE_LABEL_SCALE, translation_limits, workspace_labels
 from app.viewer import INITIAL_TARGET
-from learning.config import preset
+from learning.grasp_yaw.config import preset
 
 CANVAS = (1280, 800)  # px: the browser test's window
 EM_PX = 12.0  # viser's screen label: 12 px per em at font_screen_scale 1 in an 800 px tall canvas

@@ -16,14 +16,14 @@ from viewer_support import wait_until
 from app.inference import MethodResult
 from app.methods import BY_KEY, KEYS, SEARCH_KEYS
 from app.viewer import Viewer
-from learning.checkpoints import load_checkpoint
-from learning.config import preset
-from learning.evaluation import eval_layer, policy_chooser, search_choosers, solve_choice
-from learning.experiment import checkpoint_path, train_run
-from learning.robot import franka_kinematics
-from learning.scoring import score_yaws
-from learning.splits import GoalSet
-from learning.task import failure_penalty
+from learning.grasp_yaw.checkpoints import load_checkpoint
+from learning.grasp_yaw.config import preset
+from learning.grasp_yaw.evaluation import eval_layer, policy_chooser, search_choosers, solve_choice
+from learning.grasp_yaw.experiment import checkpoint_path, train_run
+from learning.grasp_yaw.robot import franka_kinematics
+from learning.grasp_yaw.scoring import score_yaws
+from learning.grasp_yaw.splits import GoalSet
+from learning.grasp_yaw.task import failure_penalty
 
 
 @pytest.fixture(scope="module")

@@ -26,7 +26,7 @@ from app.methods import SEARCH_KEYS
 from app.supervision import Supervisor
 from app.trainer_worker import TrainerWorker
 from app.viewer import Viewer, exposure_notice
-from learning.training import TrainingHistory
+from learning.grasp_yaw.training import TrainingHistory
 
 REPO = Path(__file__).resolve().parents[1]
 DRAG_SECONDS = 4.0

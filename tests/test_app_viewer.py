@@ -14,7 +14,7 @@ import pytest
 from viewer_support import wait_until
 
 from app.viewer import Viewer
-from learning.training import Trainer
+from learning.grasp_yaw.training import Trainer
 
 MOVES = 50
 

@@ -12,17 +12,24 @@ import torch
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
 from kinematics.errors import CheckpointMismatchError, ConfigError
 from learning.__main__ import main as learning_main
-from learning.analysis import analysis_markdown, angle_gap, gap_kind
-from learning.baselines import angular_grid, ik_layer, radial_yaw
-from learning.checkpoints import load_checkpoint
-from learning.config import SMOKE, ExperimentCfg
-from learning.evaluation import METHODS, policy_chooser, search_choosers
-from learning.experiment import EVAL_SPLITS, checkpoint_path
-from learning.predictors import SharedConstant, YawHypothesesNet, YawNet, YawPolicy, feature_count, goal_features
-from learning.robot import franka_kinematics, ready_pose
-from learning.scoring import score_yaws
-from learning.splits import SPLITS, in_heldout, make_splits
-from learning.task import (
+from learning.grasp_yaw.analysis import analysis_markdown, angle_gap, gap_kind
+from learning.grasp_yaw.baselines import angular_grid, ik_layer, radial_yaw
+from learning.grasp_yaw.checkpoints import load_checkpoint
+from learning.grasp_yaw.config import SMOKE, ExperimentCfg
+from learning.grasp_yaw.evaluation import METHODS, policy_chooser, search_choosers
+from learning.grasp_yaw.experiment import EVAL_SPLITS, checkpoint_path
+from learning.grasp_yaw.predictors import (
+    SharedConstant,
+    YawHypothesesNet,
+    YawNet,
+    YawPolicy,
+    feature_count,
+    goal_features,
+)
+from learning.grasp_yaw.robot import franka_kinematics, ready_pose
+from learning.grasp_yaw.scoring import score_yaws
+from learning.grasp_yaw.splits import SPLITS, in_heldout, make_splits
+from learning.grasp_yaw.task import (
     CostWeights,
     current_heading,
     failure_penalty,
@@ -32,7 +39,7 @@ from learning.task import (
     yaw_cost,
     yaw_vector,
 )
-from learning.training import TRAINED_METHODS, Trainer, hypotheses_loss
+from learning.grasp_yaw.training import TRAINED_METHODS, Trainer, hypotheses_loss
 
 
 @pytest.fixture(scope="module")
@@ -379,7 +386,7 @@ def test_checkpoint_loads_and_bad_files_fail_clearly(smoke_run, tmp_path):
 
 
 def test_distribution_check_reports_the_baselines_and_the_grid():
-    from learning.distribution import distribution_check
+    from learning.grasp_yaw.distribution import distribution_check
 
     result = distribution_check(SMOKE, goals=16, grid_yaws=8)
     assert set(result) == {"radial", "heading", "grid_8", "any_yaw_solves"}
@@ -389,7 +396,7 @@ def test_distribution_check_reports_the_baselines_and_the_grid():
 
 
 def test_teacher_labels_made_in_chunks_equal_one_batch():
-    from learning.experiment import label_teacher
+    from learning.grasp_yaw.experiment import label_teacher
 
     cfg = SMOKE
     kinematics = franka_kinematics()
@@ -498,7 +505,7 @@ def test_angle_gap_and_kind_hand_computed():
 
 def test_a_report_written_with_the_old_method_names_reads_in_todays_names():
     """Before the seed's words were adopted, ``heading`` was the radial rule and ``current_yaw`` was heading."""
-    from learning.report import render_markdown, upgrade_report
+    from learning.grasp_yaw.report import render_markdown, upgrade_report
 
     old = json.loads(open("docs/results/experiment/report.json").read())
     assert "current_yaw" in old["results"]["test_iid"], "the committed report is an old-format run"

@@ -83,10 +83,10 @@ def results_text() -> str:
 
 def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None:
     from learning.benchmark import constrained_suite, qp_suite, report, tree_suite, wholebody_suite
-    from learning.benchmark.provenance import provenance_line
+    from learning.common.provenance import provenance_line
     from learning.counterweight.report import render_markdown as counterweight_markdown
-    from learning.distribution import distribution_markdown
-    from learning.report import render_markdown
+    from learning.grasp_yaw.distribution import distribution_markdown
+    from learning.grasp_yaw.report import render_markdown
 
     renderers = {
         "benchmark/fk": report.fk_markdown,

@@ -11,12 +11,12 @@ import pytest
 import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
-from learning.baselines import angular_grid, candidate_costs, grid_yaws, ik_layer, online_optimization
-from learning.config import REFERENCE, REFERENCE_POSTURE, REFERENCE_TCP, ExperimentCfg, SplitSizes
-from learning.predictors import BoundedYawNet, SharedConstant, YawPolicy, build_predictor
-from learning.robot import franka_kinematics
-from learning.splits import make_splits
-from learning.task import current_heading, failure_penalty, grasp_pose, smooth_cost, yaw_vector
+from learning.grasp_yaw.baselines import angular_grid, candidate_costs, grid_yaws, ik_layer, online_optimization
+from learning.grasp_yaw.config import REFERENCE, REFERENCE_POSTURE, REFERENCE_TCP, ExperimentCfg, SplitSizes
+from learning.grasp_yaw.predictors import BoundedYawNet, SharedConstant, YawPolicy, build_predictor
+from learning.grasp_yaw.robot import franka_kinematics
+from learning.grasp_yaw.splits import make_splits
+from learning.grasp_yaw.task import current_heading, failure_penalty, grasp_pose, smooth_cost, yaw_vector
 
 
 @pytest.fixture(scope="module")
@@ -139,7 +139,7 @@ def test_a_small_run_of_the_reference_protocol_writes_the_seed_table_beside_its_
         latency_batch=16,
         latency_singles=2,
     )
-    from learning.experiment import evaluate_run, train_run
+    from learning.grasp_yaw.experiment import evaluate_run, train_run
 
     train_run(cfg, tmp_path, show_progress=False)
     report = evaluate_run(tmp_path, show_progress=False)

@@ -25,8 +25,8 @@ from learning.benchmark import (
 )
 from learning.benchmark.config import DTYPES, BenchConfig
 from learning.benchmark.memory import MODES
-from learning.benchmark.provenance import cpu_name, provenance
 from learning.benchmark.timing import TimingPolicy
+from learning.common.provenance import cpu_name, provenance
 
 QUICK_BATCHES = (1, 16)
 

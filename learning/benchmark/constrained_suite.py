@@ -17,8 +17,8 @@ from learning.benchmark.problem import (
     targets_away_from_seeds_near_limits,
     targets_near_seeds_in_joint_box,
 )
-from learning.benchmark.provenance import provenance_line
 from learning.benchmark.report import _table, fmt_mib, fmt_time
+from learning.common.provenance import provenance_line
 
 NEAR_LIMITS = "near limits"
 STEP_MODES = {

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from learning.benchmark import failures
 from learning.benchmark.problem import NEAR_SEED
-from learning.benchmark.provenance import provenance_line
+from learning.common.provenance import provenance_line
 
 
 def write_atomic(path: Path, text: str) -> None:

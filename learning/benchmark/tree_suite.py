@@ -22,9 +22,9 @@ import torch
 import assets
 from kinematics import KinematicTree
 from learning.benchmark import peers
-from learning.benchmark.provenance import provenance_line
 from learning.benchmark.report import _table, fmt_time, fmt_x
 from learning.benchmark.timing import TimingPolicy, measure
+from learning.common.provenance import provenance_line
 
 FOOT, HAND = assets.G1.frames["left_foot"], assets.G1.frames["right_hand"]
 OPS = ("poses", "jacobian", "com+jcom", "combined", "combined.bl", "solver.bl")

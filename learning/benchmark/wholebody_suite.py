@@ -22,9 +22,9 @@ from kinematics.wholebody import WholeBodyIKCfg, standing_problem
 from learning.benchmark import peers
 from learning.benchmark.goals import goal, ratio
 from learning.benchmark.memory import hwm_supported, rss_peak_delta_hwm
-from learning.benchmark.provenance import provenance_line
 from learning.benchmark.report import _table, fmt_time, fmt_x
 from learning.benchmark.timing import TimingPolicy, measure
+from learning.common.provenance import provenance_line
 
 ROBOT = assets.G1
 HAND = "right_hand"

@@ -10,10 +10,10 @@ import torch
 from torch import nn
 
 from kinematics.errors import CheckpointMismatchError
+from learning.common.io import atomic_torch_save
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.methods import make_policy
 from learning.counterweight.problem import CounterweightProblem
-from learning.io import atomic_torch_save
 
 FORMAT = "grasp-yaw-ik/counterweight-policy/2"
 

@@ -8,13 +8,13 @@ import time
 from pathlib import Path
 
 from kinematics.errors import ProjectError
-from learning.benchmark.provenance import provenance, provenance_line
+from learning.common.io import atomic_write_json, atomic_write_text
+from learning.common.provenance import provenance, provenance_line
 from learning.counterweight.config import preset
 from learning.counterweight.distribution import distribution_check
 from learning.counterweight.experiment import build_problem, evaluate_run, train_run
 from learning.counterweight.goals import make_splits
 from learning.counterweight.report import distribution_table, render_markdown
-from learning.io import atomic_write_json, atomic_write_text
 
 
 def is_run(run: Path) -> bool:

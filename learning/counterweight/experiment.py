@@ -19,7 +19,8 @@ import torch
 
 import assets
 from kinematics.errors import ConfigError
-from learning.benchmark.provenance import provenance
+from learning.common.io import atomic_write_json, atomic_write_text
+from learning.common.provenance import provenance
 from learning.counterweight.checkpoints import load_policy, save_policy
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.distribution import distribution_check
@@ -31,7 +32,6 @@ from learning.counterweight.problem import CounterweightProblem
 from learning.counterweight.protocol import run_protocol
 from learning.counterweight.report import ZERO_ORDER_ROWS, distribution_table, render_markdown, summarize
 from learning.counterweight.statistics import claim_verdict
-from learning.io import atomic_write_json, atomic_write_text
 
 
 def build_problem(cfg: ExperimentCfg) -> CounterweightProblem:

@@ -14,10 +14,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
+from learning.common.io import atomic_save_figure  # noqa: E402
 from learning.counterweight.problem import CounterweightProblem  # noqa: E402
 from learning.counterweight.report import LABELS  # noqa: E402
 from learning.counterweight.statistics import curve_band  # noqa: E402
-from learning.io import atomic_save_figure  # noqa: E402
 
 COLORS = {
     "gradient": "C0",

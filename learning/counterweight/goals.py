@@ -19,9 +19,9 @@ from pathlib import Path
 
 import torch
 
+from learning.common.io import atomic_torch_save
 from learning.counterweight.config import ExperimentCfg, GoalRegionCfg
 from learning.counterweight.problem import CounterweightProblem
-from learning.io import atomic_torch_save
 
 SECTORS = ("front", "behind", "between")  # a goal's ``SplitGoals.sector`` indexes this
 SPLITS = ("train", "validation", "test_iid", "test_far", "test_between")

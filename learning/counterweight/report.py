@@ -3,7 +3,7 @@ seeds; the budgets, the tuning, the task's diagnostics and the claim's verdict; 
 
 from __future__ import annotations
 
-from learning.benchmark.provenance import provenance_line
+from learning.common.provenance import provenance_line
 from learning.counterweight.evaluation import POLICY_METHODS
 from learning.counterweight.statistics import seed_summary
 

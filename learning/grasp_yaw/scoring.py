@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import torch
 
 from kinematics import DifferentiableIKLayer
-from learning.splits import GoalSet
-from learning.task import CostWeights, grasp_pose, yaw_cost
+from learning.grasp_yaw.splits import GoalSet
+from learning.grasp_yaw.task import CostWeights, grasp_pose, yaw_cost
 
 METRICS = ("success", "displacement", "position_error", "rotation_error", "cost")
 GRID_METRICS = ("displacement_solved", "grid_gap")  # RowMetrics.against_grid

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import statistics
 
-from learning.benchmark.provenance import provenance_line
-from learning.scoring import METRICS
-from learning.splits import TEST_SPLITS
+from learning.common.provenance import provenance_line
+from learning.grasp_yaw.scoring import METRICS
+from learning.grasp_yaw.splits import TEST_SPLITS
 
 LABELS = {
     "radial": "radial rule",

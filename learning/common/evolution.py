@@ -11,9 +11,9 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from kinematics import DifferentiableIKLayer
-from learning.predictors import YawPolicy
-from learning.splits import GoalSet
-from learning.task import CostWeights, grasp_pose, smooth_cost
+from learning.grasp_yaw.predictors import YawPolicy
+from learning.grasp_yaw.splits import GoalSet
+from learning.grasp_yaw.task import CostWeights, grasp_pose, smooth_cost
 
 
 def centred_ranks(values: torch.Tensor) -> torch.Tensor:

@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from learning.io import atomic_save_figure  # noqa: E402
-from learning.report import LABELS  # noqa: E402
+from learning.common.io import atomic_save_figure  # noqa: E402
+from learning.grasp_yaw.report import LABELS  # noqa: E402
 
 COLORS = {
     "ik_trained": "C0",

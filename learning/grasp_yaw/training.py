@@ -17,14 +17,14 @@ import torch
 
 from kinematics import KinematicsLayer
 from kinematics.errors import ConfigError
-from learning.baselines import ik_layer
-from learning.checkpoints import save_checkpoint
-from learning.config import ExperimentCfg
-from learning.evolution import es_gradient
-from learning.predictors import YawPolicy, build_predictor
-from learning.scoring import score_yaws
-from learning.splits import GoalSet
-from learning.task import CostWeights, failure_penalty, grasp_pose, smooth_cost
+from learning.common.evolution import es_gradient
+from learning.grasp_yaw.baselines import ik_layer
+from learning.grasp_yaw.checkpoints import save_checkpoint
+from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.predictors import YawPolicy, build_predictor
+from learning.grasp_yaw.scoring import score_yaws
+from learning.grasp_yaw.splits import GoalSet
+from learning.grasp_yaw.task import CostWeights, failure_penalty, grasp_pose, smooth_cost
 
 TRAINED_METHODS = (
     "shared_constant",

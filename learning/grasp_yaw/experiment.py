@@ -18,11 +18,12 @@ import torch
 from tqdm import tqdm
 
 from kinematics.errors import ConfigError
-from learning.baselines import ik_layer, teacher
-from learning.benchmark.provenance import provenance
-from learning.checkpoints import load_checkpoint
-from learning.config import ExperimentCfg
-from learning.evaluation import (
+from learning.common.io import atomic_torch_save, atomic_write_json, atomic_write_text
+from learning.common.provenance import provenance
+from learning.grasp_yaw.baselines import ik_layer, teacher
+from learning.grasp_yaw.checkpoints import load_checkpoint
+from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.evaluation import (
     METHODS,
     eval_layer,
     measure_latency,
@@ -30,15 +31,14 @@ from learning.evaluation import (
     search_choosers,
     solve_choice,
 )
-from learning.figures import write_figures
-from learning.io import atomic_torch_save, atomic_write_json, atomic_write_text
-from learning.report import render_markdown, summarize
-from learning.robot import franka_kinematics
-from learning.scoring import GRID_METRICS, METRICS, RowMetrics, score_yaws
-from learning.seed_run import load_seed_run
-from learning.splits import TEST_SPLITS, load_splits, make_splits, save_splits
-from learning.task import failure_penalty
-from learning.training import TRAINED_METHODS, Trainer
+from learning.grasp_yaw.figures import write_figures
+from learning.grasp_yaw.report import render_markdown, summarize
+from learning.grasp_yaw.robot import franka_kinematics
+from learning.grasp_yaw.scoring import GRID_METRICS, METRICS, RowMetrics, score_yaws
+from learning.grasp_yaw.seed_run import load_seed_run
+from learning.grasp_yaw.splits import TEST_SPLITS, load_splits, make_splits, save_splits
+from learning.grasp_yaw.task import failure_penalty
+from learning.grasp_yaw.training import TRAINED_METHODS, Trainer
 
 EVAL_SPLITS = ("validation", *TEST_SPLITS)
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import torch
 
-from learning.baselines import angular_grid, heading_yaw, ik_layer, radial_yaw
-from learning.config import ExperimentCfg
-from learning.report import rename_legacy_methods
-from learning.robot import franka_kinematics
-from learning.scoring import score_yaws
-from learning.splits import make_splits
-from learning.task import failure_penalty
+from learning.grasp_yaw.baselines import angular_grid, heading_yaw, ik_layer, radial_yaw
+from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.report import rename_legacy_methods
+from learning.grasp_yaw.robot import franka_kinematics
+from learning.grasp_yaw.scoring import score_yaws
+from learning.grasp_yaw.splits import make_splits
+from learning.grasp_yaw.task import failure_penalty
 
 
 def distribution_check(cfg: ExperimentCfg, goals: int = 256, grid_yaws: int = 72) -> dict[str, dict[str, float]]:

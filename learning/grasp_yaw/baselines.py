@@ -12,7 +12,15 @@ from dataclasses import dataclass
 import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer
-from learning.task import CostWeights, current_heading, grasp_pose, radial_angle, smooth_cost, yaw_cost, yaw_vector
+from learning.grasp_yaw.task import (
+    CostWeights,
+    current_heading,
+    grasp_pose,
+    radial_angle,
+    smooth_cost,
+    yaw_cost,
+    yaw_vector,
+)
 
 _CHUNK = 16384  # IK rows per batched call: bounds memory of the searches
 

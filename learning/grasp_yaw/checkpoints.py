@@ -8,9 +8,9 @@ import torch
 
 from kinematics import KinematicsLayer
 from kinematics.errors import CheckpointMismatchError
-from learning.config import ExperimentCfg
-from learning.io import atomic_torch_save
-from learning.predictors import YawPolicy, build_predictor
+from learning.common.io import atomic_torch_save
+from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.predictors import YawPolicy, build_predictor
 
 FORMAT = "grasp-yaw-ik/predictor/1"
 

@@ -16,10 +16,10 @@ import torch
 from torch import nn
 
 from kinematics import KinematicsLayer
-from learning.baselines import candidate_costs, ik_layer
-from learning.config import ExperimentCfg, StartStateCfg, WorkspaceCfg
-from learning.splits import start_posture
-from learning.task import current_heading, failure_penalty, radial_angle, yaw_vector
+from learning.grasp_yaw.baselines import candidate_costs, ik_layer
+from learning.grasp_yaw.config import ExperimentCfg, StartStateCfg, WorkspaceCfg
+from learning.grasp_yaw.splits import start_posture
+from learning.grasp_yaw.task import current_heading, failure_penalty, radial_angle, yaw_vector
 
 
 def rotate_yaw(base: torch.Tensor, correction: torch.Tensor) -> torch.Tensor:

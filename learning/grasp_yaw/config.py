@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from kinematics.errors import ConfigError
-from learning.task import CostWeights
+from learning.grasp_yaw.task import CostWeights
 
 
 @dataclass(frozen=True)

@@ -16,19 +16,19 @@ from pathlib import Path
 
 import torch
 
-from learning.baselines import ik_layer, teacher
-from learning.benchmark.provenance import provenance, provenance_line
-from learning.checkpoints import load_checkpoint
-from learning.config import ExperimentCfg
-from learning.evaluation import policy_chooser
-from learning.experiment import EVAL_SPLITS, checkpoint_path, load_config
-from learning.io import atomic_write_json, atomic_write_text
-from learning.predictors import YawPolicy, build_predictor
-from learning.report import LABELS
-from learning.robot import franka_kinematics
-from learning.scoring import score_yaws
-from learning.splits import GoalSet, load_splits
-from learning.task import failure_penalty
+from learning.common.io import atomic_write_json, atomic_write_text
+from learning.common.provenance import provenance, provenance_line
+from learning.grasp_yaw.baselines import ik_layer, teacher
+from learning.grasp_yaw.checkpoints import load_checkpoint
+from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.evaluation import policy_chooser
+from learning.grasp_yaw.experiment import EVAL_SPLITS, checkpoint_path, load_config
+from learning.grasp_yaw.predictors import YawPolicy, build_predictor
+from learning.grasp_yaw.report import LABELS
+from learning.grasp_yaw.robot import franka_kinematics
+from learning.grasp_yaw.scoring import score_yaws
+from learning.grasp_yaw.splits import GoalSet, load_splits
+from learning.grasp_yaw.task import failure_penalty
 
 MATCH_TOLERANCE = 0.25  # rad
 LIMIT_MARGIN = 0.05  # rad from a joint limit counts as "near" it

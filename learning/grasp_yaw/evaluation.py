@@ -13,11 +13,11 @@ from collections.abc import Callable
 import torch
 
 from kinematics import KinematicsLayer
-from learning.baselines import angular_grid, heading_yaw, ik_layer, online_optimization, radial_yaw, teacher
-from learning.config import ExperimentCfg
-from learning.predictors import YawPolicy
-from learning.splits import GoalSet
-from learning.task import current_heading, failure_penalty, grasp_pose
+from learning.grasp_yaw.baselines import angular_grid, heading_yaw, ik_layer, online_optimization, radial_yaw, teacher
+from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.predictors import YawPolicy
+from learning.grasp_yaw.splits import GoalSet
+from learning.grasp_yaw.task import current_heading, failure_penalty, grasp_pose
 
 _SINGLES_BUDGET_S = 3.0  # slow searches stop timing single goals after this long (at least 3 are timed)
 
