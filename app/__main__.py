@@ -16,8 +16,9 @@ import torch
 
 import learning.common.threads  # noqa: F401  (first: passive OpenMP waiting, before torch is imported)
 from app.config import ViewerConfig
-from app.g1_scene import launch_g1
-from app.viewer import exposure_notice, launch
+from app.counterweight.scene import launch_g1
+from app.grasp_yaw.scene import launch
+from app.shell.server import exposure_notice
 from assets import MissingAssetError
 from kinematics.errors import ProjectError
 

@@ -34,7 +34,7 @@ class ViewerConfig:
         train: start the background trainer at launch (without a checkpoint).
         threads: torch threads of the viewer's process (``python -m app`` sets it; the trainer and the inference
             worker get one core each by default).
-        robot: ``"panda"`` (the grasp-yaw scene) or ``"g1"`` (the counterweight scene, ``app.g1_scene``; its
+        robot: ``"panda"`` (the grasp-yaw scene) or ``"g1"`` (the counterweight scene, ``app.counterweight.scene``; its
             ``checkpoint`` is a counterweight run's ``checkpoints/seed<N>/gradient.pt``).
         light: the G1 scene draws its solid robot as a stick figure too, not with its meshes (about 290k faces:
             seconds a frame in software WebGL, e.g. headless Chromium; its browser test uses this).

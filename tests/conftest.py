@@ -130,7 +130,7 @@ def start_viewer():
     from viewer_support import free_port
 
     from app.config import ViewerConfig
-    from app.viewer import launch
+    from app.grasp_yaw.scene import launch
 
     viewers = []
 

@@ -26,7 +26,8 @@ import pytest
 from optional_dependencies import unavailable
 from viewer_support import free_port
 
-from app.scene import CAMERA_FOV_DEG, CAMERA_LOOK_AT, CAMERA_POSITION, GIZMO_SCALE
+from app.grasp_yaw.workspace import CAMERA
+from app.shell.stage import GIZMO_SCALE
 
 pytestmark = pytest.mark.browser
 
@@ -45,9 +46,9 @@ CHROMIUM_ARGS = [
 STARTUP_TIMEOUT_S = 45.0
 UI_TIMEOUT_MS = 30_000
 APP_LOGS: dict[str, Path] = {}  # a served page's URL -> the log its app writes (shown when a wait fails)
-INITIAL_TARGET = (0.5, 0.15, 0.12)  # app.viewer.INITIAL_TARGET
+INITIAL_TARGET = (0.5, 0.15, 0.12)  # app.grasp_yaw.scene.INITIAL_TARGET
 NEW_TARGET = (0.42, -0.28, 0.08)  # metres; radial yaw -33.7 deg
-# The methods whose ghosts are shown by default (app.methods), by their labels in the answers table.
+# The methods whose ghosts are shown by default (app.grasp_yaw.methods), by their labels in the answers table.
 DEFAULT_GHOSTS = (
     "radial rule",
     "heading",
@@ -197,7 +198,7 @@ def what_the_app_said(page) -> str:
     return "the page warns: " + ("; ".join(warnings) or "nothing") + f"\nthe app's log ends:\n{tail}"
 
 
-FRANKA_CAMERA = (CAMERA_POSITION, CAMERA_LOOK_AT, CAMERA_FOV_DEG)  # a scene's initial camera: eye, look-at, fov
+FRANKA_CAMERA = (CAMERA.position, CAMERA.look_at, CAMERA.fov_deg)  # a scene's initial camera: eye, look-at, fov
 
 
 def project(point: np.ndarray, width: float, height: float, camera=FRANKA_CAMERA) -> np.ndarray:

@@ -10,7 +10,7 @@ import pytest
 import torch
 from viewer_support import wait_until
 
-from app.inference import MethodResult
+from app.grasp_yaw.inference import MethodResult
 from learning.grasp_yaw.checkpoints import load_checkpoint
 from learning.grasp_yaw.config import preset
 from learning.grasp_yaw.evaluation import eval_layer, policy_chooser, solve_choice

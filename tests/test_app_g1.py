@@ -22,13 +22,13 @@ from test_app_browser import find_x_arrow, input_xpath, method_row, page, projec
 from viewer_support import free_port, wait_until
 
 from app.config import ViewerConfig
-from app.counterweight_answers import POLICY, REACH_ONLY, RESTED, BodyAnswer, BodySolver, convex_hull
-from app.counterweight_methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
-from app.counterweight_panel import answers_table
-from app.counterweight_region import INSIDE_RAD, GoalRegion
-from app.counterweight_trainer import LiveCounterweightTrainer
-from app.g1_scene import CAMERA_FOV_DEG, CAMERA_LOOK_AT, CAMERA_POSITION, INITIAL_GOAL, NEEDS_A_RUN, launch_g1
-from app.scene import GIZMO_SCALE
+from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer, BodySolver, convex_hull
+from app.counterweight.methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
+from app.counterweight.panel import answers_table
+from app.counterweight.region import INSIDE_RAD, GoalRegion
+from app.counterweight.scene import CAMERA, INITIAL_GOAL, NEEDS_A_RUN, launch_g1
+from app.counterweight.trainer import LiveCounterweightTrainer
+from app.shell.stage import GIZMO_SCALE
 from learning.counterweight.checkpoints import save_policy
 from learning.counterweight.config import PRESETS
 from learning.counterweight.experiment import build_problem, checkpoint_path
@@ -310,7 +310,7 @@ def test_worker_failures_are_shown_and_answers_go_on(start_g1, monkeypatch) -> N
     wait_until(lambda: _rested(viewer), 30, "answers after the failures")
 
 
-G1_CAMERA = (CAMERA_POSITION, CAMERA_LOOK_AT, CAMERA_FOV_DEG)
+G1_CAMERA = (CAMERA.position, CAMERA.look_at, CAMERA.fov_deg)
 DRAG_X_M = -0.75  # from the initial goal in front of the shoulder to behind it, along the gizmo's x arrow
 TYPED_GOAL = (0.38, 0.1, -0.1)  # distance (m), azimuth, elevation (rad): in front
 

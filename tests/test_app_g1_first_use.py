@@ -21,9 +21,9 @@ from viewer_support import wait_until
 from viser._messages import ViewerCameraMessage
 
 from app.config import ViewerConfig
-from app.counterweight_answers import POLICY, REACH_ONLY, RESTED, BodyAnswer
-from app.counterweight_methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
-from app.g1_view import payload_radius_m
+from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer
+from app.counterweight.methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
+from app.counterweight.view import payload_radius_m
 from learning.counterweight.experiment import checkpoint_path
 from learning.counterweight.problem import HAND
 

@@ -1,11 +1,11 @@
-"""The stale-result rule of the viewer (``app.generations``), with deterministic interleavings and no sleeps."""
+"""The stale-result rule of the viewer (``app.shell.generations``), with deterministic interleavings and no sleeps."""
 
 from __future__ import annotations
 
 import queue
 import threading
 
-from app.generations import GenerationGate
+from app.shell.generations import GenerationGate
 
 
 def test_result_for_older_generation_is_discarded() -> None:

@@ -11,12 +11,13 @@ import pytest
 from test_app_browser import project
 
 import assets
-from app.ghosts import LABEL_ANCHOR, LABEL_SCALE, label_position
-from app.grasp_panel import results_table
-from app.inference import MethodResult
-from app.methods import BY_KEY, KEYS, METHODS, SEARCH_KEYS
-from app.scene import SCENE_LABEL_ANCHOR, SCENE_LABEL_SCALE, translation_limits, workspace_labels
-from app.viewer import INITIAL_TARGET
+from app.grasp_yaw.inference import MethodResult
+from app.grasp_yaw.methods import BY_KEY, KEYS, METHODS, SEARCH_KEYS
+from app.grasp_yaw.panel import results_table
+from app.grasp_yaw.scene import INITIAL_TARGET
+from app.grasp_yaw.workspace import SCENE_LABEL_ANCHOR, SCENE_LABEL_SCALE, workspace_labels
+from app.shell.ghost_labels import LABEL_ANCHOR, LABEL_SCALE, label_position
+from app.shell.stage import translation_limits
 from learning.grasp_yaw.config import preset
 
 CANVAS = (1280, 800)  # px: the browser test's window

@@ -13,9 +13,9 @@ import torch
 import viser
 from viewer_support import wait_until
 
-from app.inference import MethodResult
-from app.methods import BY_KEY, KEYS, SEARCH_KEYS
-from app.viewer import Viewer
+from app.grasp_yaw.inference import MethodResult
+from app.grasp_yaw.methods import BY_KEY, KEYS, SEARCH_KEYS
+from app.grasp_yaw.scene import Viewer
 from learning.grasp_yaw.checkpoints import load_checkpoint
 from learning.grasp_yaw.config import preset
 from learning.grasp_yaw.evaluation import eval_layer, policy_chooser, search_choosers, solve_choice
@@ -205,7 +205,7 @@ def test_answer_times_at_a_hands_pace_while_training(one_torch_thread, start_vie
 
 
 def test_the_table_marks_the_best_printed_value_of_each_column_and_the_gap_to_the_teacher() -> None:
-    from app.grasp_panel import results_table
+    from app.grasp_yaw.panel import results_table
 
     def answer(displacement: float, success: bool, ms: float, yaw: float = 0.3) -> MethodResult:
         return MethodResult(yaw, success, displacement, 0.0 if success else 0.01, 0.0, np.zeros(7), np.eye(4), ms)

@@ -19,14 +19,15 @@ import viser
 from viewer_support import type_text, wait_until
 
 import assets
-from app.ghosts import Ghost
-from app.grasp_panel import PENDING_SWATCH
-from app.inference import GraspSolver
-from app.methods import SEARCH_KEYS
-from app.supervision import Supervisor
-from app.trainer_worker import TrainerWorker
-from app.viewer import Viewer, exposure_notice
-from learning.grasp_yaw.training import TrainingHistory
+from app.grasp_yaw.ghosts import Ghost
+from app.grasp_yaw.inference import GraspSolver
+from app.grasp_yaw.methods import SEARCH_KEYS
+from app.grasp_yaw.scene import Viewer
+from app.shell.answers_table import PENDING_SWATCH
+from app.shell.server import exposure_notice
+from app.shell.supervision import Supervisor
+from app.shell.trainer_worker import TrainerWorker
+from learning.common.history import TrainingHistory
 
 REPO = Path(__file__).resolve().parents[1]
 DRAG_SECONDS = 4.0

@@ -7,9 +7,9 @@ import pytest
 import viser
 from viewer_support import free_port
 
-from app import training_panel
-from app.trainer_worker import PAUSED, RUNNING, TrainerStatus
-from app.training_panel import CURVE_POINTS, TrainingPanel, binned
+from app.shell import training_panel
+from app.shell.trainer_worker import PAUSED, RUNNING, TrainerStatus
+from app.shell.training_panel import CURVE_POINTS, TrainingPanel, binned
 
 
 class _Buttons:

@@ -11,10 +11,10 @@ import pytest
 from viewer_support import type_text, wait_until
 
 import assets
-from app import typed_numbers
-from app.grasp_panel import TYPED_TARGET
-from app.typed_numbers import COMMIT_PAUSE_S, format_value
-from app.viewer import Viewer
+from app.grasp_yaw.panel import TYPED_TARGET
+from app.grasp_yaw.scene import Viewer
+from app.shell import typed_numbers
+from app.shell.typed_numbers import COMMIT_PAUSE_S, format_value
 
 KEY_INTERVAL_S = 0.1  # a user's typing pace (viser sends at most one update per 50 ms)
 AXIS = {"x": 0, "y": 1, "z": 2}

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from viewer_support import wait_until
 
-from app.viewer import Viewer
+from app.grasp_yaw.scene import Viewer
 from learning.grasp_yaw.training import Trainer
 
 MOVES = 50
@@ -143,8 +143,8 @@ def test_evaluate_now_names_what_it_scored_and_a_reset_clears_it(start_viewer) -
 
 
 def test_a_paused_trainer_shows_no_rate() -> None:
-    from app.trainer_worker import PAUSED, RUNNING, TrainerStatus
-    from app.training_panel import status_line
+    from app.shell.trainer_worker import PAUSED, RUNNING, TrainerStatus
+    from app.shell.training_panel import status_line
 
     running = TrainerStatus(state=RUNNING, step=10, version=1, seed=0, steps_per_second=12.5)
     assert "12.5 steps/s" in status_line(running)

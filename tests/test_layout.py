@@ -100,6 +100,30 @@ def _all_imports(path: Path) -> set[str]:
     return names
 
 
+WINGS = {  # a wing may not import these (module prefixes): the shell knows no scene, the scenes and the experiments
+    # do not know each other
+    "app.shell": ("app.grasp_yaw", "app.counterweight", "learning.grasp_yaw", "learning.counterweight"),
+    "app.grasp_yaw": ("app.counterweight", "learning.counterweight"),
+    "app.counterweight": ("app.grasp_yaw", "learning.grasp_yaw"),
+    "learning.common": ("learning.grasp_yaw", "learning.counterweight", "learning.benchmark"),
+    "learning.grasp_yaw": ("learning.counterweight", "learning.benchmark"),
+    "learning.counterweight": ("learning.grasp_yaw", "learning.benchmark"),
+    "learning.benchmark": ("learning.grasp_yaw", "learning.counterweight"),
+}
+
+
+def test_the_wings_do_not_know_each_other() -> None:
+    wrong = {}
+    for name, imports in GRAPH.items():
+        for wing, forbidden in WINGS.items():
+            if name == wing or name.startswith(wing + "."):
+                bad = sorted(m for m in imports if any(m == f or m.startswith(f + ".") for f in forbidden))
+                if bad:
+                    wrong[name] = bad
+    assert not wrong, f"wings importing what they must not: {wrong}"
+    assert set(WINGS) <= set(MODULES), "every wing named is a package"
+
+
 def test_no_module_imports_itself_back() -> None:
     assert not cycles(GRAPH), f"import circles: {cycles(GRAPH)}"
 

@@ -23,7 +23,7 @@ from cmaes import CMA, SepCMA
 from torch import nn
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from learning.common.evolution import centred_ranks
+from learning.common.ranks import centred_ranks
 from learning.counterweight.problem import CounterweightProblem
 from learning.counterweight.training import Curve, Trained, Validator, reach_loss
 

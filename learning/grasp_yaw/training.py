@@ -10,17 +10,17 @@ from __future__ import annotations
 import copy
 import math
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import torch
 
 from kinematics import KinematicsLayer
 from kinematics.errors import ConfigError
-from learning.common.evolution import es_gradient
+from learning.common.history import TrainingHistory
 from learning.grasp_yaw.baselines import ik_layer
 from learning.grasp_yaw.checkpoints import save_checkpoint
 from learning.grasp_yaw.config import ExperimentCfg
+from learning.grasp_yaw.evolution import es_gradient
 from learning.grasp_yaw.predictors import YawPolicy, build_predictor
 from learning.grasp_yaw.scoring import score_yaws
 from learning.grasp_yaw.splits import GoalSet
@@ -48,27 +48,6 @@ def hypotheses_loss(policy: YawPolicy, ik, batch: GoalSet, weights: CostWeights,
     smooth = smooth_cost(result, q0, weights).reshape(n, k)
     best = (smooth.detach() + penalty * (~result.success).reshape(n, k).to(smooth.dtype)).argmin(-1)
     return smooth.gather(1, best[:, None]).mean()
-
-
-@dataclass
-class TrainingHistory:
-    """Loss per step and validation metrics at each validation step."""
-
-    steps: list[int] = field(default_factory=list)
-    loss: list[float] = field(default_factory=list)
-    val_steps: list[int] = field(default_factory=list)
-    val_ik_evaluations: list[int] = field(default_factory=list)  # training IK evaluations spent at each validation
-    val_success: list[float] = field(default_factory=list)
-    val_cost: list[float] = field(default_factory=list)
-    val_displacement: list[float] = field(default_factory=list)
-    val_seconds: list[float] = field(default_factory=list)  # training seconds spent at each validation
-    best_step: int = 0
-    best_val_cost: float = math.inf
-    ik_evaluations: int = 0  # IK solves spent on training steps (validation excluded)
-    seconds: float = 0.0  # wall time spent in training steps (validation excluded)
-
-    def to_dict(self) -> dict:
-        return dict(self.__dict__)
 
 
 class Trainer:

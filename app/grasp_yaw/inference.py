@@ -11,17 +11,17 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
-from app.generations import GenerationGate, Request
-from app.methods import FAST_KEYS, METHODS
-from app.question import Question
-from app.supervision import Supervisor
+from app.grasp_yaw.methods import FAST_KEYS, METHODS
+from app.shell.busy import BusySignal
+from app.shell.generations import GenerationGate, Request
+from app.shell.question import Question
+from app.shell.supervision import Supervisor
 from kinematics import KinematicsLayer
 from learning.grasp_yaw.baselines import ik_layer
 from learning.grasp_yaw.config import ExperimentCfg
@@ -57,7 +57,7 @@ class GraspResult:
 class GraspSolver:
     """Scores yaw choosers for one target: one batched IK check from ``q0`` at ``cfg.eval_ik_iterations`` steps,
     as ``learning``'s evaluation checks every method. ``choosers`` holds the experiment's own choosers of the
-    methods that need no training (``learning.grasp_yaw.evaluation.search_choosers``), keyed as ``app.methods`` keys them."""
+    methods that need no training (``learning.grasp_yaw.evaluation.search_choosers``), keyed as ``app.grasp_yaw.methods`` keys them."""
 
     def __init__(self, cfg: ExperimentCfg, kinematics: KinematicsLayer) -> None:
         self.cfg, self.kinematics = cfg, kinematics
@@ -111,7 +111,7 @@ def fast_choosers(
     solver: GraspSolver, live: Mapping[str, YawPolicy], trained: Mapping[str, YawPolicy]
 ) -> dict[str, Chooser]:
     """The rules, the predictors trained live (their snapshots in the question) and the trained predictors loaded
-    from a run, in ``app.methods`` order: everything answered at once. A live snapshot wins over a loaded one."""
+    from a run, in ``app.grasp_yaw.methods`` order: everything answered at once. A live snapshot wins over a loaded one."""
     policies = {**trained, **live}
     choosers: dict[str, Chooser] = {}
     for key in FAST_KEYS:
@@ -122,35 +122,8 @@ def fast_choosers(
     return choosers
 
 
-class BusySignal:
-    """Whether an interactive request is being computed; the trainer waits for idle before each step.
-
-    On this project's 2-core machines two compute threads slow each other down about twofold, so training yields
-    to the page: a step never starts while the ghosts are being recomputed.
-    """
-
-    def __init__(self) -> None:
-        self._idle = threading.Event()
-        self._idle.set()
-
-    @contextmanager
-    def busy(self) -> Iterator[None]:
-        self._idle.clear()
-        try:
-            yield
-        finally:
-            self._idle.set()
-
-    @property
-    def is_busy(self) -> bool:
-        return not self._idle.is_set()
-
-    def wait_idle(self, timeout: float) -> bool:
-        return self._idle.is_set() or self._idle.wait(timeout)
-
-
 class InferenceWorker:
-    """One thread answering the newest ``Question`` of ``gate`` with every fast method (``app.methods``).
+    """One thread answering the newest ``Question`` of ``gate`` with every fast method (``app.grasp_yaw.methods``).
 
     Args:
         gate: where requests come from and results are drawn through.

@@ -11,17 +11,10 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from kinematics import DifferentiableIKLayer
+from learning.common.ranks import centred_ranks
 from learning.grasp_yaw.predictors import YawPolicy
 from learning.grasp_yaw.splits import GoalSet
 from learning.grasp_yaw.task import CostWeights, grasp_pose, smooth_cost
-
-
-def centred_ranks(values: torch.Tensor) -> torch.Tensor:
-    """Ranks of ``values`` (any shape) mapped linearly to ``[-0.5, 0.5]``."""
-    flat = values.reshape(-1)
-    ranks = torch.empty_like(flat)
-    ranks[flat.argsort()] = torch.arange(flat.numel(), dtype=flat.dtype, device=flat.device)
-    return (ranks / max(flat.numel() - 1, 1) - 0.5).reshape(values.shape)
 
 
 @torch.no_grad()

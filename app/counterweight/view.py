@@ -4,7 +4,7 @@ counterweight method: its pose as a stick figure in the method's colour (a segme
 origins: light enough for headless Chromium's software WebGL, where four full-mesh G1s take over 30 s a frame), its
 payload, the centre of mass's ground projection (red, larger, when the balance margin is violated), the body
 targets its method chose as SE(3) frames (``BodyAnswer.targets``: the pelvis pose, the torso orientation at the
-torso, the free hand's position), and a label stacked above the goal (``app.ghosts.stack_labels``).
+torso, the free hand's position), and a label stacked above the goal (``app.shell.ghost_labels.stack_labels``).
 
 The payload is a steel ball of the task's mass (8 kg: 6 cm in radius), centred where the task holds it
 (``CounterweightCfg.payload_point`` in the reaching hand's frame): opaque on the solid robot, translucent in each
@@ -21,10 +21,10 @@ import viser
 import viser.transforms as vtf
 import yourdfpy
 
-from app.counterweight_answers import BodyAnswer
-from app.ghosts import LabelledGhost
-from app.methods import Method
-from app.robot_view import ArmView
+from app.counterweight.answers import BodyAnswer
+from app.shell.ghost_labels import LabelledGhost
+from app.shell.methods import Method
+from app.shell.robot_view import ArmView
 from assets import RobotDescription
 from learning.counterweight.problem import BODY_TASKS
 

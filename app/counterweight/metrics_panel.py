@@ -7,8 +7,8 @@ from pathlib import Path
 
 import viser
 
-from app.metrics_panel import load_report, read_figure
-from app.supervision import Supervisor
+from app.shell.report_files import read_figure, read_report
+from app.shell.supervision import Supervisor
 from kinematics.errors import ProjectError
 from learning.counterweight.report import SECTOR_METRICS, distribution_table, sector_table, split_table, verdict_text
 
@@ -29,7 +29,7 @@ class CounterweightMetricsPanel:
                 )
                 return
             try:
-                report = load_report(run)
+                report = read_report(run)
                 tables = [split_table(report, split) for split in report["results"]]
                 if any(SECTOR_METRICS[0] in stats for stats in report["results"]["test_iid"].values()):
                     tables.append(sector_table(report))  # reports written before the by-sector metrics have none

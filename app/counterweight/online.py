@@ -13,11 +13,11 @@ import threading
 import time
 from collections.abc import Callable
 
-from app.counterweight_answers import ONLINE, RESTED, BodyAnswer, BodySolver
-from app.generations import GenerationGate, Request
-from app.inference import BusySignal
-from app.question import Place
-from app.supervision import Supervisor
+from app.counterweight.answers import ONLINE, RESTED, BodyAnswer, BodySolver
+from app.shell.busy import BusySignal
+from app.shell.generations import GenerationGate, Request
+from app.shell.question import Place
+from app.shell.supervision import Supervisor
 
 
 class OnlineWorker:

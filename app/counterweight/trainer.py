@@ -1,4 +1,4 @@
-"""The counterweight policy's live trainer, shaped as ``app.trainer_worker.TrainerWorker`` drives a trainer, and the
+"""The counterweight policy's live trainer, shaped as ``app.shell.trainer_worker.TrainerWorker`` drives a trainer, and the
 goals it trains on when no run is loaded.
 
 ``learning.counterweight.training.GradientTrainer`` steps the policy through the whole-body layer; this adds what
@@ -12,11 +12,11 @@ import copy
 import torch
 from torch import nn
 
+from learning.common.history import TrainingHistory
 from learning.counterweight.config import ExperimentCfg, TrainCfg
 from learning.counterweight.goals import SPLITS, sample_split
 from learning.counterweight.problem import CounterweightProblem
 from learning.counterweight.training import GradientTrainer
-from learning.grasp_yaw.training import TrainingHistory
 
 LIVE_TRAIN_GOALS = 64  # without a run: the live trainer's goals (a run's splits hold 256 and 64)
 LIVE_VALIDATION_GOALS = 16

@@ -11,14 +11,12 @@ import numpy as np
 import viser
 
 import assets
-from app.inference import MethodResult
-from app.methods import BY_KEY, KEYS
-from app.typed_numbers import Guard, TypedNumbers, parse_value
+from app.grasp_yaw.inference import MethodResult
+from app.grasp_yaw.methods import BY_KEY, KEYS
+from app.shell.answers_table import PENDING_LEGEND, answer_row, dimmed
+from app.shell.typed_numbers import Guard, TypedNumbers, parse_value
 
-PENDING = "pending"
-ANSWERED_SWATCH, PENDING_SWATCH = "■", "□"  # the row's colour swatch: filled, or hollow while its answer is computed
-PENDING_OPACITY = 0.4
-PENDING_LEGEND = f"{PENDING_SWATCH} dimmed: the previous answer, shown while the answer to the new inputs is computed."
+ANSWER_COLUMNS = 5  # yaw, ok, displacement, residual, latency
 TYPED_TARGET, TYPED_Q0 = "typed target", "typed q0"  # status keys of refused typed text
 
 
@@ -46,11 +44,6 @@ def _best(results: Mapping[str, MethodResult | str | None]) -> dict[str, str]:
     return best
 
 
-def dimmed(text: str) -> str:
-    """``text`` greyed out, at the same width (italics or an added word would change the table's layout)."""
-    return f"<span style='opacity:{PENDING_OPACITY}'>{text}</span>"
-
-
 def format_row(
     key: str, result: MethodResult | str | None, pending: bool = False, best: Mapping[str, str] | None = None
 ) -> str:
@@ -58,12 +51,8 @@ def format_row(
     swatch is hollow and the values dimmed, and nothing else changes, so the table keeps its layout; values equal
     to ``best`` are bold."""
     method = BY_KEY[key]
-    marker = PENDING_SWATCH if pending else ANSWERED_SWATCH
-    swatch = f"<span style='color:rgb{method.rgb}'>{marker}</span> {method.label}"
-    if result is None:
-        return f"| {swatch} | {PENDING}… | | | | |" if pending else f"| {swatch} | – | | | | |"
-    if isinstance(result, str):
-        return f"| {swatch} | {result}… | | | | |"
+    if result is None or isinstance(result, str):
+        return answer_row(method.label, method.rgb, None if result is None else f"{result}…", pending, ANSWER_COLUMNS)
     best = {} if best is None else best
 
     def mark(text: str, column: str, eligible: bool = True) -> str:
@@ -77,9 +66,7 @@ def format_row(
         mark(residual, "residual", result.success),
         mark(latency, "latency"),
     )
-    if pending:
-        cells = tuple(dimmed(cell) for cell in cells)
-    return f"| {swatch} | " + " | ".join(cells) + " |"
+    return answer_row(method.label, method.rgb, cells, pending, ANSWER_COLUMNS)
 
 
 def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -> str:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from app.generations import GenerationGate, Request
-from app.inference import GraspSolver, MethodResult
-from app.methods import SEARCH_KEYS
-from app.question import Place
-from app.supervision import Supervisor
+from app.grasp_yaw.inference import GraspSolver, MethodResult
+from app.grasp_yaw.methods import SEARCH_KEYS
+from app.shell.generations import GenerationGate, Request
+from app.shell.question import Place
+from app.shell.supervision import Supervisor
 
 IMMEDIATE = ("angular_grid",)  # searches fast enough to run while the target moves
 

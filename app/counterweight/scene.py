@@ -1,6 +1,6 @@
 """Assembles the G1 scene (``python -m app --robot g1``): the counterweight experiment live. The G1 stands with both
 feet held and an 8 kg payload in its right hand; a reach goal, dragged (gizmo) or typed, bounded to the task's goal
-region (``app.counterweight_region``); reach only, the gradient policy (trained live, or a run's), a loaded run's
+region (``app.counterweight.region``); reach only, the gradient policy (trained live, or a run's), a loaded run's
 other policies (the 7-D ablation, the best constant, every zero-order policy at both budgets) and the per-goal
 optimisation as ghosts (a picker chooses which are drawn), their centre of mass over the support polygon and the
 body targets each chose as frames; one table of every method's answer.
@@ -33,31 +33,36 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import viser
 from torch import nn
 
 import assets
 from app.config import ViewerConfig
-from app.counterweight_answers import ONLINE, POLICY, REACH_ONLY, BodyAnswer, BodySolver
-from app.counterweight_methods import BODY_KEYS, BODY_METHODS, GROUP_TITLES, RUN_KEYS
-from app.counterweight_metrics import CounterweightMetricsPanel
-from app.counterweight_online import OnlineWorker
-from app.counterweight_panel import ReachPanel
-from app.counterweight_region import GoalRegion
-from app.counterweight_trainer import LiveCounterweightTrainer, live_goals
-from app.counterweight_worker import BodyAnswers, BodyWorker
-from app.g1_view import PAYLOAD_RGB, SOLID_RGB, BodyGhost, BodyView, StickFigure, add_payload, draw_support_polygon
-from app.ghosts import stack_labels
-from app.grasp_panel import PENDING
-from app.method_picker import MethodPicker
-from app.question import Place, Question, QuestionBoard, Source
-from app.robot_view import load_urdf
-from app.scene import TargetGizmo, set_stage
-from app.status import ClientCount, StatusLine
-from app.supervision import Supervisor
-from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
-from app.training_panel import TrainingPanel
-from app.viewer import exposure_notice
+from app.counterweight.answers import ONLINE, POLICY, REACH_ONLY, BodyAnswer, BodySolver
+from app.counterweight.methods import BODY_KEYS, BODY_METHODS, GROUP_TITLES, RUN_KEYS
+from app.counterweight.metrics_panel import CounterweightMetricsPanel
+from app.counterweight.online import OnlineWorker
+from app.counterweight.panel import ReachPanel
+from app.counterweight.region import GoalRegion
+from app.counterweight.trainer import LiveCounterweightTrainer, live_goals
+from app.counterweight.view import (
+    PAYLOAD_RGB,
+    SOLID_RGB,
+    BodyGhost,
+    BodyView,
+    StickFigure,
+    add_payload,
+    draw_support_polygon,
+)
+from app.counterweight.worker import BodyAnswers, BodyWorker
+from app.shell.answers_table import PENDING
+from app.shell.ghost_labels import stack_labels
+from app.shell.method_picker import MethodPicker
+from app.shell.question import Place, Question, QuestionBoard, Source
+from app.shell.robot_view import load_urdf
+from app.shell.server import serve_page
+from app.shell.stage import Camera, TargetGizmo
+from app.shell.trainer_worker import FAILED, TrainerStatus, TrainerWorker
+from app.shell.training_panel import TrainingPanel
 from kinematics.errors import ProjectError
 from learning.counterweight.checkpoints import load_policy
 from learning.counterweight.config import ExperimentCfg, preset
@@ -67,9 +72,9 @@ from learning.counterweight.goals import load_splits
 from learning.counterweight.methods import make_policy
 from learning.counterweight.problem import CounterweightProblem
 
-CAMERA_POSITION = (1.7, -1.7, 1.35)  # metres, world frame: frames the G1, its reach and the polygon
-CAMERA_LOOK_AT = (0.15, -0.1, 0.7)
-CAMERA_FOV_DEG = 60.0
+CAMERA = Camera(
+    position=(1.7, -1.7, 1.35), look_at=(0.15, -0.1, 0.7), fov_deg=60.0
+)  # m: the G1, its reach, the polygon
 INITIAL_GOAL = (0.40, -0.15, -0.2)  # distance (m), azimuth, elevation (rad) from the shoulder: in front, needs a
 # counterweight
 GOAL_BOX_M = 0.45  # the goal inputs' range: this far from the shoulder, per axis (the region reaches 0.44 m)
@@ -99,18 +104,14 @@ class G1Viewer:
 
     def __init__(self, config: ViewerConfig) -> None:
         self.config = config
-        self.server = viser.ViserServer(host=config.host, port=config.port)
-        self.server.gui.configure_theme(control_width="large", show_share_button=False)
-        set_stage(self.server)
-        self.server.initial_camera.position = CAMERA_POSITION
-        self.server.initial_camera.look_at = CAMERA_LOOK_AT
-        self.server.initial_camera.fov = math.radians(CAMERA_FOV_DEG)
-        self.status = StatusLine(self.server)
-        self.supervisor = Supervisor(self.status.set)
-        self.clients = ClientCount(self.server, self.status)
-        exposure = exposure_notice(config.host)
-        if exposure is not None:
-            self.status.set("exposure", f"⚠ {exposure}")
+        page = serve_page(config.host, config.port, CAMERA)
+        self.server, self.status, self.supervisor, self.clients = (
+            page.server,
+            page.status,
+            page.supervisor,
+            page.clients,
+        )
+        self.url = page.url
         self.cfg, run = self._config(config)
         self.solver = BodySolver(self.cfg)
         problem = self.solver.problem
@@ -212,10 +213,6 @@ class G1Viewer:
         else:
             self.trainer.start_thread()
         self.board.begin()
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.server.get_host()}:{self.server.get_port()}"
 
     # Loading.
     def _config(self, config: ViewerConfig) -> tuple[ExperimentCfg, Path | None]:

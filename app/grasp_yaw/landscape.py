@@ -18,8 +18,8 @@ import torch
 import viser
 from matplotlib.figure import Figure
 
-from app.methods import BY_KEY
-from app.supervision import Supervisor
+from app.grasp_yaw.methods import BY_KEY
+from app.shell.supervision import Supervisor
 from kinematics import KinematicsLayer
 from learning.grasp_yaw.baselines import Candidates, angular_grid, ik_layer
 from learning.grasp_yaw.config import ExperimentCfg

@@ -8,7 +8,7 @@ import numpy as np
 import viser
 import viser.uplot as uplot
 
-from app.trainer_worker import FAILED, RUNNING, TrainerStatus, TrainerWorker
+from app.shell.trainer_worker import FAILED, RUNNING, TrainerStatus, TrainerWorker
 
 # What the curves cost the page. Each curve update is a whole new uPlot dataset that the browser decodes and draws;
 # sent at the status rate (4 Hz per trainer) with the full history (2,000 points), two trainers' curves flooded a page

@@ -11,9 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import viser
 
-from app.methods import LEARNED, METHODS, RULES, SEARCH, Method
-
-GROUP_TITLES = {RULES: "Rules", LEARNED: "Learned", SEARCH: "Search"}
+from app.shell.methods import Method
 
 
 class MethodPicker:
@@ -25,8 +23,8 @@ class MethodPicker:
         self,
         server: viser.ViserServer,
         on_change: Callable[[str, bool], None],
-        methods: Sequence[Method] = METHODS,
-        groups: Mapping[str, str] = GROUP_TITLES,
+        methods: Sequence[Method],
+        groups: Mapping[str, str],
         unavailable: Mapping[str, str] | None = None,
     ) -> None:
         unavailable = unavailable or {}

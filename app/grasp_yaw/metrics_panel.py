@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
 
-import matplotlib.image
-import numpy as np
 import torch
 import viser
 
-from app.supervision import Supervisor
+from app.shell.report_files import read_figure, read_report
+from app.shell.supervision import Supervisor
 from kinematics.errors import ProjectError
 from learning.grasp_yaw.baselines import radial_yaw
 from learning.grasp_yaw.config import ExperimentCfg
@@ -30,19 +28,8 @@ EVAL_SPLITS = ("validation", *TEST_SPLITS)
 
 
 def load_report(run: Path) -> dict:
-    path = run / "report.json"
-    if not path.is_file():
-        raise ProjectError(f"{path} does not exist; run `python -m learning evaluate --run {run}`")
-    try:
-        return upgrade_report(json.loads(path.read_text()))
-    except (OSError, ValueError) as exc:
-        raise ProjectError(f"{path} is not a readable report: {exc}") from exc
-
-
-def read_figure(path: Path) -> np.ndarray:
-    """``(H, W, 3|4)`` uint8 pixels of a PNG."""
-    pixels = matplotlib.image.imread(path)
-    return (pixels * 255).round().astype(np.uint8) if pixels.dtype != np.uint8 else pixels
+    """The run's report in today's method names."""
+    return upgrade_report(read_report(run))
 
 
 def evaluation_table(rows: dict[str, dict[str, dict[str, float]]]) -> str:

@@ -16,9 +16,9 @@ from collections.abc import Callable, Mapping, Set
 import numpy as np
 import viser
 
-from app.counterweight_answers import BodyAnswer
-from app.counterweight_methods import BODY_METHODS
-from app.grasp_panel import ANSWERED_SWATCH, PENDING, PENDING_LEGEND, PENDING_SWATCH, dimmed
+from app.counterweight.answers import BodyAnswer
+from app.counterweight.methods import BODY_METHODS
+from app.shell.answers_table import PENDING, PENDING_LEGEND, answer_row
 
 Drawn = Mapping[str, BodyAnswer | str | None]  # an answer, a message (why there is none), or None before the first
 GOAL_STEP = 1e-4  # m: the inputs' step and precision (0.1 mm)
@@ -27,24 +27,17 @@ GOAL_STEP = 1e-4  # m: the inputs' step and precision (0.1 mm)
 def format_row(label: str, rgb: tuple[int, int, int], answer: BodyAnswer | str | None, pending: bool) -> str:
     """One row; ``pending``: ``answer`` is for an earlier question and the new one is being computed: the swatch is
     hollow and the values dimmed, and nothing else changes, so the table keeps its layout."""
-    marker = PENDING_SWATCH if pending else ANSWERED_SWATCH
-    swatch = f"<span style='color:rgb{rgb}'>{marker}</span> {label}"
-    if answer is None:
-        return f"| {swatch} | {PENDING}… | | | | |" if pending else f"| {swatch} | – | | | | |"
-    if isinstance(answer, str):  # why there is no answer
-        return f"| {swatch} | {PENDING}… | | | | |" if answer == PENDING else f"| {swatch} | {answer} | | | | |"
-    ok = "✔" if answer.success else "✘"
+    if answer is None or isinstance(answer, str):  # before the first answer, or why there is none
+        return answer_row(label, rgb, f"{PENDING}…" if answer == PENDING else answer, pending, 5)
     margin = f"{1e3 * answer.balance_margin:.1f}" + ("" if answer.balanced else " ⚠")
     cells = (
-        ok,
+        "✔" if answer.success else "✘",
         f"{1e3 * answer.hand_error:.1f}",
         margin,
         f"{answer.phase} ({answer.iterations} it.{'' if answer.snapshot is None else f', v{answer.snapshot}'})",
         f"{answer.latency_ms:.0f}",
     )
-    if pending:
-        cells = tuple(dimmed(cell) for cell in cells)
-    return f"| {swatch} | " + " | ".join(cells) + " |"
+    return answer_row(label, rgb, cells, pending, 5)
 
 
 def answers_table(drawn: Drawn, pending: Set[str] = frozenset()) -> str:

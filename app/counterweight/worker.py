@@ -11,7 +11,7 @@ answer is not for it yet are solved, by the full solve, at once (a new snapshot 
 only and a run's policies, which do not depend on it, keep their answers). So an untouched goal is answered once
 per method and snapshot, always the same way. Both answers go through the board's gate: one
 for a question that has changed is discarded, never drawn. Each answer is computed and drawn holding ``exclusive``,
-the lock the live trainer steps under (as ``app.inference.InferenceWorker`` shares one with the Franka scene's
+the lock the live trainer steps under (as the Franka scene's inference worker shares one with its
 trainers): two threads of small torch ops on 2 cores slow each other about 2.5-fold, so they take turns. Failures
 are caught, counted and shown by the ``Supervisor`` under ``PART``; the worker goes on.
 """
@@ -27,11 +27,11 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from app.counterweight_answers import MOVING, POLICY, RESTED, BodyAnswer, BodySolver, Choice
-from app.generations import GenerationGate, Request
-from app.inference import BusySignal
-from app.question import Question
-from app.supervision import Supervisor
+from app.counterweight.answers import MOVING, POLICY, RESTED, BodyAnswer, BodySolver, Choice
+from app.shell.busy import BusySignal
+from app.shell.generations import GenerationGate, Request
+from app.shell.question import Question
+from app.shell.supervision import Supervisor
 
 
 @dataclass(frozen=True)

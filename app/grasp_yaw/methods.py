@@ -1,4 +1,4 @@
-"""The methods the viewer compares: how each is named, coloured and grouped, and which are answered at once.
+"""The methods the Franka scene compares: how each is named, coloured and grouped, and which are answered at once.
 
 Fast methods (a rule or a network plus one IK check) are answered together by the inference worker; search
 methods (the angular grid, online optimisation, the teacher) run on the search worker, off the fast path. Each
@@ -8,20 +8,7 @@ answer is the experiment's answer for the same goal and start joints.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-RULES, LEARNED, SEARCH = "rules", "learned", "search"
-
-
-@dataclass(frozen=True)
-class Method:
-    key: str
-    label: str
-    rgb: tuple[int, int, int]
-    group: str  # RULES, LEARNED or SEARCH
-    shown: bool  # its ghost is drawn by default
-    experiment_name: str  # the method's name in learning's evaluation and reports
-
+from app.shell.methods import LEARNED, RULES, SEARCH, Method
 
 # Distinct hues that read well over the grey arm and the white floor, one per method.
 METHODS: tuple[Method, ...] = (
@@ -35,6 +22,7 @@ METHODS: tuple[Method, ...] = (
     Method("online_optimization", "online optimization", (220, 50, 120), SEARCH, True, "online_optimization"),
     Method("reference", "teacher (numerical reference)", (130, 60, 220), SEARCH, True, "teacher"),
 )
+GROUP_TITLES = {RULES: "Rules", LEARNED: "Learned", SEARCH: "Search"}
 BY_KEY = {m.key: m for m in METHODS}
 KEYS = tuple(m.key for m in METHODS)
 SEARCH_KEYS = tuple(m.key for m in METHODS if m.group == SEARCH)  # in the order the search worker runs them

@@ -13,8 +13,6 @@ The viewer leaves torch's thread count alone; ``python -m app`` sets it for its 
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
-import socket
 import statistics
 import threading
 import time
@@ -22,28 +20,29 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import viser
 
 import assets
-from app.case_browser import CaseBrowser
 from app.config import ViewerConfig
-from app.ghosts import Ghost, stack_labels
-from app.grasp_panel import PENDING, GraspPanel
-from app.inference import GraspResult, GraspSolver, InferenceWorker, MethodResult
-from app.landscape import Landscape, LandscapeGrid, LandscapePanel
-from app.method_picker import MethodPicker
-from app.methods import KEYS, METHODS, SEARCH_KEYS, TRAINED_KEYS
-from app.metrics_panel import MetricsPanel
-from app.model_picker import ModelPicker, model_name
-from app.question import Place, Question, QuestionBoard, Source
-from app.reach import clamp_joints, clamp_target
-from app.robot_view import ArmView, load_urdf
-from app.scene import TargetGizmo, draw_workspace, set_stage
-from app.search import SearchWorker
-from app.status import StatusLine
-from app.supervision import Supervisor
-from app.trainer_worker import FAILED, TrainerStatus, TrainerWorker
-from app.training_panel import TrainingPanel
+from app.grasp_yaw.case_browser import CaseBrowser
+from app.grasp_yaw.ghosts import Ghost
+from app.grasp_yaw.inference import GraspResult, GraspSolver, InferenceWorker, MethodResult
+from app.grasp_yaw.landscape import Landscape, LandscapeGrid, LandscapePanel
+from app.grasp_yaw.methods import GROUP_TITLES, KEYS, METHODS, SEARCH_KEYS, TRAINED_KEYS
+from app.grasp_yaw.metrics_panel import MetricsPanel
+from app.grasp_yaw.model_picker import ModelPicker, model_name
+from app.grasp_yaw.panel import GraspPanel
+from app.grasp_yaw.reach import clamp_joints, clamp_target
+from app.grasp_yaw.search import SearchWorker
+from app.grasp_yaw.workspace import CAMERA, draw_workspace
+from app.shell.answers_table import PENDING
+from app.shell.ghost_labels import stack_labels
+from app.shell.method_picker import MethodPicker
+from app.shell.question import Place, Question, QuestionBoard, Source
+from app.shell.robot_view import ArmView, load_urdf
+from app.shell.server import serve_page
+from app.shell.stage import TargetGizmo
+from app.shell.trainer_worker import FAILED, TrainerStatus, TrainerWorker
+from app.shell.training_panel import TrainingPanel
 from kinematics.errors import ProjectError
 from learning.grasp_yaw.checkpoints import load_checkpoint
 from learning.grasp_yaw.config import ExperimentCfg, preset
@@ -76,14 +75,14 @@ class Viewer:
         self._offer_name: tuple[int, str] | None = None  # the learned predictor's newest offer: (version, what it is)
         self._trainer_seed: int | None = None  # the live trainer's seed last shown (a change is a Reset)
         self._picked_model: tuple[str, int] | None = None  # a model picked from the run: trainer snapshots wait
-        self.server = viser.ViserServer(host=config.host, port=config.port)
-        self.server.gui.configure_theme(control_width="large", show_share_button=False)
-        set_stage(self.server)
-        self.status = StatusLine(self.server)
-        self.supervisor = Supervisor(self.status.set)
-        exposure = exposure_notice(config.host)
-        if exposure is not None:
-            self.status.set("exposure", f"⚠ {exposure}")
+        page = serve_page(config.host, config.port, CAMERA)
+        self.server, self.status, self.supervisor, self.clients = (
+            page.server,
+            page.status,
+            page.supervisor,
+            page.clients,
+        )
+        self.url = page.url
         self.kinematics = franka_kinematics(config.device)
         cfg, initial_policy, run = self._load(config)
         self.cfg, self._run = cfg, run
@@ -127,7 +126,7 @@ class Viewer:
             on_random_q0=lambda: self._guarded("Random q0", self.set_q0, self._random_q0()),
             on_ready=lambda: self._guarded("Ready pose", self.set_q0, np.array(assets.PANDA.reference_posture)),
         )
-        self.picker = MethodPicker(self.server, self._pick)
+        self.picker = MethodPicker(self.server, self._pick, METHODS, GROUP_TITLES)
 
         first = Question(INITIAL_TARGET, q0)
         if initial_policy is not None:
@@ -188,9 +187,6 @@ class Viewer:
         self.current_posture.on_update(lambda _: self.robot.set_visible(bool(self.current_posture.value)))
         self.landscape = Landscape()
         self.landscape_panel = LandscapePanel(self.server, self.supervisor)
-        self._clients = 0
-        self.server.on_client_connect(lambda _: self._count_clients(+1))
-        self.server.on_client_disconnect(lambda _: self._count_clients(-1))
 
         self.inference.start()
         self.search.start()
@@ -198,10 +194,6 @@ class Viewer:
         if self.supervised is not None:
             self.supervised.start_thread()
         self.board.begin()
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.server.get_host()}:{self.server.get_port()}"
 
     # Loading.
     def _load(self, config: ViewerConfig) -> tuple[ExperimentCfg, YawPolicy | None, Path | None]:
@@ -510,12 +502,6 @@ class Viewer:
                 self.metrics.forget(f"The trainer was reset (seed {scored} -> {status.seed}): its snapshots are gone.")
         self.status.set("trainer", f"⚠ trainer failed: {status.error}" if status.state == FAILED else None)
 
-    def _count_clients(self, delta: int) -> None:
-        with self._results_lock:
-            self._clients += delta
-            clients = self._clients
-        self.status.set("clients", f"{clients} browsers connected" if clients > 1 else None)
-
     # Measurements and shutdown.
     def median_latency_ms(self) -> float:
         with self._results_lock:
@@ -531,23 +517,6 @@ class Viewer:
         self.search.join(5.0)
         self.landscape_panel.close()
         self.server.stop()
-
-
-def exposure_notice(host: str) -> str | None:
-    """A warning when ``host`` is reachable from other machines (anything but loopback), else None."""
-    try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
-    except OSError:
-        addresses = {host}
-    try:
-        if addresses and all(ipaddress.ip_address(a.split("%")[0]).is_loopback for a in addresses):
-            return None
-    except ValueError:
-        pass
-    return (
-        f"served on {host}, not only on this machine: anyone who can reach this port can start, pause and "
-        "reset the trainer, move the target and run evaluations."
-    )
 
 
 def launch(config: ViewerConfig) -> Viewer:

@@ -10,8 +10,8 @@ zero-order policies at equal wall time and the per-goal optimisation are drawn; 
 
 from __future__ import annotations
 
-from app.counterweight_answers import ONLINE, POLICY, REACH_ONLY
-from app.methods import LEARNED, RULES, SEARCH, Method
+from app.counterweight.answers import ONLINE, POLICY, REACH_ONLY
+from app.shell.methods import LEARNED, RULES, SEARCH, Method
 
 ZERO_ORDER = "zero-order"  # a picker group of its own: the claim compares these with the gradient policy
 GROUP_TITLES = {

@@ -1,4 +1,5 @@
-"""The grasp question the viewer answers (target, start joints, predictor snapshot) and its one owner.
+"""The question a scene answers (a target, start joints, the snapshots of the policies trained live) and its one
+owner.
 
 ``QuestionBoard`` holds the current ``Question``. It is changed only by ``ask`` and by adopting a trainer snapshot,
 both under ``QuestionBoard.lock``; that lock is also the lock of every ``GenerationGate`` the board feeds, and
@@ -15,11 +16,12 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
-from app.generations import GenerationGate
-from learning.grasp_yaw.predictors import YawPolicy
+from torch import nn
+
+from app.shell.generations import GenerationGate
 
 Place = tuple[tuple[float, float, float], tuple[float, ...]]  # (p, q0): what the searches' answers depend on
-LEARNED_KEY = "learned"  # the IK-trained predictor (app.methods)
+LEARNED_KEY = "learned"  # the method key of the policy trained live, unless the scene names another
 
 
 class Source(enum.Enum):
@@ -28,30 +30,30 @@ class Source(enum.Enum):
     GIZMO = "gizmo"  # the target dragged in the 3D scene
     INPUTS = "inputs"  # the numbers typed into the panel (target, q0)
     PROGRAM = "program"  # buttons (random target / q0, ready pose) and the Python API
-    TRAINER = "trainer"  # a new predictor snapshot
+    TRAINER = "trainer"  # a new policy snapshot
 
 
 @dataclass(frozen=True)
 class Question:
-    """One grasp question: target ``p`` (m, root frame), start joints ``q0`` (rad) and the snapshots of the
-    predictors trained live to ask (``versions``: ``(method key, snapshot version)`` pairs, sorted; the
+    """One question: target ``p`` (m, root frame), start joints ``q0`` (rad; empty where the scene has none) and the
+    snapshots of the policies trained live to ask (``versions``: ``(method key, snapshot version)`` pairs, sorted; the
     snapshots themselves in ``policies``, compared through their versions)."""
 
     p: tuple[float, float, float]
     q0: tuple[float, ...]
     versions: tuple[tuple[str, int], ...] = ()
-    policies: Mapping[str, YawPolicy] = field(default_factory=dict, compare=False, repr=False)
+    policies: Mapping[str, nn.Module] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def place(self) -> Place:
         return self.p, self.q0
 
     @property
-    def policy(self) -> YawPolicy | None:
-        """The IK-trained predictor's snapshot (the ``learned`` method)."""
+    def policy(self) -> nn.Module | None:
+        """The snapshot of the policy under ``LEARNED_KEY``."""
         return self.policies.get(LEARNED_KEY)
 
-    def with_snapshot(self, key: str, version: int, policy: YawPolicy) -> Question:
+    def with_snapshot(self, key: str, version: int, policy: nn.Module) -> Question:
         versions = dict(self.versions) | {key: version}
         return replace(self, versions=tuple(sorted(versions.items())), policies={**self.policies, key: policy})
 
@@ -81,7 +83,7 @@ class QuestionBoard:
         self.search: GenerationGate[Place] = GenerationGate(self.lock)
         self._current = question
         versions = dict(question.versions)
-        self._offered: dict[str, tuple[int, YawPolicy]] = {k: (versions[k], p) for k, p in question.policies.items()}
+        self._offered: dict[str, tuple[int, nn.Module]] = {k: (versions[k], p) for k, p in question.policies.items()}
         self._offered_p: tuple[float, float, float] | None = None  # a dragged target waiting for an idle worker
         self._on_change = on_change
 
@@ -90,14 +92,14 @@ class QuestionBoard:
         return self._current
 
     @property
-    def newest_policy(self) -> YawPolicy | None:
-        """The newest snapshot of the IK-trained predictor offered, adopted or not yet."""
+    def newest_policy(self) -> nn.Module | None:
+        """The newest snapshot offered under ``LEARNED_KEY``, adopted or not yet."""
         offered = self._offered.get(LEARNED_KEY)
         return None if offered is None else offered[1]
 
     @property
-    def newest_offer(self) -> tuple[int, YawPolicy] | None:
-        """``(version, snapshot)`` of the IK-trained predictor's newest offer (a trainer snapshot, or a run's model
+    def newest_offer(self) -> tuple[int, nn.Module] | None:
+        """``(version, snapshot)`` of the newest offer under ``LEARNED_KEY`` (a trainer snapshot, or a run's model
         at a negative version), adopted or not yet."""
         return self._offered.get(LEARNED_KEY)
 
@@ -131,8 +133,8 @@ class QuestionBoard:
                 self._change(old, new, source)
             return self._current
 
-    def offer_policy(self, version: int, policy: YawPolicy, busy: Callable[[], bool], key: str = LEARNED_KEY) -> None:
-        """A new snapshot of the predictor of method ``key``. It becomes part of the question at once unless
+    def offer_policy(self, version: int, policy: nn.Module, busy: Callable[[], bool], key: str = LEARNED_KEY) -> None:
+        """A new snapshot of the policy of method ``key``. It becomes part of the question at once unless
         ``busy()`` (the fast methods' worker is computing an answer, which a new question would cancel); then
         ``catch_up`` adopts it when that worker is idle. Under a fast trainer the answers for the target would
         otherwise never land."""

@@ -1,4 +1,4 @@
-"""The background trainer: steps the IK-trained predictor on its own thread and publishes frozen snapshots.
+"""The background trainer: steps a scene's live-trained policy on its own thread and publishes frozen snapshots.
 
 Start, pause and reset come from the page; every exception the trainer raises is caught and reported as the
 ``failed`` state with its message (Start retries, Reset rebuilds), so a failing trainer never takes the viewer down.
@@ -15,10 +15,27 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from app.supervision import Supervisor
-from learning.grasp_yaw.predictors import YawPolicy
-from learning.grasp_yaw.training import Trainer, TrainingHistory
+from torch import nn
+
+from app.shell.supervision import Supervisor
+from learning.common.history import TrainingHistory
+
+
+class Trainer(Protocol):
+    """What the worker drives: one optimiser step, a validation pass, the steps taken, the curves, and a frozen copy
+    of the policy being trained (both experiments' trainers have this shape)."""
+
+    step_count: int
+    history: TrainingHistory
+
+    def step(self) -> object: ...
+
+    def validate(self) -> object: ...
+
+    def snapshot(self) -> nn.Module: ...
+
 
 RUNNING, PAUSED, FAILED = "running", "paused", "failed"
 
@@ -59,7 +76,7 @@ class TrainerWorker:
     def __init__(
         self,
         build: Callable[[int], Trainer],
-        on_snapshot: Callable[[int, YawPolicy], None],
+        on_snapshot: Callable[[int, nn.Module], None],
         on_status: Callable[[TrainerStatus], None],
         supervisor: Supervisor,
         *,

@@ -1,0 +1,1 @@
+"""The G1 scene (``python -m app --robot g1``): the counterweight experiment live."""

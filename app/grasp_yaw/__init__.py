@@ -1,0 +1,1 @@
+"""The Franka scene (``python -m app``): the grasp-yaw experiment live."""

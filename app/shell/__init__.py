@@ -1,0 +1,1 @@
+"""What both scenes stand on, knowing neither: the server, the stage, the question board and its gates, supervision, the status line, the trainer worker and its panel, ghost labels, the answers table, typed numbers, the method picker, report files."""
