@@ -41,3 +41,17 @@ def type_text(box, text: str, key_interval_s: float = 0.0) -> list[str]:
         time.sleep(key_interval_s)
         said.append(box.value)
     return said
+
+
+def rested(viewer, keys=None) -> bool:
+    """Whether the G1 scene has drawn the rested answers of ``keys`` (reach only and the policy) for its current goal."""
+    from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer
+
+    keys = (REACH_ONLY, POLICY) if keys is None else keys
+    drawn = viewer.drawn
+    return (
+        viewer.drawn_question is not None
+        and viewer.drawn_question.p == viewer.board.current.p
+        and all(isinstance(drawn[key], BodyAnswer) and drawn[key].phase == RESTED for key in keys)
+        and not set(keys) & viewer.pending
+    )

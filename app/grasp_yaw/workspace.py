@@ -69,7 +69,7 @@ def draw_workspace(server: viser.ViserServer, ws: WorkspaceCfg) -> None:
 def workspace_labels(ws: WorkspaceCfg) -> list[tuple[str, str, tuple[float, float, float]]]:
     """``(name, text, position)`` of the regions' labels: on the floor in front of the workspace's near edge (the
     side the initial camera looks from), below every ghost label, which stacks above the target: at the initial
-    camera they never overlap for a target in the workspace (tests/test_app_labels.py projects them)."""
+    camera they never overlap for a target in the workspace (tests/app/grasp_yaw/test_app_layout.py projects them)."""
     front = ws.x[1] + SCENE_LABEL_OFFSET_M
     return [
         ("train_label", "workspace", (front, ws.y[0] + 0.1, 0.0)),

@@ -1,7 +1,7 @@
 """Every function the native library exports: its argument types in order and its return type, as ``csrc/kernels.h``
 declares them. ``kinematics.native`` sets each function's ctypes ``argtypes`` and ``restype`` from this table when it
 loads the library (a call with the wrong number of arguments then raises instead of reading past them);
-``tests/test_native.py`` parses ``kernels.h`` and fails on any difference from it.
+``tests/kinematics/native/test_native.py`` parses ``kernels.h`` and fails on any difference from it.
 
 The kernels exist once per floating-point type, ``<name>_float`` and ``<name>_double``: ``real`` below is ``float``
 or ``double``. Arrays pass as pointers (``data_ptr()``); the index arrays are int64 (``const long long *``, or

@@ -29,7 +29,7 @@ from app.shell.supervision import Supervisor
 from app.shell.trainer_worker import TrainerWorker
 from learning.common.history import TrainingHistory
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 DRAG_SECONDS = 4.0
 DRAG_PERIOD_S = 0.02  # a browser sends a dragged gizmo's pose about once per frame
 

@@ -14,7 +14,7 @@ import yourdfpy
 import assets
 from kinematics import KinematicTree
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DESCRIPTIONS = list(assets.ROBOTS.values())
 
 

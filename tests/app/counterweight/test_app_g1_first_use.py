@@ -16,8 +16,7 @@ import pytest
 import torch
 import viser
 import websockets.sync.client
-from test_app_g1 import _rested, one_thread, smoke_run, start_g1  # noqa: F401  (fixtures)
-from viewer_support import wait_until
+from viewer_support import rested, wait_until
 from viser._messages import ViewerCameraMessage
 
 from app.config import ViewerConfig
@@ -38,12 +37,12 @@ def _row(viewer, key: str) -> str:
 @pytest.mark.slow
 def test_an_untouched_goal_is_answered_once_per_method_and_snapshot(start_g1, smoke_run: Path) -> None:  # noqa: F811
     viewer = start_g1(checkpoint=checkpoint_path(smoke_run, 0, "gradient"))
-    wait_until(lambda: _rested(viewer, FAST_BODY_KEYS), 60, "every method's rested answer")
+    wait_until(lambda: rested(viewer, FAST_BODY_KEYS), 60, "every method's rested answer")
     viewer.trainer.start()
     wait_until(lambda: viewer.trainer.status.version >= 2, 60, "the live trainer's snapshots")
     wait_until(
         lambda: (
-            _rested(viewer, FAST_BODY_KEYS)
+            rested(viewer, FAST_BODY_KEYS)
             and viewer.drawn[POLICY].snapshot == dict(viewer.board.current.versions)[POLICY]
         ),
         30,
@@ -137,7 +136,7 @@ def test_meshes_are_translucent_and_every_hand_holds_the_payload(start_g1, smoke
     assert 0.05 < radius < 0.08  # 8 kg of steel
     assert viewer.payload.radius == pytest.approx(radius) and viewer.payload.visible
     np.testing.assert_allclose(viewer.payload.position, hand, atol=1e-6)  # the payload point is the hand's origin
-    wait_until(lambda: _rested(viewer, (REACH_ONLY, POLICY)), 60, "the rested answers")
+    wait_until(lambda: rested(viewer, (REACH_ONLY, POLICY)), 60, "the rested answers")
     hand_index = problem.tree.frame_index(problem.robot.frames[HAND])
     for key in (REACH_ONLY, POLICY):
         ghost, answer = viewer.ghosts[key], viewer.drawn[key]

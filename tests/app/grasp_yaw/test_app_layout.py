@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from test_app_browser import project
+from browser_support import project
 
 import assets
 from app.grasp_yaw.inference import MethodResult

@@ -4,7 +4,6 @@ rows, failures shown) and one real-browser drag of the reach goal from the front
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import re
@@ -18,77 +17,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from test_app_browser import find_x_arrow, input_xpath, method_row, page, project  # noqa: F401  (page: the fixture)
-from viewer_support import free_port, wait_until
+from browser_support import find_x_arrow, input_xpath, method_row, project
+from viewer_support import free_port, rested, wait_until
 
-from app.config import ViewerConfig
 from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer, BodySolver, convex_hull
 from app.counterweight.methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
 from app.counterweight.panel import answers_table
 from app.counterweight.region import INSIDE_RAD, GoalRegion
-from app.counterweight.scene import CAMERA, INITIAL_GOAL, NEEDS_A_RUN, launch_g1
+from app.counterweight.scene import CAMERA, INITIAL_GOAL, NEEDS_A_RUN
 from app.counterweight.trainer import LiveCounterweightTrainer
 from app.shell.stage import GIZMO_SCALE
-from learning.counterweight.checkpoints import save_policy
 from learning.counterweight.config import PRESETS
 from learning.counterweight.experiment import build_problem, checkpoint_path
 from learning.counterweight.figures import skeleton_bones
-from learning.counterweight.goals import SplitGoals, goal_points, save_splits
-from learning.counterweight.methods import GRADIENT_METHODS, make_policy
+from learning.counterweight.goals import goal_points
+from learning.counterweight.methods import make_policy
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 REGION = PRESETS["full"].goals
-
-
-@pytest.fixture
-def one_thread():
-    """The viewer's process runs torch on one thread (``python -m app --threads 1``): so do these tests."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
-
-
-@pytest.fixture
-def start_g1(one_thread):
-    viewers = []
-
-    def start(**kwargs):
-        viewer = launch_g1(ViewerConfig(port=free_port(), robot="g1", preset="full", **kwargs))
-        viewers.append(viewer)
-        return viewer
-
-    yield start
-    for viewer in viewers:
-        viewer.close()
-
-
-@pytest.fixture(scope="module")
-def smoke_run(tmp_path_factory) -> Path:
-    """A counterweight run folder as ``python -m learning train --task counterweight`` lays it out (smoke preset,
-    seed 0): every policy checkpoint, each with small random weights (so that each chooses other body targets),
-    and splits; no report."""
-    cfg = PRESETS["smoke"]
-    run = tmp_path_factory.mktemp("counterweight-run")
-    problem = build_problem(cfg)
-    (run / "config.json").write_text(json.dumps(cfg.to_dict()))
-    keys = ["gradient", *(key for key in RUN_KEYS if key != "constant")]
-    for index, key in enumerate([*keys, "constant"]):
-        method = key if key in (*GRADIENT_METHODS, "constant") else key.rsplit("_", 1)[0]  # es_seconds -> es
-        torch.manual_seed(index)
-        policy = make_policy(method, problem, cfg)
-        with torch.no_grad():
-            for parameter in policy.parameters():
-                parameter.add_(0.05 * torch.randn_like(parameter))
-        path = run / "checkpoints" / "constant.pt" if key == "constant" else checkpoint_path(run, 0, key)
-        save_policy(path, method, key, 0, cfg, problem, policy.state_dict())
-    shoulder = problem.shoulder.double()
-    goals = goal_points(
-        shoulder, *(torch.tensor(v, dtype=torch.float64) for v in ([0.38, 0.38], [0.0, -2.7], [-0.2, -0.2]))
-    )
-    split = SplitGoals(goals, torch.tensor([0, 1]), 2)
-    save_splits({"train": split, "validation": split}, run / "splits.pt")
-    return run
 
 
 def _answer(**kwargs) -> BodyAnswer:
@@ -197,22 +143,12 @@ def test_goal_region_clamps_side_near_and_far_goals_into_the_region() -> None:
     assert np.all(np.isfinite(point)) and "nan" in message
 
 
-def _rested(viewer, keys=(REACH_ONLY, POLICY)) -> bool:
-    drawn = viewer.drawn
-    return (
-        viewer.drawn_question is not None
-        and viewer.drawn_question.p == viewer.board.current.p
-        and all(isinstance(drawn[key], BodyAnswer) and drawn[key].phase == RESTED for key in keys)
-        and not set(keys) & viewer.pending
-    )
-
-
 @pytest.mark.slow
 def test_moving_goal_draws_no_stale_answer_and_latency_while_training(start_g1) -> None:
     viewer = start_g1()
     assert all(viewer.drawn[key] == NEEDS_A_RUN for key in RUN_KEYS)  # said in their rows, not left out
     assert "needs `--run RUN`" in viewer.reach.table.content
-    wait_until(lambda: viewer.trainer.status.step >= 1 and _rested(viewer), 120, "the trainer and rested answers")
+    wait_until(lambda: viewer.trainer.status.step >= 1 and rested(viewer), 120, "the trainer and rested answers")
     viewer.latencies_ms.clear()
     region = viewer.region
     distance, azimuth, elevation = INITIAL_GOAL
@@ -220,7 +156,7 @@ def test_moving_goal_draws_no_stale_answer_and_latency_while_training(start_g1) 
     for p in path:  # a hand dragging the goal across the front sector: a position every 150 ms
         viewer.board.offer_target(p, busy=lambda: viewer.answers.signal.is_busy)
         time.sleep(0.15)
-    wait_until(lambda: _rested(viewer), 30, "the rested answers for the final goal")
+    wait_until(lambda: rested(viewer), 30, "the rested answers for the final goal")
     assert viewer.drawn_question.p == pytest.approx(tuple(path[-1]))
     assert viewer.stale_draws == 0
     bones = np.array(skeleton_bones(viewer.solver.problem))
@@ -242,7 +178,7 @@ def test_moving_goal_draws_no_stale_answer_and_latency_while_training(start_g1) 
 def test_a_loaded_run_shows_every_policy_as_a_ghost_and_a_row(start_g1, smoke_run: Path) -> None:
     viewer = start_g1(checkpoint=checkpoint_path(smoke_run, 0, "gradient"))
     assert set(viewer.trained) == set(RUN_KEYS) and "run" not in viewer.status.messages
-    wait_until(lambda: _rested(viewer, FAST_BODY_KEYS), 60, "every policy's rested answer")
+    wait_until(lambda: rested(viewer, FAST_BODY_KEYS), 60, "every policy's rested answer")
     table = viewer.reach.table.content
     for key in FAST_BODY_KEYS:
         answer, ghost = viewer.drawn[key], viewer.ghosts[key]
@@ -307,7 +243,7 @@ def test_worker_failures_are_shown_and_answers_go_on(start_g1, monkeypatch) -> N
     assert "simulated trainer crash" in viewer.training.state.content
     assert "simulated optimisation crash" in viewer.status.handle.content
     viewer.set_target(viewer.region.point(0.38, -0.05, -0.2))
-    wait_until(lambda: _rested(viewer), 30, "answers after the failures")
+    wait_until(lambda: rested(viewer), 30, "answers after the failures")
 
 
 G1_CAMERA = (CAMERA.position, CAMERA.look_at, CAMERA.fov_deg)
