@@ -1,1 +1,2 @@
-"""The Viser viewer (``python -m app``): the Franka Panda in a browser, posed through this project's FK."""
+"""The viewer (``python -m app``): two scenes, the Franka grasp-yaw scene (``grasp_yaw``) and the G1 counterweight
+scene (``counterweight``), on a shell that knows neither (``shell``)."""

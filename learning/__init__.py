@@ -1,0 +1,3 @@
+"""The lab beside the library: the grasp-yaw experiment (``grasp_yaw``), the counterweight experiment
+(``counterweight``), the benchmark against the peers (``benchmark``) and what they share (``common``);
+``python -m learning`` runs the experiments."""

@@ -44,11 +44,11 @@ from app.shell.stage import TargetGizmo
 from app.shell.trainer_worker import FAILED, TrainerStatus, TrainerWorker
 from app.shell.training_panel import TrainingPanel
 from kinematics.errors import ProjectError
+from learning.common.panda import franka_kinematics
 from learning.grasp_yaw.checkpoints import load_checkpoint
 from learning.grasp_yaw.config import ExperimentCfg, preset
 from learning.grasp_yaw.experiment import checkpoint_path, label_teacher
 from learning.grasp_yaw.predictors import YawPolicy
-from learning.grasp_yaw.robot import franka_kinematics
 from learning.grasp_yaw.splits import load_splits, make_splits, sample_points, sample_start_states
 from learning.grasp_yaw.training import TRAINED_METHODS, Trainer
 

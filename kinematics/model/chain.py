@@ -8,23 +8,19 @@ and ignores every joint off the path (fingers, other branches, mimic joints; a m
 from __future__ import annotations
 
 import hashlib
-import io
 from dataclasses import dataclass
 
 import numpy as np
 import torch
-import yourdfpy
 from torch import nn
 
 from kinematics import native
 from kinematics.batch_last import cross, from_batch_last, matmul, matmul_constant, to_batch_last, transforms_active
 from kinematics.deprecation import warn_renamed
-from kinematics.errors import DtypeDeviceMismatchError, LinkNotFoundError, NotAChainError, ShapeError, URDFError
+from kinematics.errors import DtypeDeviceMismatchError, NotAChainError, ShapeError, URDFError
 from kinematics.model.chain_gradient import RevoluteChainKinematics
+from kinematics.model.urdf import MOVABLE, REVOLUTE, chain_joints, parse_urdf, rotation_taking_z_to
 from kinematics.native.kernel import Kernel
-
-REVOLUTE, PRISMATIC = 0, 1
-_MOVABLE = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
 
 
 @dataclass(frozen=True)
@@ -35,45 +31,6 @@ class JointSpec:
     kind: int
     lower: float
     upper: float
-
-
-def _parse(urdf_text: str) -> yourdfpy.URDF:
-    try:
-        return yourdfpy.URDF.load(
-            io.BytesIO(urdf_text.encode()),
-            build_scene_graph=False,
-            load_meshes=False,
-            build_collision_scene_graph=False,
-            load_collision_meshes=False,
-        )
-    except Exception as exc:  # yourdfpy raises lxml / assertion errors of several kinds.
-        raise URDFError(f"could not parse the URDF text: {exc}") from exc
-
-
-def _chain_joints(urdf: yourdfpy.URDF, root_link: str, end_link: str) -> list:
-    links = {link.name for link in urdf.robot.links}
-    for role, name in (("root_link_name", root_link), ("end_link_name", end_link)):
-        if name not in links:
-            close = sorted(n for n in links if name.split("_")[-1] in n)[:5]
-            hint = f"; similar names: {close}" if close else ""
-            raise LinkNotFoundError(f"{role}={name!r} is not a link of this URDF{hint}")
-    parent_joint = {joint.child: joint for joint in urdf.robot.joints}
-    path, link = [], end_link
-    while link != root_link:
-        if link not in parent_joint:
-            raise NotAChainError(f"{root_link!r} is not an ancestor of {end_link!r}: no serial chain between them")
-        joint = parent_joint[link]
-        path.append(joint)
-        link = joint.parent
-    return path[::-1]
-
-
-def _rotation_taking_z_to(axis: np.ndarray) -> np.ndarray:
-    """A rotation whose third column is the unit ``axis`` (the identity for the z axis itself)."""
-    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    x = helper - helper.dot(axis) * axis
-    x = x / np.linalg.norm(x)
-    return np.stack((x, np.cross(axis, x), axis), 1)
 
 
 class SerialChainKinematics(nn.Module):
@@ -111,7 +68,7 @@ class SerialChainKinematics(nn.Module):
         frames, previous = [], np.eye(4)
         for origin, axis in zip(origins, axes, strict=True):
             to_axis = np.eye(4)
-            to_axis[:3, :3] = _rotation_taking_z_to(axis)
+            to_axis[:3, :3] = rotation_taking_z_to(axis)
             frames.append(previous.T @ origin @ to_axis)
             previous = to_axis
         frames = np.stack(frames)
@@ -147,18 +104,18 @@ class SerialChainKinematics(nn.Module):
         dtype: torch.dtype = torch.float32,
     ) -> SerialChainKinematics:
         """Build the chain from ``root_link_name`` (default: the URDF's root) to ``end_link_name``."""
-        urdf = _parse(urdf_text)
+        urdf = parse_urdf(urdf_text)
         children = {joint.child for joint in urdf.robot.joints}
         roots = [link.name for link in urdf.robot.links if link.name not in children]
         root = root_link_name if root_link_name is not None else roots[0]
         joints, origins, axes = [], [], []
         pending = np.eye(4)
-        for joint in _chain_joints(urdf, root, end_link_name):
+        for joint in chain_joints(urdf, root, end_link_name):
             origin = np.eye(4) if joint.origin is None else np.asarray(joint.origin, dtype=np.float64)
             pending = pending @ origin
             if joint.type == "fixed":
                 continue
-            if joint.type not in _MOVABLE:
+            if joint.type not in MOVABLE:
                 raise URDFError(f"joint {joint.name!r} has unsupported type {joint.type!r} for a serial chain")
             if joint.mimic is not None:
                 raise URDFError(
@@ -171,7 +128,7 @@ class SerialChainKinematics(nn.Module):
             bounded = joint.type != "continuous" and joint.limit is not None and joint.limit.lower is not None
             lower = float(joint.limit.lower) if bounded else -np.inf
             upper = float(joint.limit.upper) if bounded and joint.limit.upper is not None else np.inf
-            joints.append(JointSpec(joint.name, _MOVABLE[joint.type], lower, upper))
+            joints.append(JointSpec(joint.name, MOVABLE[joint.type], lower, upper))
             origins.append(pending)
             axes.append(axis)
             pending = np.eye(4)

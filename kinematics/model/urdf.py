@@ -1,25 +1,28 @@
-"""The URDF walk behind ``KinematicTree``: every link and movable joint of a URDF tree as constant arrays.
+"""The one URDF reader of the library: parsing, the joint kinds, the name hints of its errors, the serial chain's
+walk (``chain_joints``, behind ``SerialChainKinematics``) and the tree's walk (``describe_tree``, behind
+``KinematicTree``), which gives every link and movable joint of a URDF tree as constant arrays.
 
-The walk is depth first from the root link, children in the URDF's joint order. Fixed joints are folded into
+The tree's walk is depth first from the root link, children in the URDF's joint order. Fixed joints are folded into
 constant offsets (a fixed joint that carries a ``<mimic>`` tag is still fixed, as in Pinocchio). Every movable
 joint (revolute, continuous, prismatic) becomes a *node*; a mimic joint is a node without a degree of freedom of
 its own, ``q = multiplier * q_source + offset``. Each node's frame is re-expressed by a constant rotation that takes
-z to its axis (``_rotation_taking_z_to``, shared with ``kinematics.model.chain``), so that every node moves along or
+z to its axis (``rotation_taking_z_to``, as the chain does), so that every node moves along or
 about its local z. Nothing robot-specific lives here.
 """
 
 from __future__ import annotations
 
 import difflib
+import io
 from dataclasses import dataclass
 
 import numpy as np
 import yourdfpy
 
-from kinematics.errors import URDFError
-from kinematics.model.chain import _MOVABLE, PRISMATIC, REVOLUTE, _parse, _rotation_taking_z_to
+from kinematics.errors import LinkNotFoundError, NotAChainError, URDFError
 
-__all__ = ["PRISMATIC", "REVOLUTE", "TreeDescription", "close_names", "describe_tree"]
+REVOLUTE, PRISMATIC = 0, 1
+MOVABLE = {"revolute": REVOLUTE, "continuous": REVOLUTE, "prismatic": PRISMATIC}
 
 
 def close_names(name: str, names) -> list[str]:
@@ -29,6 +32,47 @@ def close_names(name: str, names) -> list[str]:
     tail = name.split("_")[-1]
     close += [n for n in names if tail and tail in n and n not in close]
     return close[:5]
+
+
+def parse_urdf(urdf_text: str) -> yourdfpy.URDF:
+    """The URDFs kinematic description (no meshes, no scene graph); a ``URDFError`` when it does not parse."""
+    try:
+        return yourdfpy.URDF.load(
+            io.BytesIO(urdf_text.encode()),
+            build_scene_graph=False,
+            load_meshes=False,
+            build_collision_scene_graph=False,
+            load_collision_meshes=False,
+        )
+    except Exception as exc:  # yourdfpy raises lxml / assertion errors of several kinds.
+        raise URDFError(f"could not parse the URDF text: {exc}") from exc
+
+
+def chain_joints(urdf: yourdfpy.URDF, root_link: str, end_link: str) -> list:
+    """The joints on the path from ``root_link`` down to ``end_link``, root first: the serial chain's walk."""
+    links = {link.name for link in urdf.robot.links}
+    for role, name in (("root_link_name", root_link), ("end_link_name", end_link)):
+        if name not in links:
+            close = close_names(name, sorted(links))
+            hint = f"; similar names: {close}" if close else ""
+            raise LinkNotFoundError(f"{role}={name!r} is not a link of this URDF{hint}")
+    parent_joint = {joint.child: joint for joint in urdf.robot.joints}
+    path, link = [], end_link
+    while link != root_link:
+        if link not in parent_joint:
+            raise NotAChainError(f"{root_link!r} is not an ancestor of {end_link!r}: no serial chain between them")
+        joint = parent_joint[link]
+        path.append(joint)
+        link = joint.parent
+    return path[::-1]
+
+
+def rotation_taking_z_to(axis: np.ndarray) -> np.ndarray:
+    """A rotation whose third column is the unit ``axis`` (the identity for the z axis itself)."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(axis[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    x = helper - helper.dot(axis) * axis
+    x = x / np.linalg.norm(x)
+    return np.stack((x, np.cross(axis, x), axis), 1)
 
 
 @dataclass(frozen=True)
@@ -75,7 +119,7 @@ def _origin(joint) -> np.ndarray:
 def describe_tree(urdf_text: str) -> TreeDescription:
     """Walk the URDF text; raises ``URDFError`` for a forest, an unsupported joint type, a zero axis, or a mimic
     joint whose source is not a movable joint."""
-    urdf: yourdfpy.URDF = _parse(urdf_text)
+    urdf: yourdfpy.URDF = parse_urdf(urdf_text)
     robot = urdf.robot
     children: dict[str, list] = {link.name: [] for link in robot.links}
     child_links = set()
@@ -103,10 +147,10 @@ def describe_tree(urdf_text: str) -> TreeDescription:
             if np.linalg.norm(axis) < 1e-12:
                 raise URDFError(f"joint {joint.name!r} has a zero axis")
             align = np.eye(4)
-            align[:3, :3] = _rotation_taking_z_to(axis / np.linalg.norm(axis))
+            align[:3, :3] = rotation_taking_z_to(axis / np.linalg.norm(axis))
             node_names.append(joint.name)
             parent.append(owner)
-            kind.append(_MOVABLE[joint.type])
+            kind.append(MOVABLE[joint.type])
             node_origin.append(offset @ align)
             mimic_of.append(joint.mimic)
             bounded = joint.type != "continuous" and joint.limit is not None and joint.limit.lower is not None
@@ -127,7 +171,7 @@ def describe_tree(urdf_text: str) -> TreeDescription:
             to_joint = offset @ _origin(child)
             if child.type == "fixed":
                 pushed.append((child.child, owner, to_joint, None))
-            elif child.type in _MOVABLE:
+            elif child.type in MOVABLE:
                 pushed.append((child.child, owner, to_joint, child))
             else:
                 raise URDFError(f"joint {child.name!r} has unsupported type {child.type!r}")

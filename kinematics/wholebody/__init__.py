@@ -7,7 +7,7 @@ from kinematics.wholebody.constraints.contact import Contact
 from kinematics.wholebody.constraints.limits import ConfigurationLimit, StepLimit
 from kinematics.wholebody.constraints.support_polygon import ComInSupportPolygon
 from kinematics.wholebody.layer import WholeBodyIKCfg, WholeBodyIKLayer, WholeBodyIKResult
-from kinematics.wholebody.standing import StandingProblem, standing_configuration, standing_problem
+from kinematics.wholebody.standing import Stance, StandingProblem, stance, standing_configuration, standing_problem
 from kinematics.wholebody.tasks.com import ComTask
 from kinematics.wholebody.tasks.frame import FrameTask
 from kinematics.wholebody.tasks.posture import PostureTask
@@ -31,6 +31,8 @@ __all__ = [
     "WholeBodyIKLayer",
     "WholeBodyIKResult",
     "cascade_step",
+    "Stance",
+    "stance",
     "standing_configuration",
     "standing_problem",
 ]

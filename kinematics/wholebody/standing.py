@@ -46,6 +46,31 @@ class StandingRobot(Protocol):
 
 
 @dataclass(frozen=True)
+class Stance:
+    """What standing keeps, whatever the hands do: each foot held where it stands in ``q_stand`` (``contacts``), the
+    centre of mass ``polygon``'s margin inside their support polygon, the joint and step ``limits``, and the
+    ``posture`` task that keeps the rest of the body near the reference posture (the lowest level's)."""
+
+    q_stand: torch.Tensor
+    contacts: tuple[Contact, ...]
+    polygon: ComInSupportPolygon
+    limits: tuple[Constraint, ...]
+    posture: PostureTask
+
+    def constraints(self, balance: bool = True) -> list[Constraint]:
+        """The constraints of every level: contacts, the support polygon (unless ``balance`` is off), limits."""
+        return [*self.contacts, *((self.polygon,) if balance else ()), *self.limits]
+
+    def fixed_targets(self, tree: KinematicTree) -> dict[str, torch.Tensor]:
+        """The targets that do not move: each contact's anchor (its foot's pose in ``q_stand``) and the posture's
+        (the joints of ``q_stand``), under the names of the contacts and the posture task."""
+        state = tree.forward_kinematics(self.q_stand)
+        fixed = {contact.name: tree.frame_pose(state, contact.frame) for contact in self.contacts}
+        fixed[self.posture.name] = self.q_stand[tree.base_nq :].clone()
+        return fixed
+
+
+@dataclass(frozen=True)
 class StandingProblem:
     """The layer, the standing configuration ``q_stand`` ``(nq,)`` and the targets that hold the feet where they
     stand and the posture at the reference (add each hand's target under its role's name)."""
@@ -66,6 +91,27 @@ def standing_configuration(tree: KinematicTree, robot: StandingRobot) -> torch.T
     return q
 
 
+def stance(
+    tree: KinematicTree,
+    robot: StandingRobot,
+    margin: float = 0.02,
+    max_step: float = 0.1,
+    posture_cost: float = 1e-2,
+    posture_gain: float = 0.5,
+) -> Stance:
+    """The stance of ``robot`` standing in its reference posture: every contact of the description held, the CoM
+    ``margin`` m inside their support polygon, joint limits, every step coordinate within ``max_step`` (rad or m:
+    a trust region that keeps each linearised step close to what the robot does, so a held foot does not drift
+    when a hand pulls towards a target out of reach) and the posture task."""
+    return Stance(
+        q_stand=standing_configuration(tree, robot),
+        contacts=tuple(Contact(role, contact.link) for role, contact in robot.contacts.items()),
+        polygon=ComInSupportPolygon({c.link: c.corners for c in robot.contacts.values()}, margin=margin),
+        limits=(ConfigurationLimit(), StepLimit(max_step)),
+        posture=PostureTask(tree, cost=posture_cost, gain=posture_gain),
+    )
+
+
 def standing_problem(
     tree: KinematicTree,
     robot: StandingRobot,
@@ -80,11 +126,9 @@ def standing_problem(
     extra_constraints: Sequence[Constraint] = (),
     cfg: WholeBodyIKCfg | None = None,
 ) -> StandingProblem:
-    """The hands' frame tasks (by role in ``robot.frames``) on level 1, the posture on level 2; both feet held,
-    the CoM ``margin`` m inside the support polygon, joint limits, and every step coordinate within ``max_step``
-    (rad or m): a trust region that keeps each linearised step close to what the robot does, so a held foot
-    does not drift when the hand pulls towards a target out of reach. Gains below 1 damp the cycling that a
-    constraint toggling between active and inactive causes at full gain."""
+    """The hands' frame tasks (by role in ``robot.frames``) on level 1, the posture on level 2, over the ``stance``
+    (both feet held, the CoM inside the support polygon, limits). Gains below 1 damp the cycling that a constraint
+    toggling between active and inactive causes at full gain."""
     hand_tasks = [
         FrameTask(
             role,
@@ -96,16 +140,6 @@ def standing_problem(
         )
         for role in hands
     ]
-    contacts = [Contact(role, contact.link) for role, contact in robot.contacts.items()]
-    polygon = ComInSupportPolygon({c.link: c.corners for c in robot.contacts.values()}, margin=margin)
-    layer = WholeBodyIKLayer(
-        tree,
-        [hand_tasks, [PostureTask(tree, cost=posture_cost, gain=posture_gain)]],
-        [*contacts, polygon, ConfigurationLimit(), StepLimit(max_step), *extra_constraints],
-        cfg,
-    )
-    q_stand = standing_configuration(tree, robot)
-    state = tree.forward_kinematics(q_stand)
-    fixed = {contact.name: tree.frame_pose(state, contact.frame) for contact in contacts}
-    fixed["posture"] = q_stand[tree.base_nq :].clone()
-    return StandingProblem(layer, q_stand, fixed)
+    standing = stance(tree, robot, margin, max_step, posture_cost, posture_gain)
+    layer = WholeBodyIKLayer(tree, [hand_tasks, [standing.posture]], [*standing.constraints(), *extra_constraints], cfg)
+    return StandingProblem(layer, standing.q_stand, standing.fixed_targets(tree))

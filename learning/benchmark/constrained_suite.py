@@ -13,11 +13,11 @@ from kinematics.lie.rotations import se3_exp_left
 from learning.benchmark import memory
 from learning.benchmark.problem import (
     NEAR_SEED,
-    panda_layer,
     targets_away_from_seeds_near_limits,
     targets_near_seeds_in_joint_box,
 )
 from learning.benchmark.report import _table, fmt_mib, fmt_time
+from learning.common.panda import franka_kinematics
 from learning.common.provenance import provenance_line
 
 NEAR_LIMITS = "near limits"
@@ -40,7 +40,7 @@ def _median_time(fn, repeats: int) -> float:
 
 def step_rows(batch: int, repeats: int, seed: int) -> list[dict]:
     """Success, residuals, limits, speed and frozen-joint gradients of each step mode on two target sets."""
-    layer = panda_layer("cpu", torch.float64)
+    layer = franka_kinematics("cpu", torch.float64)
     rows = []
     problems = {
         NEAR_SEED: targets_near_seeds_in_joint_box(layer, batch, seed),
@@ -83,8 +83,8 @@ def step_rows(batch: int, repeats: int, seed: int) -> list[dict]:
 
 def gradient_rows(batch: int, iteration_counts: tuple[int, ...], repeats: int, seed: int) -> list[dict]:
     """Backward peak memory and time of unrolled against implicit gradients, and their agreement."""
-    layer = panda_layer("cpu", torch.float32)
-    problem = targets_near_seeds_in_joint_box(panda_layer("cpu", torch.float64), batch, seed)
+    layer = franka_kinematics("cpu", torch.float32)
+    problem = targets_near_seeds_in_joint_box(franka_kinematics("cpu", torch.float64), batch, seed)
     seeds, targets = problem.seeds.float(), problem.targets.float()
     rows = []
     for iterations in iteration_counts:

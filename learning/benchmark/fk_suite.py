@@ -12,8 +12,9 @@ import torch
 import assets
 from learning.benchmark import peers
 from learning.benchmark.config import BenchConfig
-from learning.benchmark.problem import panda_layer, random_configs
+from learning.benchmark.problem import random_configs
 from learning.benchmark.timing import measure
+from learning.common.panda import franka_kinematics
 
 # Reference of every ratio: the public, input-validating layer API.
 OURS = "ours.layer"
@@ -91,7 +92,7 @@ def _row(dtype: str, batch: int, op: str, method: str, timing, calls: int | None
 
 def agreement(configs: torch.Tensor, pk_available: bool, pin_available: bool) -> dict:
     """Max absolute differences (float64, CPU) of TCP pose and Jacobian between this project and each peer."""
-    layer = panda_layer("cpu", torch.float64)
+    layer = franka_kinematics("cpu", torch.float64)
     pose, jac = layer.fk_and_jacobian(configs)
     out = {}
     if pk_available:
@@ -133,12 +134,12 @@ def run(cfg: BenchConfig) -> dict:
     device = torch.device(cfg.device)
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     results = []
-    layer64 = panda_layer("cpu", torch.float64)
+    layer64 = franka_kinematics("cpu", torch.float64)
     configs = {batch: random_configs(layer64, batch, cfg.seed) for batch in cfg.fk_batches}
     arm = peers.pin_arm(assets.PANDA.urdf_text(), assets.PANDA.frames["tcp"], layer64.joint_names) if has_pin else None
     for dtype_name in cfg.fk_dtypes:
         dtype = getattr(torch, dtype_name)
-        layer = panda_layer(device, dtype)
+        layer = franka_kinematics(device, dtype)
         chain = None
         if has_pk:
             chain = peers.pk_chain(

@@ -26,9 +26,9 @@ from learning.benchmark.problem import (
     OPT_IN_SETTINGS,
     TARGET_KINDS,
     ik_problem,
-    panda_layer,
 )
 from learning.benchmark.timing import measure
+from learning.common.panda import franka_kinematics
 
 PK_DEFAULT_RETRIES = 10
 FAILURE_BATCH, FAILURE_BATCH_QUICK = 8192, 64
@@ -74,9 +74,9 @@ class Solvers:
 
     def __init__(self, dtype: str, device: str, iterations: int, use_pk: bool, use_pin: bool) -> None:
         self.dtype, self.device = getattr(torch, dtype), torch.device(device)
-        self.layer = panda_layer(self.device, self.dtype)
+        self.layer = franka_kinematics(self.device, self.dtype)
         self.ik = DifferentiableIKLayer(self.layer, DifferentiableIKCfg(iterations=iterations))
-        self.layer64 = panda_layer("cpu", torch.float64)
+        self.layer64 = franka_kinematics("cpu", torch.float64)
         names = self.layer.joint_names
         self.pk_chain = (
             peers.pk_chain(
@@ -363,7 +363,7 @@ def run(cfg: BenchConfig) -> dict:
         _memory_note(mem_mode),
     ]
     start = time.perf_counter()
-    layer64 = panda_layer("cpu", torch.float64)
+    layer64 = franka_kinematics("cpu", torch.float64)
     failures = near_seed_failures(
         layer64, FAILURE_BATCH_QUICK if cfg.quick else FAILURE_BATCH, cfg.seed, cfg.iterations
     )

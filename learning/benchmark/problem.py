@@ -14,7 +14,7 @@ from typing import NamedTuple
 import torch
 
 import assets
-from kinematics import KinematicsLayer, SerialChainKinematics
+from kinematics import KinematicsLayer
 
 # Standard deviation (rad) of the per-joint noise between a target's configuration and its seed in the IK suite.
 NEAR_SEED_NOISE = 0.05
@@ -30,18 +30,6 @@ class IKProblem(NamedTuple):
     targets: torch.Tensor
     seeds: torch.Tensor
     target_q: torch.Tensor
-
-
-def panda_layer(device: torch.device | str = "cpu", dtype: torch.dtype = torch.float32) -> KinematicsLayer:
-    """The Panda arm from ``assets.PANDA.root_link`` to ``assets.PANDA.frames["tcp"]`` with its URDF joint limits."""
-    chain = SerialChainKinematics.from_urdf(
-        assets.PANDA.urdf_text(),
-        end_link_name=assets.PANDA.frames["tcp"],
-        root_link_name=assets.PANDA.root_link,
-        device=device,
-        dtype=dtype,
-    )
-    return KinematicsLayer(chain)
 
 
 def sampling_limits(layer: KinematicsLayer) -> tuple[torch.Tensor, torch.Tensor]:

@@ -36,17 +36,7 @@ from kinematics.lie.rotations import make_transform, so3_exp
 from kinematics.model.payload import with_payload
 from kinematics.model.tree import KinematicTree
 from kinematics.model.urdf import describe_tree
-from kinematics.wholebody import (
-    FrameTask,
-    PostureTask,
-    WholeBodyIKCfg,
-    WholeBodyIKLayer,
-    WholeBodyIKResult,
-    standing_configuration,
-)
-from kinematics.wholebody.constraints.contact import Contact
-from kinematics.wholebody.constraints.limits import ConfigurationLimit, StepLimit
-from kinematics.wholebody.constraints.support_polygon import ComInSupportPolygon
+from kinematics.wholebody import FrameTask, WholeBodyIKCfg, WholeBodyIKLayer, WholeBodyIKResult, stance
 from learning.counterweight.config import CounterweightCfg
 
 BODY_TASKS = ("pelvis", "torso", "left_hand")
@@ -96,26 +86,23 @@ class CounterweightProblem:
         hand_link = robot.frames[HAND]
         description = with_payload(describe_tree(robot.urdf_text()), hand_link, cfg.payload_kg, cfg.payload_point)
         self.tree = tree = KinematicTree(description, floating_base=True, dtype=dtype)
-        self.q_stand = standing_configuration(tree, robot)
-        self.contacts = [Contact(role, contact.link) for role, contact in robot.contacts.items()]
-        self.polygon = ComInSupportPolygon({c.link: c.corners for c in robot.contacts.values()}, margin=cfg.margin)
+        standing = stance(tree, robot, margin=cfg.margin, max_step=cfg.max_step, posture_gain=cfg.gain)
+        self.q_stand, self.contacts, self.polygon = standing.q_stand, standing.contacts, standing.polygon
         gain = cfg.gain
         body = [
             FrameTask("pelvis", robot.frames["pelvis"], kind="pose", gain=gain),
             FrameTask("torso", robot.frames["torso"], kind="orientation", gain=gain),
             FrameTask("left_hand", robot.frames["left_hand"], kind="position", gain=gain),
         ]
-        reach = [FrameTask(HAND, hand_link, kind="position", gain=gain), PostureTask(tree, cost=1e-2, gain=gain)]
-        limits = [ConfigurationLimit(), StepLimit(cfg.max_step)]
+        reach = [FrameTask(HAND, hand_link, kind="position", gain=gain), standing.posture]
         solver = WholeBodyIKCfg(iterations=cfg.iterations, position_tolerance=cfg.tolerance, gradient=cfg.gradient)
         self.layers = {
-            "body": WholeBodyIKLayer(tree, [body, reach], [*self.contacts, self.polygon, *limits], solver),
-            "no_balance": WholeBodyIKLayer(tree, [body, reach], [*self.contacts, *limits], solver),
-            "free": WholeBodyIKLayer(tree, [reach], [*self.contacts, self.polygon, *limits], solver),
+            "body": WholeBodyIKLayer(tree, [body, reach], standing.constraints(), solver),
+            "no_balance": WholeBodyIKLayer(tree, [body, reach], standing.constraints(balance=False), solver),
+            "free": WholeBodyIKLayer(tree, [reach], standing.constraints(), solver),
         }
+        self.fixed = standing.fixed_targets(tree)
         state = tree.forward_kinematics(self.q_stand)
-        self.fixed = {c.name: tree.frame_pose(state, c.frame) for c in self.contacts}
-        self.fixed["posture"] = self.q_stand[tree.base_nq :].clone()
         self.rest = {name: tree.frame_pose(state, robot.frames[name]) for name in BODY_TASKS}
         self.rest_r9 = {name: se3_to_r9(pose) for name, pose in self.rest.items()}
         self.hand_rest = self.rest_pose(HAND)[:3, 3]

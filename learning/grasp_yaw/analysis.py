@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from learning.common.io import atomic_write_json, atomic_write_text
+from learning.common.panda import franka_kinematics
 from learning.common.provenance import provenance, provenance_line
 from learning.grasp_yaw.baselines import ik_layer, teacher
 from learning.grasp_yaw.checkpoints import load_checkpoint
@@ -25,7 +26,6 @@ from learning.grasp_yaw.evaluation import policy_chooser
 from learning.grasp_yaw.experiment import EVAL_SPLITS, checkpoint_path, load_config
 from learning.grasp_yaw.predictors import YawPolicy, build_predictor
 from learning.grasp_yaw.report import LABELS
-from learning.grasp_yaw.robot import franka_kinematics
 from learning.grasp_yaw.scoring import score_yaws
 from learning.grasp_yaw.splits import GoalSet, load_splits
 from learning.grasp_yaw.task import failure_penalty

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import torch
 
+from learning.common.panda import franka_kinematics
 from learning.grasp_yaw.baselines import angular_grid, heading_yaw, ik_layer, radial_yaw
 from learning.grasp_yaw.config import ExperimentCfg
 from learning.grasp_yaw.report import rename_legacy_methods
-from learning.grasp_yaw.robot import franka_kinematics
 from learning.grasp_yaw.scoring import score_yaws
 from learning.grasp_yaw.splits import make_splits
 from learning.grasp_yaw.task import failure_penalty

@@ -19,6 +19,7 @@ from tqdm import tqdm
 
 from kinematics.errors import ConfigError
 from learning.common.io import atomic_torch_save, atomic_write_json, atomic_write_text
+from learning.common.panda import franka_kinematics
 from learning.common.provenance import provenance
 from learning.grasp_yaw.baselines import ik_layer, teacher
 from learning.grasp_yaw.checkpoints import load_checkpoint
@@ -33,7 +34,6 @@ from learning.grasp_yaw.evaluation import (
 )
 from learning.grasp_yaw.figures import write_figures
 from learning.grasp_yaw.report import render_markdown, summarize
-from learning.grasp_yaw.robot import franka_kinematics
 from learning.grasp_yaw.scoring import GRID_METRICS, METRICS, RowMetrics, score_yaws
 from learning.grasp_yaw.seed_run import load_seed_run
 from learning.grasp_yaw.splits import TEST_SPLITS, load_splits, make_splits, save_splits

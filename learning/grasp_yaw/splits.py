@@ -15,8 +15,8 @@ import torch
 from kinematics import KinematicsLayer
 from kinematics.errors import ConfigError
 from learning.common.io import atomic_torch_save
+from learning.common.panda import ready_pose
 from learning.grasp_yaw.config import ExperimentCfg, StartStateCfg, WorkspaceCfg
-from learning.grasp_yaw.robot import ready_pose
 
 SPLITS = ("train", "validation", "test_iid", "test_spatial", "test_shift")
 TEST_SPLITS = ("test_iid", "test_spatial", "test_shift")

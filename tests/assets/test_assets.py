@@ -57,8 +57,8 @@ def test_tcp_at_the_ready_pose(panda64, ready_pose):
 
 
 def test_learning_robot_builds_the_same_panda(panda64, ready_pose):
-    from learning.grasp_yaw.robot import franka_kinematics
-    from learning.grasp_yaw.robot import ready_pose as learning_ready_pose
+    from learning.common.panda import franka_kinematics
+    from learning.common.panda import ready_pose as learning_ready_pose
 
     layer = franka_kinematics(dtype=torch.float64)
     assert layer.joint_names == assets.PANDA.joints

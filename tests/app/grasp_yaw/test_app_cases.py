@@ -11,11 +11,11 @@ import torch
 from viewer_support import wait_until
 
 from app.grasp_yaw.inference import MethodResult
+from learning.common.panda import franka_kinematics
 from learning.grasp_yaw.checkpoints import load_checkpoint
 from learning.grasp_yaw.config import preset
 from learning.grasp_yaw.evaluation import eval_layer, policy_chooser, solve_choice
 from learning.grasp_yaw.experiment import checkpoint_path, train_run
-from learning.grasp_yaw.robot import franka_kinematics
 from learning.grasp_yaw.splits import GoalSet, load_splits
 
 

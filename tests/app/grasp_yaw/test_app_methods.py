@@ -16,11 +16,11 @@ from viewer_support import wait_until
 from app.grasp_yaw.inference import MethodResult
 from app.grasp_yaw.methods import BY_KEY, KEYS, SEARCH_KEYS
 from app.grasp_yaw.scene import Viewer
+from learning.common.panda import franka_kinematics
 from learning.grasp_yaw.checkpoints import load_checkpoint
 from learning.grasp_yaw.config import preset
 from learning.grasp_yaw.evaluation import eval_layer, policy_chooser, search_choosers, solve_choice
 from learning.grasp_yaw.experiment import checkpoint_path, train_run
-from learning.grasp_yaw.robot import franka_kinematics
 from learning.grasp_yaw.scoring import score_yaws
 from learning.grasp_yaw.splits import GoalSet
 from learning.grasp_yaw.task import failure_penalty

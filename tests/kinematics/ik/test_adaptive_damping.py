@@ -11,19 +11,20 @@ import pytest
 import torch
 
 from kinematics import ConfigError, DifferentiableIKCfg, DifferentiableIKLayer, native
-from learning.benchmark.problem import NEAR_SEED, OPT_IN_SETTINGS, ik_problem, panda_layer
+from learning.benchmark.problem import NEAR_SEED, OPT_IN_SETTINGS, ik_problem
+from learning.common.panda import franka_kinematics
 
 OPT_IN = OPT_IN_SETTINGS
 
 
 @pytest.fixture(scope="module")
 def rows():
-    return ik_problem(panda_layer(dtype=torch.float64), 1024, NEAR_SEED, seed=0)
+    return ik_problem(franka_kinematics(dtype=torch.float64), 1024, NEAR_SEED, seed=0)
 
 
 def _solve(cfg, rows, torch_ops=False, dtype=torch.float64):
     seeds, targets = rows
-    ik = DifferentiableIKLayer(panda_layer(dtype=dtype), cfg)
+    ik = DifferentiableIKLayer(franka_kinematics(dtype=dtype), cfg)
     with torch.no_grad(), native.disabled() if torch_ops else contextlib.nullcontext():
         return ik.solve(targets.to(dtype), seeds.to(dtype))
 
@@ -51,7 +52,7 @@ def test_holding_the_joint_box_solves_the_rows_the_projection_leaves(rows):
     projected = _solve(DifferentiableIKCfg(**{**OPT_IN, "hold_joint_box": False}), rows)
     held = _solve(DifferentiableIKCfg(**OPT_IN), rows)
     assert (~default.success).sum() >= 10 and (~projected.success).sum() >= 2
-    layer = panda_layer(dtype=torch.float64)
+    layer = franka_kinematics(dtype=torch.float64)
     q = projected.q[~projected.success]
     assert (((q - layer.lower).abs() < 1e-9) | ((layer.upper - q).abs() < 1e-9)).any(-1).all()
     assert bool(held.success.all())
@@ -59,7 +60,7 @@ def test_holding_the_joint_box_solves_the_rows_the_projection_leaves(rows):
 
 def test_the_opt_in_step_passes_gradcheck(rows):
     seeds, targets = rows
-    ik = DifferentiableIKLayer(panda_layer(dtype=torch.float64), DifferentiableIKCfg(**OPT_IN, iterations=4))
+    ik = DifferentiableIKLayer(franka_kinematics(dtype=torch.float64), DifferentiableIKCfg(**OPT_IN, iterations=4))
     position = targets[:3, :3, 3].clone().requires_grad_(True)
 
     def solve(p):
@@ -86,7 +87,9 @@ def test_bad_opt_in_settings_raise(bad):
 
 
 def test_a_checkpoint_keeps_the_opt_in_settings():
-    ik = DifferentiableIKLayer(panda_layer(), DifferentiableIKCfg(**OPT_IN, error_weights=(1, 1, 1, 0.5, 0.5, 0.5)))
-    fresh = DifferentiableIKLayer(panda_layer())
+    ik = DifferentiableIKLayer(
+        franka_kinematics(), DifferentiableIKCfg(**OPT_IN, error_weights=(1, 1, 1, 0.5, 0.5, 0.5))
+    )
+    fresh = DifferentiableIKLayer(franka_kinematics())
     fresh.load_state_dict(ik.state_dict())
     assert fresh.cfg == ik.cfg and fresh.cfg.error_weights == (1.0, 1.0, 1.0, 0.5, 0.5, 0.5)

@@ -15,7 +15,7 @@ from kinematics.ik.box_qp import solve_box_qp
 from kinematics.lie.r9 import r9_to_se3, se3_to_r9, singularity_margin
 from kinematics.lie.rotations import se3_exp_left, so3_exp
 from learning.benchmark.problem import targets_away_from_seeds_near_limits, targets_near_seeds_near_joint_centre
-from learning.grasp_yaw.robot import franka_kinematics
+from learning.common.panda import franka_kinematics
 
 F64 = torch.float64
 

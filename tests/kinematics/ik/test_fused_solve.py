@@ -11,7 +11,8 @@ import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer, SerialChainKinematics, native
 from kinematics.ik.fused_solve import IK_SOLVE, IK_SOLVE_EVALUATE, IK_SOLVE_VJP
-from learning.benchmark.problem import DISTANT_SEED, NEAR_SEED, ik_problem, panda_layer
+from learning.benchmark.problem import DISTANT_SEED, NEAR_SEED, ik_problem
+from learning.common.panda import franka_kinematics
 
 pytestmark = pytest.mark.skipif(native.library() is None, reason="no compiled kernels here")
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.skipif(native.library() is None, reason="no compiled ke
 @pytest.fixture(scope="module")
 def rows():
     """The IK benchmark's two kinds of joint-box rows (float64), 1000 of each: not a multiple of the tile."""
-    layer64 = panda_layer(dtype=torch.float64)
+    layer64 = franka_kinematics(dtype=torch.float64)
     return {kind: ik_problem(layer64, 1000, kind, seed=5) for kind in (NEAR_SEED, DISTANT_SEED)}
 
 
@@ -43,7 +44,7 @@ def _count_kernel_calls(monkeypatch) -> list:
 
 
 def _solve(dtype, seeds, targets, torch_ops: bool, cfg=None):
-    ik = DifferentiableIKLayer(panda_layer(dtype=dtype), cfg)
+    ik = DifferentiableIKLayer(franka_kinematics(dtype=dtype), cfg)
     with torch.no_grad(), native.disabled() if torch_ops else contextlib.nullcontext():
         return ik.solve(targets.to(dtype), seeds.to(dtype))
 
@@ -76,7 +77,7 @@ def test_the_fused_solve_equals_the_torch_ops(rows, dtype, threads, monkeypatch)
 
 def test_the_fused_backward_equals_the_torch_ops_and_passes_gradcheck(rows, monkeypatch):
     calls = _count_calls(monkeypatch, IK_SOLVE_VJP)
-    ik = DifferentiableIKLayer(panda_layer(dtype=torch.float64))
+    ik = DifferentiableIKLayer(franka_kinematics(dtype=torch.float64))
     weights = torch.randn(256, 7, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
     for seeds, targets in rows.values():
 
@@ -89,7 +90,7 @@ def test_the_fused_backward_equals_the_torch_ops_and_passes_gradcheck(rows, monk
 
         for ours, theirs in zip(gradients(False), gradients(True), strict=True):
             torch.testing.assert_close(ours, theirs, atol=1e-8 * theirs.abs().max().item(), rtol=0)
-    short = DifferentiableIKLayer(panda_layer(dtype=torch.float64), DifferentiableIKCfg(iterations=5))
+    short = DifferentiableIKLayer(franka_kinematics(dtype=torch.float64), DifferentiableIKCfg(iterations=5))
     seeds, targets = rows[NEAR_SEED][0][:3], rows[NEAR_SEED][1][:3]
 
     def solve(position, rotation_vector, seed):
@@ -131,12 +132,12 @@ def test_what_the_kernel_cannot_do_runs_the_torch_ops(rows, pr2_urdf, monkeypatc
         ik.solve(target, seed)
     assert calls, "without a graph the prismatic chain takes the kernel"
     calls.clear()
-    layer = panda_layer(dtype=torch.float64)
+    layer = franka_kinematics(dtype=torch.float64)
     layer.tcp.requires_grad_(True)
     seeds, targets = rows[NEAR_SEED]
     DifferentiableIKLayer(layer).solve(targets[:4], seeds[:4]).q.sum().backward()
     assert layer.tcp.grad is not None and not calls
-    ik = DifferentiableIKLayer(panda_layer(dtype=torch.float64))
+    ik = DifferentiableIKLayer(franka_kinematics(dtype=torch.float64))
     jac = torch.func.jacrev(lambda s: ik.solve(targets[0], s).q)(seeds[0])
     assert jac.shape == (7, 7) and not calls
 

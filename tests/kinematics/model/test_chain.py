@@ -18,7 +18,7 @@ from kinematics import (
     SerialChainKinematics,
     URDFError,
 )
-from kinematics.model.chain import PRISMATIC, REVOLUTE
+from kinematics.model.urdf import PRISMATIC, REVOLUTE
 
 PANDA_ROOT, PANDA_TCP = assets.PANDA.root_link, assets.PANDA.frames["tcp"]
 PR2_JOINTS = (

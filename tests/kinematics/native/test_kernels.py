@@ -11,7 +11,8 @@ from torch._dynamo.backends.common import aot_autograd
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, native
 from kinematics.ik.fused_solve import IK_SOLVE_EVALUATE, IK_SOLVE_VJP, settings
 from kinematics.model.chain import FK_JACOBIAN
-from learning.benchmark.problem import NEAR_SEED, ik_problem, panda_layer
+from learning.benchmark.problem import NEAR_SEED, ik_problem
+from learning.common.panda import franka_kinematics
 
 needs_kernels = pytest.mark.skipif(native.library() is None, reason="no compiled kernels here")
 
@@ -31,8 +32,8 @@ def _recording_backend():
 @needs_kernels
 def test_torch_compile_runs_the_fused_solve_as_one_custom_op_forward_and_backward():
     torch._dynamo.reset()
-    ik = DifferentiableIKLayer(panda_layer(dtype=torch.float64), DifferentiableIKCfg(validate_inputs=False))
-    seeds, targets = ik_problem(panda_layer(dtype=torch.float64), 16, NEAR_SEED, seed=3)
+    ik = DifferentiableIKLayer(franka_kinematics(dtype=torch.float64), DifferentiableIKCfg(validate_inputs=False))
+    seeds, targets = ik_problem(franka_kinematics(dtype=torch.float64), 16, NEAR_SEED, seed=3)
     backend, graph_targets = _recording_backend()
 
     def loss(target, seed):
@@ -60,7 +61,7 @@ def test_torch_compile_with_input_checks_still_raises_their_typed_errors():
     from kinematics import InvalidTargetError
 
     torch._dynamo.reset()
-    layer = panda_layer()
+    layer = franka_kinematics()
     ik = DifferentiableIKLayer(layer)
     seeds, targets = ik_problem(layer, 8, NEAR_SEED, seed=4)
     compiled = torch.compile(lambda t, s: ik.solve(t, s).q, backend="eager")
@@ -72,7 +73,7 @@ def test_torch_compile_with_input_checks_still_raises_their_typed_errors():
 
 
 def test_a_call_that_records_a_graph_or_runs_under_a_transform_takes_the_reference(monkeypatch):
-    layer = panda_layer(dtype=torch.float64)
+    layer = franka_kinematics(dtype=torch.float64)
     local, revolute, end = layer.model.kernel_geometry(layer.tcp)
     asked = []
     monkeypatch.setitem(FK_JACOBIAN.implementations, "cpu", lambda *args: asked.append(1))  # declines
@@ -86,7 +87,7 @@ def test_a_call_that_records_a_graph_or_runs_under_a_transform_takes_the_referen
 def test_an_implementation_is_added_for_a_device_in_one_place(monkeypatch):
     """``implement`` for the tensors' device type: its answer is used, its ``None`` falls back to the reference;
     here on the meta device, where the reference (torch ops) gives the shapes."""
-    layer = panda_layer()
+    layer = franka_kinematics()
     local, revolute, end = (t.to("meta") for t in layer.model.kernel_geometry(layer.tcp))
     q = torch.zeros(layer.dof, 5, device="meta")
     rot, pos, jac_t = FK_JACOBIAN(q, local, revolute, end, True, True)  # no meta implementation: the reference
@@ -107,8 +108,8 @@ def test_an_implementation_is_added_for_a_device_in_one_place(monkeypatch):
 def test_the_fused_kernels_equal_their_torch_references(dtype):
     """``ik_solve_evaluate`` (every output, the iterates and the count of invalid rows) and ``ik_solve_vjp``
     (whose reference is autograd through the reference's steps) against their references on 300 rows."""
-    ik = DifferentiableIKLayer(panda_layer(dtype=dtype))
-    seeds, targets = ik_problem(panda_layer(dtype=dtype), 300, NEAR_SEED, seed=6)
+    ik = DifferentiableIKLayer(franka_kinematics(dtype=dtype))
+    seeds, targets = ik_problem(franka_kinematics(dtype=dtype), 300, NEAR_SEED, seed=6)
     targets = targets.clone()
     targets[7, 0, 0] = float("nan")  # one invalid row: counted by both
     inputs, params = settings(ik, ik._kernel_inputs)
@@ -134,7 +135,7 @@ def test_torch_func_then_plain_calls_and_torch_compile_of_torch_func():
     solve after it runs the kernel), and ``torch.compile`` of ``torch.func.grad`` / ``vmap`` over the solve gives
     what eager gives (the kernels' custom ops step aside for the references there)."""
     torch._dynamo.reset()
-    layer = panda_layer(dtype=torch.float64)
+    layer = franka_kinematics(dtype=torch.float64)
     ik = DifferentiableIKLayer(layer, DifferentiableIKCfg(validate_inputs=False, iterations=4))
     seeds, targets = ik_problem(layer, 4, NEAR_SEED, seed=2)
 

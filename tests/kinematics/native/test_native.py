@@ -17,7 +17,7 @@ from kinematics import DtypeDeviceMismatchError, SerialChainKinematics, ShapeErr
 from kinematics.batch_last import to_batch_last
 from kinematics.lie.pose_error import pose_error_batch_last
 from kinematics.model.chain import FK_JACOBIAN
-from kinematics.native import build, signatures
+from kinematics.native import build, loader, signatures
 
 ROBOTS = {
     "panda": ("panda_urdf", "panda_link0", "panda_hand_tcp"),
@@ -37,10 +37,10 @@ def shared_objects(tmp_path_factory):
 def fresh_native(monkeypatch, tmp_path, shared_objects):
     """Forget the loaded kernel and hide the installed library, so that a test can build (or fail to build) it
     with the first-use fallback; restored afterwards."""
-    monkeypatch.setattr(native, "_state", {})
-    monkeypatch.setattr(native, "INSTALLED", tmp_path / "not-installed" / build.LIBRARY)
-    monkeypatch.setattr(native, "_objects_dir", lambda: shared_objects)
-    return native
+    monkeypatch.setattr(loader, "_state", {})
+    monkeypatch.setattr(loader, "INSTALLED", tmp_path / "not-installed" / build.LIBRARY)
+    monkeypatch.setattr(loader, "_objects_dir", lambda: shared_objects)
+    return loader
 
 
 @pytest.mark.parametrize("robot", ROBOTS)
@@ -267,7 +267,7 @@ def test_the_implicit_gradient_refuses_forward_mode_ad(panda_layer):
 
 def _fresh_cache(monkeypatch, tmp_path):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    return native.library_path(native._compiler())
+    return loader.library_path(loader._compiler())
 
 
 def _assert_kernels_work() -> None:
@@ -293,7 +293,7 @@ def test_a_cached_library_without_every_kernel_is_rebuilt(fresh_native, monkeypa
     library.parent.mkdir(parents=True)
     stub = tmp_path / "stub.c"
     stub.write_text("void jt_x_double(long dof, long n) { (void)dof; (void)n; }\n")
-    subprocess.run([*native._compiler(), "-shared", "-fPIC", "-o", str(library), str(stub)], check=True)
+    subprocess.run([*loader._compiler(), "-shared", "-fPIC", "-o", str(library), str(stub)], check=True)
     assert fresh_native.library() is not None  # used to raise AttributeError in the caller
     _assert_kernels_work()
 
@@ -326,11 +326,11 @@ def test_cc_may_carry_arguments(fresh_native, monkeypatch, tmp_path):
 @pytest.mark.slow
 def test_the_c_source_compiles_without_warnings(tmp_path):
     """The user build tolerates warnings; this check (run in CI) does not: every unit, as the build compiles it."""
-    compiler = native._compiler()
+    compiler = loader._compiler()
     if shutil.which(compiler[0]) is None:
         pytest.skip("no C compiler")
     strict = ("-Wall", "-Wextra", "-Werror")
-    build.build(tmp_path / "k.so", tmp_path / "objects", compiler, accept=native._load, extra_flags=strict)
+    build.build(tmp_path / "k.so", tmp_path / "objects", compiler, accept=loader._load, extra_flags=strict)
 
 
 def test_the_c_sources_ship_as_package_data():
@@ -400,11 +400,11 @@ def test_the_loaded_functions_carry_the_table_s_signatures():
 
 
 def test_the_installed_library_is_loaded_where_it_matches_its_sources(monkeypatch):
-    if not native.INSTALLED.exists():
+    if not loader.INSTALLED.exists():
         pytest.skip("no installed library (pip install builds it)")
-    monkeypatch.setattr(native, "_state", {})
+    monkeypatch.setattr(loader, "_state", {})
     assert native.library() is not None
-    assert native.library_file() == native.INSTALLED
+    assert native.library_file() == loader.INSTALLED
     assert native.library().kinematics_native_source_hash().decode() == build.source_hash()
     _assert_kernels_work()
 

@@ -25,6 +25,7 @@ from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLay
 from kinematics.batch_last import to_batch_last
 from kinematics.ik.dls_step import DAMPED_GRAM, TRANSPOSED_PRODUCT, dls_step
 from kinematics.lie.pose_error import pose_error_batch_last
+from kinematics.native import loader
 
 F32, F64 = torch.float32, torch.float64
 CASES = 600
@@ -410,14 +411,14 @@ def layers(panda_layer, pr2_urdf, chain_of) -> dict[str, KinematicsLayer]:
 def test_every_call_equals_the_torch_path_or_raises_a_project_error(layers, monkeypatch, capsys):
     assert native.library() is not None, "the kernels must build here (a C compiler is installed)"
     served = []
-    kernel = native._kernel
+    kernel = loader.compiled
 
     def spy(*args):
         found = kernel(*args)
         served.append(found is not None)
         return found
 
-    monkeypatch.setattr(native, "_kernel", spy)
+    monkeypatch.setattr(loader, "compiled", spy)
     cases = Cases(SEED, layers)
     counts = {"value": 0, "project error": 0, "torch error": 0, "kernel": 0}
     for index in range(CASES):

@@ -12,6 +12,7 @@ import torch
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
 from kinematics.errors import CheckpointMismatchError, ConfigError
 from learning.__main__ import main as learning_main
+from learning.common.panda import franka_kinematics, ready_pose
 from learning.grasp_yaw.analysis import analysis_markdown, angle_gap, gap_kind
 from learning.grasp_yaw.baselines import angular_grid, ik_layer, radial_yaw
 from learning.grasp_yaw.checkpoints import load_checkpoint
@@ -26,7 +27,6 @@ from learning.grasp_yaw.predictors import (
     feature_count,
     goal_features,
 )
-from learning.grasp_yaw.robot import franka_kinematics, ready_pose
 from learning.grasp_yaw.scoring import score_yaws
 from learning.grasp_yaw.splits import SPLITS, in_heldout, make_splits
 from learning.grasp_yaw.task import (

@@ -11,10 +11,10 @@ import pytest
 import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
+from learning.common.panda import franka_kinematics
 from learning.grasp_yaw.baselines import angular_grid, candidate_costs, grid_yaws, ik_layer, online_optimization
 from learning.grasp_yaw.config import REFERENCE, REFERENCE_POSTURE, REFERENCE_TCP, ExperimentCfg, SplitSizes
 from learning.grasp_yaw.predictors import BoundedYawNet, SharedConstant, YawPolicy, build_predictor
-from learning.grasp_yaw.robot import franka_kinematics
 from learning.grasp_yaw.splits import make_splits
 from learning.grasp_yaw.task import current_heading, failure_penalty, grasp_pose, smooth_cost, yaw_vector
 

@@ -1,4 +1,5 @@
-"""The Franka Panda as the experiment uses it: a ``KinematicsLayer`` from the root link to ``panda_hand_tcp``."""
+"""The Franka Panda as the lab uses it (the grasp experiment, the benchmark, the viewer): a ``KinematicsLayer`` from
+the root link to the TCP with its URDF joint limits, and its ready pose."""
 
 from __future__ import annotations
 
