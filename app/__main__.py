@@ -1,5 +1,5 @@
-"""``python -m app [--robot panda|g1] [--host HOST] [--port PORT] [--checkpoint PATH] [--device DEV] [--preset NAME] [--threads N]``:
-serve the viewer.
+"""``python -m app [--robot panda|g1] [--host HOST] [--port PORT] [--run RUN] [--seed N] [--checkpoint PATH]
+[--device DEV] [--preset NAME] [--paused] [--light] [--threads N]``: serve the viewer (``--help`` says what each does).
 
 Bad command-line values and a port that cannot be bound end with one line on stderr and exit status 2. The
 process's torch thread count is set here (``--threads``, 1 by default: the trainer and the page's answers run on

@@ -1,4 +1,4 @@
-"""Shared fixtures of the kinematics suite: robot descriptions, parsed chains and Panda layers.
+"""Shared fixtures of every test folder: robot descriptions, parsed chains and Panda layers.
 
 Parsing a URDF costs tens of milliseconds, so chains and layers are built once per session and shared. Treat
 the shared ones as read-only; a test that moves or reloads a module builds its own with ``make_panda_layer``.

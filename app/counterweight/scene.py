@@ -5,13 +5,13 @@ other policies (the 7-D ablation, the best constant, every zero-order policy at 
 optimisation as ghosts (a picker chooses which are drawn), their centre of mass over the support polygon and the
 body targets each chose as frames; one table of every method's answer.
 
-The Franka scene's machinery carries it: one ``QuestionBoard`` owns the question (goal ``p``, no start joints:
+The shell's machinery (``app.shell``) carries it: one ``QuestionBoard`` owns the question (goal ``p``, no start joints:
 the G1 always starts standing, and the gradient policy's snapshot), its gates feed the workers and draw their
 answers under its lock, so an answer is drawn only while its question is current; every background part runs under
 the ``Supervisor``; the trainer is a ``TrainerWorker`` with its ``TrainingPanel``. Locks, outermost first:
 ``QuestionBoard.lock`` -> ``G1Viewer._results_lock``.
 
-The trainer takes turns with the answers under one lock, answers first (as the Franka scene's trainers do): beside
+The trainer takes turns with the answers under one lock, answers first (as in the Franka scene): beside
 them, two threads of small torch ops on 2 cores slow each about 2.5-fold. A step is long even at the live trainer's
 ``LIVE_BATCH`` goals (about 0.5 s: the solve is op overhead, not arithmetic), too long for an answer to wait for, so
 the trainer starts no step until the goal has rested ``TRAINER_QUIET_S`` and the per-goal optimisation (beside, off

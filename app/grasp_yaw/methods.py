@@ -2,7 +2,7 @@
 
 Fast methods (a rule or a network plus one IK check) are answered together by the inference worker; search
 methods (the angular grid, online optimisation, the teacher) run on the search worker, off the fast path. Each
-``key`` maps to the name ``learning``'s evaluation gives the same method (``EXPERIMENT_NAMES``), so the viewer's
+``key`` maps to the name ``learning.grasp_yaw.evaluation`` gives the same method (``EXPERIMENT_NAMES``), so the viewer's
 answer is the experiment's answer for the same goal and start joints.
 """
 

@@ -1,4 +1,4 @@
-"""The metrics panel: a run's report (split table per split, its figures) and evaluate-now on the live snapshot."""
+"""The Franka scene's metrics panel: a run's report (split table per split, its figures) and evaluate-now on the live snapshot."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Assembles the viewer: the scene, the ghosts, the panels, the question board and the three workers (trainer,
-inference for the fast methods, search for the grid, online optimisation and the teacher).
+"""Assembles the Franka grasp-yaw scene (``python -m app``): the arm, the ghosts, the panels, the question board and
+the workers (the live trainers, inference for the fast methods, search for the grid, online optimisation and the
+teacher, the yaw landscape).
 
 The current question (target, ``q0``, predictor snapshot) has one owner, ``QuestionBoard``; every control only
 asks it to change and is written back from it. Locks, outermost first: ``QuestionBoard.lock`` (a question change,

@@ -1,1 +1,3 @@
-"""What both scenes stand on, knowing neither: the server, the stage, the question board and its gates, supervision, the status line, the trainer worker and its panel, ghost labels, the answers table, typed numbers, the method picker, report files."""
+"""What both scenes stand on, knowing neither: the page server, the stage and the target gizmo, the question board
+and its gates, the busy signal, supervision, the status line, the trainer worker and its panel, methods and the
+method picker, robots drawn from URDF, ghost labels, the answers table's rows, typed numbers, report files."""

@@ -1,4 +1,5 @@
-"""The Panda drawn from its URDF with real meshes: the solid arm at ``q0`` and the base of every ghost arm."""
+"""A robot drawn from its URDF with real meshes, solid or as a translucent ghost, for either scene (the Panda's arm
+and its ghosts, the G1's body)."""
 
 from __future__ import annotations
 

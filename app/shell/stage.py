@@ -11,8 +11,10 @@ import numpy as np
 import viser
 
 TARGET_COLOR = (250, 190, 0)
-GIZMO_SCALE = 0.26  # metres: the target gizmo's arrows, whose outer half lies beyond every ghost's gripper frame
-GIZMO_LINE_WIDTH = 5.0  # px: thicker than the ghosts' frames and jaw bars, so a first grab finds it
+GIZMO_SCALE = (
+    0.26  # metres: the target gizmo's arrows, whose outer half lies beyond every ghost's frame in either scene
+)
+GIZMO_LINE_WIDTH = 5.0  # px: thicker than the ghosts' frames and bars, so a first grab finds it
 
 
 @dataclass(frozen=True)

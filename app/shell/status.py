@@ -1,4 +1,5 @@
-"""The status line at the top of the panel: one message per source (checkpoint, trainer, inference, clients), and
+"""The status line at the top of the panel: one message per source (each scene names its
+sources: checkpoint, trainer, a worker, clients, ...), and
 the count of connected browsers that feeds its ``clients`` message."""
 
 from __future__ import annotations

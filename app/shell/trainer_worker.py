@@ -25,7 +25,7 @@ from learning.common.history import TrainingHistory
 
 class Trainer(Protocol):
     """What the worker drives: one optimiser step, a validation pass, the steps taken, the curves, and a frozen copy
-    of the policy being trained (both experiments' trainers have this shape)."""
+    of the policy being trained (the grasp-yaw ``Trainer`` and the G1 scene's live counterweight trainer)."""
 
     step_count: int
     history: TrainingHistory

@@ -34,7 +34,7 @@ def qp_ipm(
     elastic: float,
     prox: float,
 ) -> tuple[torch.Tensor, ...] | None:
-    """``kinematics.qp.kernels._ipm`` on flat batch-first ``(nb, ...)`` tensors: ``(x, y, z, s, zu, su, zl, sl)``, or
+    """``kinematics.qp.kernels._ipm_reference`` on flat batch-first ``(nb, ...)`` tensors: ``(x, y, z, s, zu, su, zl, sl)``, or
     ``None``. The batch is split over ``torch.get_num_threads()`` OpenMP threads (ctypes releases the GIL), each solving
     its rows a tile of ``QP_LANES`` at a time."""
     if q.ndim != 2 or A.ndim != 3 or G.ndim != 3:

@@ -50,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--suite", choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "all"), default="all")
     p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="tiny batches and few repeats: a smoke test")
-    p.add_argument("--batches", type=_ints, help="batch sizes for both suites (default 1,64,1024,8192)")
+    p.add_argument("--batches", type=_ints, help="batch sizes (default: each suite's own)")
     p.add_argument("--fk-dtypes", type=_dtypes, default=DTYPES, help="default: float32,float64")
     p.add_argument("--ik-dtypes", type=_dtypes, default=("float32",), help="default: float32")
     p.add_argument("--device", default="cpu", help="torch device, e.g. cpu or cuda (default: %(default)s)")

@@ -56,15 +56,14 @@ def _targets(problem, tree: KinematicTree, batch: int, seed: int) -> dict[str, t
 
 def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool) -> dict:
     layer, seed = problem.layer, problem.q_stand
-    one = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=1)).layer
-    flat = one._targets(targets, torch.Size([batch]))  # step() takes a flat batch: every target (batch, ...)
+    flat = layer._targets(targets, torch.Size([batch]))  # step() takes a flat batch: every target (batch, ...)
     q = seed.expand(batch, seed.shape[-1]).contiguous()
 
     def backward(model):
         def run():
             hand = targets[HAND].clone().requires_grad_(True)
             with torch.enable_grad():
-                model.solve({**targets, HAND: hand}, seed).q.sum().backward()
+                model.solve({**targets, HAND: hand}, seed, iterations=iterations).q.sum().backward()
             return hand.grad
 
         return run
@@ -72,16 +71,19 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
     def step_backward():
         hand = flat[HAND].clone().requires_grad_(True)
         with torch.enable_grad():
-            one.step(q, {**flat, HAND: hand})[0].sum().backward()
+            layer.step(q, {**flat, HAND: hand})[0].sum().backward()
         return hand.grad
 
-    fns = {"step": lambda: one.step(q, flat), "step+bwd": step_backward, "solve.1": lambda: one.solve(targets, seed)}
+    fns = {
+        "step": lambda: layer.step(q, flat),
+        "step+bwd": step_backward,
+        "solve.1": lambda: layer.solve(targets, seed, iterations=1),
+    }
     if not full_solve:
         return fns
-    unrolled = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations)).layer
     implicit = standing_problem(layer.tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations, gradient="implicit"))
-    fns["solve"] = lambda: unrolled.solve(targets, seed)
-    fns["solve+bwd.unrolled"] = backward(unrolled)
+    fns["solve"] = lambda: layer.solve(targets, seed, iterations=iterations)
+    fns["solve+bwd.unrolled"] = backward(layer)
     fns["solve+bwd.implicit"] = backward(implicit.layer)
     return fns
 

@@ -1,5 +1,5 @@
 """A trainer's curves: the loss per step and the validation metrics at each validation step, with the budget spent
-(IK evaluations, seconds) at each; the same record for both experiments' trainers and the viewer's live ones."""
+(IK evaluations, seconds) at each: the grasp-yaw trainers' record, and what the viewer's live trainers report."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from cmaes import CMA, SepCMA
 from torch import nn
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
-from learning.common.ranks import centred_ranks
+from learning.common.ranks import antithetic_estimate
 from learning.counterweight.problem import CounterweightProblem
 from learning.counterweight.training import Curve, Trained, Validator, reach_loss
 
@@ -51,8 +51,7 @@ class OpenAIES:
         return torch.cat((centre + self.sigma * self._noise, centre - self.sigma * self._noise))
 
     def tell(self, losses: torch.Tensor) -> None:
-        fitness = centred_ranks(losses.reshape(2, self.pairs))
-        estimate = ((fitness[0] - fitness[1])[:, None] * self._noise).sum(0) / (2 * self.pairs * self.sigma)
+        estimate = antithetic_estimate(losses.reshape(2, self.pairs), self._noise, self.sigma)
         self.weights.grad = estimate.to(self.weights.dtype)  # the estimate of d(loss)/d(weights), for Adam
         self.optimizer.step()
 

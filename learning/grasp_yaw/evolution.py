@@ -11,7 +11,7 @@ import torch
 from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from kinematics import DifferentiableIKLayer
-from learning.common.ranks import centred_ranks
+from learning.common.ranks import antithetic_estimate
 from learning.grasp_yaw.predictors import YawPolicy
 from learning.grasp_yaw.splits import GoalSet
 from learning.grasp_yaw.task import CostWeights, grasp_pose, smooth_cost
@@ -42,6 +42,5 @@ def es_gradient(
     p, q0 = batch.p.repeat(copies, 1), batch.q0.repeat(copies, 1)
     result = ik.solve(grasp_pose(p, torch.cat(yaws)), q0)
     cost = smooth_cost(result, q0, weights).reshape(2, pairs, len(batch)).mean(-1)
-    shaped = centred_ranks(cost)
-    gradient = ((shaped[0] - shaped[1])[:, None] * noise).sum(0) / (2 * pairs * sigma)
+    gradient = antithetic_estimate(cost, noise, sigma)
     return gradient, float(cost.mean()), copies * len(batch)

@@ -56,7 +56,7 @@ def test_tcp_at_the_ready_pose(panda64, ready_pose):
     )
 
 
-def test_learning_robot_builds_the_same_panda(panda64, ready_pose):
+def test_the_labs_panda_layer_is_the_same_panda(panda64, ready_pose):
     from learning.common.panda import franka_kinematics
     from learning.common.panda import ready_pose as learning_ready_pose
 

@@ -1,5 +1,5 @@
 /* The chain pass (FK + Jacobian), the DLS step's products J J^T + C and J^T x, the pose error and the closed-form
-   backward passes (kinematics.chain, dls_step, pose_error, chain_gradient). ISO rounding (no contraction: the
+   backward passes (kinematics.model.chain, ik.dls_step, lie.pose_error, model.chain_gradient). ISO rounding (no contraction: the
    build's -std=c99 leaves GCC's fp-contract off), so the results equal the torch ops' where the tests ask it.
 
    Every array is batch-last and contiguous: x[k * n + b] is entry k of sample b. kinematics.native checks each
@@ -107,8 +107,8 @@ DISPATCH void KERNEL(jt_x)(long dof, long n, const REAL *restrict jac, const REA
     }
 }
 
-/* The IK residual (kinematics.pose_error): target minus reached position, and log(R_target R^T) by the formula of
-   kinematics.rotations.so3_log_matrix_first, branch for branch. Rotations (3, 3, n), positions (3, n) -> (6, n). */
+/* The IK residual (kinematics.lie.pose_error): target minus reached position, and log(R_target R^T) by the formula of
+   kinematics.lie.rotations.so3_log_matrix_first, branch for branch. Rotations (3, 3, n), positions (3, n) -> (6, n). */
 DISPATCH void KERNEL(pose_error)(long n, const REAL *restrict tr, const REAL *restrict tp, const REAL *restrict r,
                                  const REAL *restrict p, REAL *restrict out, REAL small_sin_sq, REAL near_pi_cos) {
     const REAL half = (REAL)0.5, one = (REAL)1;
@@ -149,7 +149,7 @@ DISPATCH void KERNEL(pose_error)(long n, const REAL *restrict tr, const REAL *re
 }
 
 /* The backward of pose_error for the rotation part: grad (3, n) on log(M), M = R_t R^T -> d/dR_t = G R and
-   d/dR = G^T R_t (3, 3, n), with G the closed form of kinematics.rotations.so3_log_matrix_first_vjp. */
+   d/dR = G^T R_t (3, 3, n), with G the closed form of kinematics.lie.rotations.so3_log_matrix_first_vjp. */
 DISPATCH void KERNEL(pose_error_vjp)(long n, const REAL *restrict tr, const REAL *restrict r, const REAL *restrict grad,
                                      REAL *restrict grad_tr, REAL *restrict grad_r, REAL small_sin_sq, REAL near_pi_cos) {
     const REAL half = (REAL)0.5, one = (REAL)1, zero = (REAL)0;
@@ -217,7 +217,7 @@ DISPATCH void KERNEL(pose_error_vjp)(long n, const REAL *restrict tr, const REAL
     }
 }
 
-/* The backward of the chain pass for an all-revolute chain (kinematics.chain_gradient): rot (3, 3, n) the TCP
+/* The backward of the chain pass for an all-revolute chain (kinematics.model.chain_gradient): rot (3, 3, n) the TCP
    rotation, jac (dof, 6, n) = J^T, and the output gradients -> grad_q (dof, n). work: (12, n) scratch. */
 DISPATCH void KERNEL(chain_vjp)(long dof, long n, const REAL *restrict rot, const REAL *restrict jac,
                                 const REAL *restrict grad_rot, const REAL *restrict grad_pos,

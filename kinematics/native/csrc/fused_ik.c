@@ -1,11 +1,11 @@
-/* The fused DLS solve of kinematics.ik (kinematics.fused_solve): ik_solve, ik_solve_evaluate and the backward
+/* The fused DLS solve of kinematics.ik.layer (kinematics.ik.fused_solve): ik_solve, ik_solve_evaluate and the backward
    ik_solve_vjp, built on chain.c's kernels. ISO rounding (no contraction). */
 #ifndef REAL
 #define KINEMATICS_UNIT "fused_ik.c"
 #include "per_type.h"
 #else
 
-/* ---- The fused DLS solve (kinematics.ik, step "clamp"): every iteration of the solve for a tile of IK_TILE rows
+/* ---- The fused DLS solve (kinematics.ik.layer, step "clamp"): every iteration of the solve for a tile of IK_TILE rows
    in one call, from chain.c's chain pass and pose error (run on the tile's rows), the damped 6x6 system
    J J^T + C by an in-lane Cholesky, the update q + step J^T x and the projection onto [lower, upper]. The batch is
    walked in tiles (each tile's rows copied into batch-last scratch of IK_TILE columns and computed there, in L1);
@@ -228,7 +228,7 @@ static QP_INLINE void KERNEL(ik_update)(long dof, long T, REAL *restrict q, cons
 
 /* q (dof, n) the projected seed, target rotation (3, 3, n) and position (3, n); local (dof, 4, 3, 4), revolute
    (dof), end (3, 4) as fk_jacobian reads them; C (6, 6) the damping; lower, upper (dof) the limits (clamp: 1 to
-   project after each step); params as kinematics.fused_solve writes them (step size, small_sin_sq, near_pi_cos,
+   project after each step); params as kinematics.ik.fused_solve writes them (step size, small_sin_sq, near_pi_cos,
    the two tolerances, the input tolerance, the residual damping, the joint-box flag, six error weights); rows
    [begin, end_row) of the n are
    solved (one thread's share). out (dof, n) the final iterate. Returns 0, or -1 without scratch. */
@@ -270,7 +270,7 @@ DISPATCH long KERNEL(ik_solve)(long dof, long n, long threads, long iterations, 
     return result;
 }
 
-/* The whole solve of kinematics.ik in batch-first layout: ik_solve's iterations from the seeds (n, dof) (projected
+/* The whole solve of kinematics.ik.layer in batch-first layout: ik_solve's iterations from the seeds (n, dof) (projected
    first when clamp) towards the targets (n, 4, 4), then the evaluation at the final iterate; params as ik_solve's.
    Outputs, batch-first: q (n,
    dof), position and rotation error (n, 6), their norms (n, 2), within the limits and success (n, 2) as bytes

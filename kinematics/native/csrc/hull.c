@@ -4,7 +4,7 @@
 #include "per_type.h"
 #else
 
-/* The support polygon's hull edges (kinematics.wholebody.support_polygon's reference, the same tests): xy (n, k, 2)
+/* The support polygon's hull edges (kinematics.wholebody.constraints.support_polygon's reference, the same tests): xy (n, k, 2)
    batch-first ground points, the candidate edges' corner pairs first[p], second[p]. Per row, the k output rows
    are the hull edges in pair order, then the other pairs in pair order: normal (n, k, 2) outward unit normals,
    offset (n, k) with n . x <= offset inside, edge (n, k) 1 / 0. */

@@ -1,6 +1,6 @@
 /* Every function the kinematics native library exports, for each floating-point type: name_float and name_double.
    This is the library's C ABI (plain C, no Python): kinematics/native/signatures.py declares the same signatures to
-   ctypes and tests/test_native.py fails on any difference between the two. Each unit includes this header, so the
+   ctypes and tests/kinematics/native/test_native.py fails on any difference between the two. Each unit includes this header, so the
    compiler checks every definition against its declaration here.
 
    Arrays are passed as pointers to contiguous memory; kinematics.native checks each tensor's device, dtype and exact

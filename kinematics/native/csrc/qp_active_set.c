@@ -1,5 +1,5 @@
-/* solve_qp's active-set polish and status tests (kinematics.qp._solve) and its backward, the adjoint solve of the
-   final active set (kinematics.qp_gradient), which shares the polish's factorisations. Contraction ON
+/* solve_qp's active-set polish and status tests (kinematics.qp.kernels._solve) and its backward, the adjoint solve of the
+   final active set (kinematics.qp.gradient), which shares the polish's factorisations. Contraction ON
    (fp-contract=fast) for this unit's kernels. */
 #ifndef REAL
 #define KINEMATICS_UNIT "qp_active_set.c"
@@ -13,7 +13,7 @@
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
 #endif
-/* solve_qp's active-set steps (kinematics.qp._polish_reference: the same guesses, rules and tests), from the
+/* solve_qp's active-set steps (kinematics.qp.kernels._polish_reference: the same guesses, rules and tests), from the
    guess (z, s, zu, su, zl, sl) (the interior point's, or a given active set's), one row at a time, batch-first like
    qp_ipm. A row stops once its active set repeats (every later step would repeat the last). Each active-set system
    is solved on its free variables F (a variable fixed at a bound is x_i = c_i exactly, its terms moved to the
@@ -250,7 +250,7 @@ static QP_INLINE void KERNEL(qp_row_hessian)(const REAL *restrict P_, long r, lo
 
 /* The free variables of an active set (upper, lower: fixed at ub, at lb, n flags each): their indices first in
    free_ (returned: their count nf), the fixed ones' after them, and each fixed variable's value in c (a contradictory
-   pair's midpoint; 0 where free, or where the bound is infinite, as kinematics.qp._kkt) */
+   pair's midpoint; 0 where free, or where the bound is infinite, as kinematics.qp.kernels._kkt) */
 static QP_INLINE long KERNEL(qp_free_variables)(long n, const REAL *restrict upper, const REAL *restrict lower,
                                                 const REAL *restrict lb, const REAL *restrict ub, long *restrict free_,
                                                 REAL *restrict c) {
@@ -569,7 +569,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                 if (!changed) break; /* the same active set again: every later step would repeat this one */
             }
         }
-        /* SOLVED when the refined (else the elastic) point passes the KKT test, as in kinematics.qp._solve */
+        /* SOLVED when the refined (else the elastic) point passes the KKT test, as in kinematics.qp.kernels._solve */
         int ok[2] = {0, 0};
         REAL viol[2] = {0, 0}, dual[2] = {0, 0};
         for (int pass = 0; pass < 2 && !ok[0]; pass++) { /* pass 0: the refined point, pass 1: the elastic one
@@ -638,7 +638,7 @@ DISPATCH void KERNEL(qp_polish)(long nb, long threads, long n, long me, long mi,
                                                        flags_, rows_));
 }
 
-/* solve_qp's backward (kinematics.qp_gradient): per row, the adjoint system of the final active set (flags_ as
+/* solve_qp's backward (kinematics.qp.gradient): per row, the adjoint system of the final active set (flags_ as
    qp_polish writes them) on its free variables F, in the symmetric form the polish solves,
 
        [P_FF + elastic I   C_F^T] [u ]   [g_F]
@@ -646,7 +646,7 @@ DISPATCH void KERNEL(qp_polish)(long nb, long threads, long n, long me, long mi,
 
    refined `refinements` times to the original system (D = 0, no prox) on the rows whose original point was kept
    (exact_ > 0), the elastic system's solution on the others. Outputs, in the convention of the KKT matrix the
-   gradient differentiates (kinematics.qp._kkt, whose rows x_i = c_i fix a variable exactly): lx (nb, n) = u on free
+   gradient differentiates (kinematics.qp.kernels._kkt, whose rows x_i = c_i fix a variable exactly): lx (nb, n) = u on free
    variables and, on a fixed one, its row's multiplier g_i - (P u + A^T nu_y + G^T nu_z)_i; ls (nb, n) = lx weighted
    as that matrix weighs each stationarity row (1 free, 0 fixed); ly (nb, me), lz (nb, mi) (0 on inactive rows).
    params = (elastic). Returns 0, or -1 where its scratch could not be allocated. */

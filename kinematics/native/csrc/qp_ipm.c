@@ -1,4 +1,4 @@
-/* solve_qp's interior point (kinematics.qp._ipm). Contraction ON (fp-contract=fast) for this unit's kernels. */
+/* solve_qp's interior point (kinematics.qp.kernels._ipm_reference). Contraction ON (fp-contract=fast) for this unit's kernels. */
 #ifndef REAL
 #define KINEMATICS_UNIT "qp_ipm.c"
 #include "per_type.h"
@@ -11,9 +11,9 @@
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=fast")
 #endif
-/* solve_qp's interior point (kinematics.qp._ipm, the same arithmetic): Mehrotra predictor-corrector steps on the
+/* solve_qp's interior point (kinematics.qp.kernels._ipm_reference, the same arithmetic): Mehrotra predictor-corrector steps on the
    elastic QP. Unlike the tree's kernels these arrays are batch-FIRST and contiguous (one row's P at P + r n n, ...),
-   as kinematics.qp holds them, except that row r's P starts at P + r p_stride (n n, or 0: one P for every row, a
+   as kinematics.qp.problem holds them, except that row r's P starts at P + r p_stride (n n, or 0: one P for every row, a
    constant Hessian read once instead of copied per row; qp_polish and qp_adjoint take it too); P's symmetric part (P + P^T) / 2 is used. params = (elastic, prox). Outputs x (nb, n), y (nb, me), z, s (nb, mi), zu, su, zl,
    sl (nb, n); zu / zl are 0 where the bound is infinite (NaN everywhere if the scratch cannot be allocated).
 

@@ -1,10 +1,10 @@
-/* KinematicTree's kernels (kinematics.tree_kernels). ISO rounding (no contraction). */
+/* KinematicTree's kernels (kinematics.model.tree_kernels). ISO rounding (no contraction). */
 #ifndef REAL
 #define KINEMATICS_UNIT "tree.c"
 #include "per_type.h"
 #else
 
-/* ---- KinematicTree (kinematics.tree): the level pass, every frame's pose, a frame Jacobian, the CoM and its
+/* ---- KinematicTree (kinematics.model.tree): the level pass, every frame's pose, a frame Jacobian, the CoM and its
    Jacobian. Nodes are (m + 1, 12, n) batch-last: slot 0 the root (base) frame, slot i + 1 node i in level order
    (a parent's slot is below its child's), entry 4 r + c of each frame's top 3x4 block. Index arrays are int64.
    The batch is walked in tiles of TREE_TILE samples: each tile's inputs are copied into small local rows, computed

@@ -412,7 +412,7 @@ def test_the_loop_does_not_synchronise_with_the_host(panda64, monkeypatch):
     assert result.q.shape == (4, 7)
 
 
-def test_max_iterations_zero_returns_the_clamped_seed(panda64, ready_pose):
+def test_zero_iterations_return_the_clamped_seed(panda64, ready_pose):
     ik = DifferentiableIKLayer(panda64, DifferentiableIKCfg(iterations=0))
     seeds = torch.stack((ready_pose(), _outside_seed(panda64, ready_pose)))
     target = panda64(ready_pose() + 0.1)

@@ -155,7 +155,7 @@ def _forward_ad_cases(kin, pr2):
         "KinematicsLayer.forward": (kin, (q,)),
         "KinematicsLayer.fk_and_jacobian": (kin.fk_and_jacobian, (q,)),
         "SerialChainKinematics.fk_and_jacobian (prismatic joint)": (pr2.fk_and_jacobian, (q_pr2,)),
-        "fk_and_jacobian_batch_last": (
+        "fk_and_jacobian(batch_last=True)": (
             lambda x: kin.model.fk_and_jacobian(x, kin.tcp, batch_last=True),
             (leaf(to_batch_last(q, 1)),),
         ),
@@ -176,7 +176,7 @@ def _forward_ad_cases(kin, pr2):
         "KinematicsLayer.forward",
         "KinematicsLayer.fk_and_jacobian",
         "SerialChainKinematics.fk_and_jacobian (prismatic joint)",
-        "fk_and_jacobian_batch_last",
+        "fk_and_jacobian(batch_last=True)",
         "pose_error",
         "pose_error_batch_last",
         "dls_step",

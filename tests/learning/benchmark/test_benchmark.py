@@ -1,4 +1,4 @@
-"""Smoke test of ``python -m learning.benchmark --quick``: both suites, in-process, valid results."""
+"""Smoke test of ``python -m learning.benchmark --quick``: its suites in-process, valid results."""
 
 from __future__ import annotations
 
