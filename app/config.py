@@ -36,8 +36,9 @@ class ViewerConfig:
             worker get one core each by default).
         robot: ``"panda"`` (the grasp-yaw scene) or ``"g1"`` (the counterweight scene, ``app.counterweight.scene``; its
             ``checkpoint`` is a counterweight run's ``checkpoints/seed<N>/gradient.pt``).
-        light: the G1 scene draws its solid robot as a stick figure too, not with its meshes (about 290k faces:
-            seconds a frame in software WebGL, e.g. headless Chromium; its browser test uses this).
+        light: for software WebGL (headless Chromium, a machine without a GPU), where a frame of the full scene takes
+            seconds: plain lighting in both scenes (no shadows, no environment reflections), and the G1 scene draws
+            its solid robot as a stick figure too, not with its meshes (about 290k faces). The browser tests use it.
     """
 
     host: str = "127.0.0.1"
@@ -85,7 +86,8 @@ class ViewerConfig:
         parser.add_argument(
             "--light",
             action="store_true",
-            help="g1: draw the robot as a stick figure, not its meshes (for software WebGL, e.g. headless Chromium)",
+            help="for software WebGL (no GPU, headless Chromium): plain lighting, no shadows or reflections; the g1 "
+            "also drawn as a stick figure, not its meshes",
         )
         parser.add_argument(
             "--threads",
@@ -95,8 +97,6 @@ class ViewerConfig:
             "core each)",
         )
         args = parser.parse_args(argv)
-        if args.light and args.robot != "g1":
-            parser.error("--light: only the G1 scene (--robot g1) has a light mode; the panda scene has none")
         if args.run is not None and args.robot == "g1":
             args.checkpoint = counterweight_checkpoint_path(args.run, args.seed, "gradient")
         elif args.run is not None:

@@ -68,10 +68,15 @@ DEFAULT_GHOSTS = (
 
 
 def serve_app(request: pytest.FixtureRequest, tmp_path: Path, *args: str) -> str:
+    """``python -m app --light ARGS`` on a free port; the URL it prints, once its page answers; stopped at teardown.
+
+    ``--light``: this Chromium draws WebGL in software, where the full lighting costs 9.4 s a frame at 1280x800 on
+    2 cores (plain lighting: 17 ms), and until a frame ends the page takes no message, key or mouse event.
+    """
     log_path = tmp_path / "app.log"
     log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "app", "--port", str(free_port()), *args],
+        [sys.executable, "-m", "app", "--light", "--port", str(free_port()), *args],
         cwd=REPO,
         stdout=log,
         stderr=subprocess.STDOUT,

@@ -104,7 +104,7 @@ class G1Viewer:
 
     def __init__(self, config: ViewerConfig) -> None:
         self.config = config
-        page = serve_page(config.host, config.port, CAMERA)
+        page = serve_page(config.host, config.port, CAMERA, config.light)
         self.server, self.status, self.supervisor, self.clients = (
             page.server,
             page.status,

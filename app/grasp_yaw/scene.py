@@ -76,7 +76,7 @@ class Viewer:
         self._offer_name: tuple[int, str] | None = None  # the learned predictor's newest offer: (version, what it is)
         self._trainer_seed: int | None = None  # the live trainer's seed last shown (a change is a Reset)
         self._picked_model: tuple[str, int] | None = None  # a model picked from the run: trainer snapshots wait
-        page = serve_page(config.host, config.port, CAMERA)
+        page = serve_page(config.host, config.port, CAMERA, config.light)
         self.server, self.status, self.supervisor, self.clients = (
             page.server,
             page.status,

@@ -27,11 +27,12 @@ class Page:
         return f"http://{self.server.get_host()}:{self.server.get_port()}"
 
 
-def serve_page(host: str, port: int, camera: Camera) -> Page:
-    """Start serving (viser takes the next free port if ``port`` is taken) and build the page's shell."""
+def serve_page(host: str, port: int, camera: Camera, light: bool = False) -> Page:
+    """Start serving (viser takes the next free port if ``port`` is taken) and build the page's shell; ``light``:
+    plain lighting (``app.shell.stage.set_stage``)."""
     server = viser.ViserServer(host=host, port=port)
     server.gui.configure_theme(control_width="large", show_share_button=False)
-    set_stage(server, camera)
+    set_stage(server, camera, light)
     status = StatusLine(server)
     page = Page(server, status, Supervisor(status.set), ClientCount(server, status))
     exposure = exposure_notice(host)

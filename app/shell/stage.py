@@ -1,4 +1,4 @@
-"""The stage both scenes share: z up, the floor, the initial camera, and the draggable target gizmo."""
+"""The stage both scenes share: z up, the floor, the lighting, the initial camera, and the draggable target gizmo."""
 
 from __future__ import annotations
 
@@ -26,9 +26,18 @@ class Camera:
     fov_deg: float
 
 
-def set_stage(server: viser.ViserServer, camera: Camera) -> None:
-    """Z up, a floor grid (10 cm cells) and the scene's initial camera."""
+def set_stage(server: viser.ViserServer, camera: Camera, light: bool = False) -> None:
+    """Z up, a floor grid (10 cm cells), the lighting and the scene's initial camera.
+
+    ``light``: plain lighting, the default lights without shadows and no environment map. In software WebGL
+    (headless Chromium, a machine without a GPU) viser's shadows and environment reflections cost seconds a frame
+    (measured on 2 cores at 1280x800: 9.4 s a frame with both, 1.4 s without shadows, 1.8 s without the environment
+    map, 17 ms without either), and until a frame ends the page takes no message, key or mouse event.
+    """
     server.scene.set_up_direction("+z")
+    if light:
+        server.scene.configure_default_lights(enabled=True, cast_shadow=False)
+        server.scene.configure_environment_map(hdri=None)
     server.scene.add_grid("/ground", width=2.0, height=2.0, cell_size=0.1, section_size=0.5)
     server.initial_camera.position = camera.position
     server.initial_camera.look_at = camera.look_at

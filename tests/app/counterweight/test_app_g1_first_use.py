@@ -1,7 +1,7 @@
 """What a new user of the G1 scene meets first, in-process: an untouched goal answered once per method and policy
 snapshot (no moving/rested flicker while the trainer runs), a drag beyond the task's region bounded with a
 message, the meshes translucent with the payload drawn, the connected browsers counted, the loss written where it
-moves, the picker saying which ghosts need a run, and ``--light`` refused for the Panda."""
+moves, the picker saying which ghosts need a run."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ import websockets.sync.client
 from viewer_support import rested, wait_until
 from viser._messages import ViewerCameraMessage
 
-from app.config import ViewerConfig
 from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer
 from app.counterweight.methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
 from app.counterweight.view import payload_radius_m
@@ -170,11 +169,3 @@ def _browser(url: str):
         )  # fmt: skip
         socket.send(msgspec.msgpack.encode(camera.as_serializable_dict()))
         yield socket
-
-
-def test_light_is_refused_for_the_panda(capsys) -> None:
-    with pytest.raises(SystemExit) as exit_info:
-        ViewerConfig.from_argv(["--light"])
-    assert exit_info.value.code == 2
-    assert "--light: only the G1 scene (--robot g1)" in capsys.readouterr().err
-    assert ViewerConfig.from_argv(["--robot", "g1", "--light"]).light
