@@ -182,20 +182,38 @@ class WholeBodyIKLayer(nn.Module):
             raise ShapeError(f"the batch shapes of the seed and targets do not broadcast: {shapes}") from None
 
     # ------------------------------------------------------------------------------------------------ solving
-    def step(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor]):
-        """One cascade step at ``q`` ``(B, nq)`` (flat batch; targets flat too): ``(q_next, CascadeStep)``."""
+    def prepare(self, targets: Mapping[str, torch.Tensor]) -> dict[str, object]:
+        """What the constraints compute once per solve from the flat ``targets`` (the support polygon from the
+        contacts' anchors), by constraint name: pass it to every ``step`` of a loop with these targets."""
+        prepared = {}
+        for constraint in self.constraints:
+            if (value := constraint.prepare(self.tree, targets)) is not None:
+                prepared[constraint.name] = value
+        return prepared
+
+    def step(
+        self,
+        q: torch.Tensor,
+        targets: Mapping[str, torch.Tensor],
+        *,
+        prepared: Mapping[str, object] | None = None,
+    ):
+        """One cascade step at ``q`` ``(B, nq)`` (flat batch; targets flat too): ``(q_next, CascadeStep)``.
+        ``prepared``: ``prepare(targets)``, computed here when omitted."""
         tree, cfg = self.tree, self.cfg
+        if prepared is None:
+            prepared = self.prepare(targets)
         state = tree.forward_kinematics(q, validate=False)
         step = cascade_step(
-            tree, state, q, self.levels, self.constraints, targets, cfg.damping, cfg.qp_iterations,
+            tree, state, q, self.levels, self.constraints, {**targets, **prepared}, cfg.damping, cfg.qp_iterations,
             cfg.qp_active_set_steps, qp_refinements=cfg.qp_refinements,
         )  # fmt: skip
         return tree.integrate(q, step.dq), step
 
     def _iterate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor], iterations: int):
-        step = None
+        step, prepared = None, self.prepare(targets)
         for _ in range(iterations):
-            q, step = self.step(q, targets)
+            q, step = self.step(q, targets, prepared=prepared)
         return q, step
 
     def forward(
@@ -237,13 +255,14 @@ class WholeBodyIKLayer(nn.Module):
     def evaluate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor], step, batch: torch.Size):
         tree, cfg = self.tree, self.cfg
         state = tree.forward_kinematics(q, validate=False)
+        prepared = self.prepare(targets)
         residuals, success, violations = {}, {}, {}
         for name, task in self.tasks.items():
             error = task.error(tree, state, q, targets[name])
             residuals[name] = error.reshape(*batch, task.size)
             success[name] = task.succeeded(error, cfg.position_tolerance, cfg.rotation_tolerance).reshape(batch)
         for constraint in self.constraints:
-            value = constraint.violation(tree, state, q, targets.get(constraint.name))
+            value = constraint.violation(tree, state, q, prepared.get(constraint.name, targets.get(constraint.name)))
             violations[constraint.name] = value.reshape(batch)
 
         def shaped(x):

@@ -48,7 +48,8 @@ class StandingRobot(Protocol):
 @dataclass(frozen=True)
 class Stance:
     """What standing keeps, whatever the hands do: each foot held where it stands in ``q_stand`` (``contacts``), the
-    centre of mass ``polygon``'s margin inside their support polygon, the joint and step ``limits``, and the
+    centre of mass ``polygon``'s margin inside their support polygon (built once per solve from the contacts'
+    anchors), the joint and step ``limits``, and the
     ``posture`` task that keeps the rest of the body near the reference posture (the lowest level's)."""
 
     q_stand: torch.Tensor
@@ -106,7 +107,11 @@ def stance(
     return Stance(
         q_stand=standing_configuration(tree, robot),
         contacts=tuple(Contact(role, contact.link) for role, contact in robot.contacts.items()),
-        polygon=ComInSupportPolygon({c.link: c.corners for c in robot.contacts.values()}, margin=margin),
+        polygon=ComInSupportPolygon(
+            {c.link: c.corners for c in robot.contacts.values()},
+            margin=margin,
+            anchors={c.link: role for role, c in robot.contacts.items()},
+        ),
         limits=(ConfigurationLimit(), StepLimit(max_step)),
         posture=PostureTask(tree, cost=posture_cost, gain=posture_gain),
     )

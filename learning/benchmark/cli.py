@@ -188,6 +188,9 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 memory_batch=2 if args.quick else 8,
                 dtype_name=cfg.fk_dtypes[0],
                 seed=args.seed,
+                control_loop_steps=200 if args.quick else 10_000,
+                contention_batch=64 if args.quick else 1024,
+                contention_repeats=5 if args.quick else 15,
             )
             _publish(args.out, doc, meta(cfg, argv, load), wholebody_suite.markdown)
             continue

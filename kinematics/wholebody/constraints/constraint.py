@@ -8,6 +8,8 @@ from satisfying it (``violation``, in the constraint's unit, 0 when satisfied).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import torch
 
 from kinematics.errors import ConfigError
@@ -28,6 +30,12 @@ class Constraint:
         if not name or not isinstance(name, str):
             raise ConfigError(f"a constraint needs a non-empty name, got {name!r}")
         self.name = name
+
+    def prepare(self, tree: KinematicTree, targets: Mapping[str, torch.Tensor]) -> object | None:
+        """What the constraint computes once per solve from the solve's (flat) targets, handed back to it as its
+        ``target`` at every step and in the evaluation; None (the default): nothing. Only a constraint that reads no
+        target of its own (``needs_target`` false) prepares."""
+        return None
 
     def equality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear | None:
         return None

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from itertools import combinations
+from typing import NamedTuple
 
 import torch
 
@@ -46,6 +47,15 @@ HULL_EDGES.implement("cpu", native.hull_edges)
 INACTIVE = 1e3
 
 
+class HullEdges(NamedTuple):
+    """The support polygon's edges: outward unit normals ``(..., k, 2)``, offsets ``(..., k)`` (``n . x <= offset``
+    inside the hull) and which of the ``k`` rows are edges ``(..., k)`` bool, the edges first."""
+
+    normal: torch.Tensor
+    offset: torch.Tensor
+    edge: torch.Tensor
+
+
 class ComInSupportPolygon(Constraint):
     """Keep the ground projection of the centre of mass inside the support polygon, ``margin`` m from its edges.
 
@@ -57,14 +67,28 @@ class ComInSupportPolygon(Constraint):
     the edges are gathered into ``k_total`` rows, the rest inactive: the row count is fixed and nothing depends
     on data in Python. (Two corners at one ground point could make one line count twice and push out an edge;
     soles do not overlap.) The violation is how far the CoM lies outside the shrunk polygon (m).
+
+    ``anchors``: sole frame -> the name of the contact that holds it (every sole frame, or none). With them the
+    polygon is where the contacts hold the soles, built once per solve from the contacts' anchors (``prepare``);
+    without them it is built at every step from where the soles are.
     """
 
     def __init__(
-        self, soles: Mapping[str, Sequence[Sequence[float]]], margin: float = 0.0, name: str = "com_in_support"
+        self,
+        soles: Mapping[str, Sequence[Sequence[float]]],
+        margin: float = 0.0,
+        name: str = "com_in_support",
+        anchors: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(name)
         if margin < 0:
             raise ConfigError(f"{name}: margin must be >= 0, got {margin}")
+        self.anchors = dict(anchors or {})
+        if self.anchors and set(self.anchors) != set(soles):
+            raise ConfigError(
+                f"{name}: anchors name the contact of every sole frame or of none; soles {sorted(soles)}, "
+                f"anchors {sorted(self.anchors)}"
+            )
         self.soles = {frame: torch.as_tensor(corners, dtype=torch.float64) for frame, corners in soles.items()}
         total = sum(c.shape[0] for c in self.soles.values())
         if total < 3 or any(c.ndim != 2 or c.shape[1] != 3 for c in self.soles.values()):
@@ -76,21 +100,29 @@ class ComInSupportPolygon(Constraint):
         self.size = total
 
     def corners_xy(self, tree: KinematicTree, state: TreeState) -> torch.Tensor:
-        """Every sole corner on the ground, ``(..., k_total, 2)`` (world x, y)."""
+        """Every sole corner on the ground, ``(..., k_total, 2)`` (world x, y), where the soles are at ``state``."""
+        return self._ground_corners([tree.frame_pose(state, frame) for frame in self.soles])
+
+    def _ground_corners(self, T_world_soles: Sequence[torch.Tensor]) -> torch.Tensor:
         points = []
-        for frame, corners in self.soles.items():
-            T_world_sole = tree.frame_pose(state, frame)
+        for corners, T_world_sole in zip(self.soles.values(), T_world_soles, strict=True):
             local = corners.to(T_world_sole.dtype).to(T_world_sole.device)
             points.append(local @ T_world_sole[..., :3, :3].transpose(-1, -2) + T_world_sole[..., None, :3, 3])
         return torch.cat(points, -2)[..., :2]
 
-    def edges(self, tree: KinematicTree, state: TreeState) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Outward unit normals ``(..., k, 2)``, offsets ``(..., k)`` (``n . x <= offset`` inside the hull) and
-        which of the ``k`` rows (``k`` = the corner count) are hull edges ``(..., k)`` bool, edges first."""
-        return HULL_EDGES(self.corners_xy(tree, state), self._first, self._second)
+    def edges(self, tree: KinematicTree, state: TreeState) -> HullEdges:
+        """The hull's edges (``HullEdges``) of the corners where the soles are at ``state``."""
+        return HullEdges(*HULL_EDGES(self.corners_xy(tree, state), self._first, self._second))
+
+    def prepare(self, tree: KinematicTree, targets: Mapping[str, torch.Tensor]) -> HullEdges | None:
+        """With ``anchors``: the hull's edges where the contacts hold the soles (their anchors), once per solve."""
+        if not self.anchors:
+            return None
+        corners = self._ground_corners([targets[self.anchors[frame]] for frame in self.soles])
+        return HullEdges(*HULL_EDGES(corners, self._first, self._second))
 
     def inequality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear:
-        normal, offset, edge = self.edges(tree, state)
+        normal, offset, edge = target if target is not None else self.edges(tree, state)
         com_xy = tree.center_of_mass(state)[..., :2]
         J_xy = tree.com_jacobian(state)[..., :2, :]
         G = normal @ J_xy  # (..., P, nv)
@@ -100,7 +132,7 @@ class ComInSupportPolygon(Constraint):
         return G, h
 
     def violation(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> torch.Tensor:
-        normal, offset, edge = self.edges(tree, state)
+        normal, offset, edge = target if target is not None else self.edges(tree, state)
         com_xy = tree.center_of_mass(state)[..., :2]
         outside = (normal * com_xy[..., None, :]).sum(-1) - (offset - self.margin)
         return torch.where(edge, outside, torch.full_like(outside, -INACTIVE)).amax(-1).clamp_min(0.0)

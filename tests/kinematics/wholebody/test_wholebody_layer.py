@@ -273,3 +273,29 @@ def test_each_task_says_what_it_reads_and_when_it_succeeded(g1) -> None:
     assert PostureTask(g1).succeeded(torch.ones(2, len(g1.joint_names)), 0.0, 0.0).all()
     with pytest.raises(FrameNotFoundError):
         WholeBodyIKLayer(g1, [[FrameTask("hand", "no_such_link")]])
+
+
+def test_a_solve_prepares_the_polygon_once_and_a_loop_can_too(g1, problem) -> None:
+    """``solve`` builds the support polygon once, from the contacts' anchors; a step given ``prepare``'s result
+    equals one that prepares it itself, bit for bit; a loop of prepared steps equals ``solve``."""
+    layer = problem.layer
+    targets = hand_targets(g1, problem, OFFSETS)
+    flat = layer._targets(targets, torch.Size([len(OFFSETS)]))
+    q = problem.q_stand.expand(len(OFFSETS), g1.nq).contiguous()
+    prepared = layer.prepare(flat)
+    assert set(prepared) == {"com_in_support"}
+    calls = []
+    polygon = next(c for c in layer.constraints if c.name == "com_in_support")
+    original = polygon.prepare
+    polygon.prepare = lambda *args: calls.append(1) or original(*args)
+    try:
+        solved = layer.solve(targets, problem.q_stand, iterations=3)
+    finally:
+        del polygon.prepare
+    assert len(calls) == 2, "once for the steps, once for the evaluation"
+    looped = q
+    for _ in range(3):
+        mine, theirs = layer.step(looped, flat, prepared=prepared), layer.step(looped, flat)
+        assert torch.equal(mine[0], theirs[0]) and torch.equal(mine[1].dq, theirs[1].dq)
+        looped = mine[0]
+    assert torch.equal(looped, solved.q)

@@ -211,3 +211,38 @@ def test_the_polygon_constraint_is_the_linearised_hull_test(g1) -> None:
     leaning = q.clone()
     leaning[:, 7 + 12 + 2] = 0.5  # waist pitch: the torso leans forward; the CoM moves towards the toes
     assert (polygon.violation(g1, g1.forward_kinematics(leaning), leaning, None) >= 0).all()
+
+
+def test_an_anchored_polygon_is_built_from_the_contacts_anchors_once_per_solve(g1) -> None:
+    """With ``anchors``, ``prepare`` builds the hull where the contacts hold the soles: at the standing feet it is
+    the hull of the feet where they stand; moving one anchor moves it, whatever the configuration; the rows and the
+    violation read it. Anchors name the contact of every sole frame or of none."""
+    from kinematics.wholebody.constraints.support_polygon import _hull_edges_reference
+
+    q = standing(g1, batch=3, spread=0.05)
+    state = g1.forward_kinematics(q)
+    anchors = {c.link: role for role, c in G1.contacts.items()}
+    polygon = ComInSupportPolygon(_soles(), margin=0.02, anchors=anchors)
+    assert ComInSupportPolygon(_soles()).prepare(g1, {}) is None, "without anchors: built at every step"
+    targets = {role: g1.frame_pose(state, c.link) for role, c in G1.contacts.items()}
+    prepared = polygon.prepare(g1, targets)
+    for ours, theirs in zip(prepared, polygon.edges(g1, state), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-12, rtol=0)
+    rows = zip(polygon.inequality(g1, state, q, prepared), polygon.inequality(g1, state, q, None), strict=True)
+    for ours, theirs in rows:
+        torch.testing.assert_close(ours, theirs, atol=1e-12, rtol=0)
+    moved = {role: T.clone() for role, T in targets.items()}
+    role, contact = next(iter(G1.contacts.items()))
+    moved[role][:, 0, 3] += 0.05  # one foot's anchor 5 cm forward: that sole's corners 5 cm forward
+    front = polygon.prepare(g1, moved)
+    xy = polygon.corners_xy(g1, state).clone()
+    links = list(_soles())
+    first = sum(len(_soles()[link]) for link in links[: links.index(contact.link)])  # its first corner
+    xy[:, first : first + len(contact.corners), 0] += 0.05
+    for ours, theirs in zip(front, _hull_edges_reference(xy, polygon._first, polygon._second), strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-12, rtol=0)
+    h_moved, h_here = polygon.inequality(g1, state, q, front)[1], polygon.inequality(g1, state, q, prepared)[1]
+    assert (h_moved - h_here).abs().amax() > 1e-3, "the rows read the prepared polygon"
+    assert polygon.violation(g1, state, q, front).shape == (3,)
+    with pytest.raises(ConfigError, match="every sole frame or of none"):
+        ComInSupportPolygon(_soles(), anchors=dict(list(anchors.items())[:1]))

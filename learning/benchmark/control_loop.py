@@ -1,0 +1,55 @@
+"""A 1 kHz control loop on one robot: the whole-body layer's step at batch 1, called once per tick from where the
+last tick left the robot, towards a hand target that moves along a circle (a controller tracking a moving goal).
+
+Each tick is timed on its own, so the row reports the distribution a controller's deadline meets (p50, p99, the
+worst), not a mean. The support polygon is prepared once (``WholeBodyIKLayer.prepare``: the feet are held where they
+stand), as a controller does; everything else happens every tick.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+import torch
+
+TICK_S = 1e-3  # the loop's nominal period: 1 kHz
+CIRCLE_RADIUS_M = 0.05
+CIRCLE_PERIOD_S = 2.0  # of the hand target's circle, in ticks of TICK_S
+
+
+def hand_circle(T_world_start: torch.Tensor, tick: int) -> torch.Tensor:
+    """The hand target ``(1, 4, 4)`` at ``tick``: ``T_world_start`` moved along a circle in its world y-z plane."""
+    phase = 2 * math.pi * tick * TICK_S / CIRCLE_PERIOD_S
+    T = T_world_start.clone()
+    T[..., 1, 3] += CIRCLE_RADIUS_M * math.sin(phase)
+    T[..., 2, 3] += CIRCLE_RADIUS_M * (math.cos(phase) - 1.0)
+    return T
+
+
+def run(problem, hand: str, steps: int = 10_000, warmup: int = 50) -> dict:
+    """Time ``steps`` ticks of ``problem.layer.step`` at batch 1 (after ``warmup`` untimed ones): the seconds of
+    each tick's step, summarised as p50, p99, max and mean."""
+    layer, tree = problem.layer, problem.layer.tree
+    q = problem.q_stand[None].clone()
+    T_world_start = tree.frame_pose(q, layer.tasks[hand].frame)
+    targets = {name: t[None] for name, t in problem.fixed_targets.items()}
+    prepared = layer.prepare({**targets, hand: T_world_start})
+    seconds = np.empty(steps)
+    with torch.no_grad():
+        for tick in range(-warmup, steps):
+            targets[hand] = hand_circle(T_world_start, tick)
+            start = time.perf_counter()
+            q, _ = layer.step(q, targets, prepared=prepared)
+            if tick >= 0:
+                seconds[tick] = time.perf_counter() - start
+    final_error = float((targets[hand][..., :3, 3] - tree.frame_pose(q, layer.tasks[hand].frame)[..., :3, 3]).norm())
+    return {
+        "steps": steps,
+        "p50_s": float(np.percentile(seconds, 50)),
+        "p99_s": float(np.percentile(seconds, 99)),
+        "max_s": float(seconds.max()),
+        "mean_s": float(seconds.mean()),
+        "final_hand_error_m": final_error,
+    }
