@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import statistics
 import threading
 import time
 from pathlib import Path
@@ -155,8 +154,8 @@ class G1Viewer:
             self.server,
             goal,
             box,
-            on_goal=lambda p: self._guarded("reading the goal inputs", self._ask_goal, p, Source.INPUTS),
-            on_random_goal=lambda: self._guarded("Random goal", self.set_target, self._random_goal()),
+            on_goal=lambda p: self.supervisor.call(PAGE, "reading the goal inputs", self._ask_goal, p, Source.INPUTS),
+            on_random_goal=lambda: self.supervisor.call(PAGE, "Random goal", self.set_target, self._random_goal()),
         )
         missing = {key: self.drawn[key] for key in RUN_KEYS if key not in self.trained}  # no ghost to draw
         for key in missing:
@@ -292,10 +291,6 @@ class G1Viewer:
         the question."""
         return self._ask_goal(p, Source.PROGRAM)
 
-    def _guarded(self, doing: str, action, *args) -> None:
-        with self.supervisor.guard(PAGE, doing):
-            action(*args)
-
     def _bounds(self, message: str | None) -> None:
         """Show (or clear) what the last clamp of the goal did."""
         self.status.set("goal bounds", None if message is None else f"⚠ {message}")
@@ -420,11 +415,7 @@ class G1Viewer:
         self.training.show(status)
         self.status.set("trainer", f"⚠ trainer failed: {status.error}" if status.state == FAILED else None)
 
-    # Measurements and shutdown.
-    def median_latency_ms(self) -> float:
-        with self._results_lock:
-            return statistics.median(self.latencies_ms) if self.latencies_ms else float("nan")
-
+    # Shutdown.
     def close(self) -> None:
         self.board.close()
         if self._goals_thread.is_alive():  # it cannot be interrupted: let it finish its draw (seconds), so that no

@@ -123,9 +123,13 @@ class Viewer:
             on_q0=lambda q: np.array(self._ask_q0(q, Source.INPUTS).q0),
             on_message=lambda key, message: self.status.set(key, None if message is None else f"⚠ {message}"),
             guard=lambda doing: self.supervisor.guard(PAGE, doing),
-            on_random_target=lambda: self._guarded("Random target", self.set_target, self._random_target()),
-            on_random_q0=lambda: self._guarded("Random q0", self.set_q0, self._random_q0()),
-            on_ready=lambda: self._guarded("Ready pose", self.set_q0, np.array(assets.PANDA.reference_posture)),
+            on_random_target=lambda: self.supervisor.call(
+                PAGE, "Random target", self.set_target, self._random_target()
+            ),
+            on_random_q0=lambda: self.supervisor.call(PAGE, "Random q0", self.set_q0, self._random_q0()),
+            on_ready=lambda: self.supervisor.call(
+                PAGE, "Ready pose", self.set_q0, np.array(assets.PANDA.reference_posture)
+            ),
         )
         self.picker = MethodPicker(self.server, self._pick, METHODS, GROUP_TITLES)
 
@@ -352,10 +356,6 @@ class Viewer:
 
     def set_q0(self, q0: np.ndarray) -> Question:
         return self._ask_q0(q0, Source.PROGRAM)
-
-    def _guarded(self, doing: str, action, *args) -> None:
-        with self.supervisor.guard(PAGE, doing):
-            action(*args)
 
     def _gizmo_moved(self, p: np.ndarray) -> None:
         with self.supervisor.guard(PAGE, "moving the target gizmo"):

@@ -36,6 +36,11 @@ class Supervisor:
         except Exception as exc:  # noqa: BLE001 - the point: shown in the page, the part keeps running
             self.failed(part, doing, exc)
 
+    def call(self, part: str, doing: str, action: Callable[..., object], *args: object) -> None:
+        """``action(*args)`` under ``guard(part, doing)``: what a button's callback runs."""
+        with self.guard(part, doing):
+            action(*args)
+
     def failed(self, part: str, doing: str, exc: BaseException) -> None:
         with self._lock:
             count = self._failures[part] = self._failures.get(part, 0) + 1
