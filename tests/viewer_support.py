@@ -1,5 +1,5 @@
-"""Helpers of the viewer's tests: a free port, waiting for a condition and typing into a box (the ``start_viewer`` fixture is in
-``conftest.py``)."""
+"""Helpers of the viewer's tests: a free port, waiting for a condition, typing into a box and dragging a gizmo (the
+``start_viewer`` fixture is in ``conftest.py``)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 import viser
 
@@ -41,6 +42,23 @@ def type_text(box, text: str, key_interval_s: float = 0.0) -> list[str]:
         time.sleep(key_interval_s)
         said.append(box.value)
     return said
+
+
+def drag(viewer, positions) -> None:
+    """As a browser dragging ``viewer``'s target gizmo: start, one update per position, end (viser runs each
+    callback)."""
+    handle = viewer.gizmo.handle
+
+    def fire(phase: str) -> None:
+        event = viser.TransformControlsEvent(client=None, client_id=None, target=handle, phase=phase)
+        for callback in list(handle._impl_aux.update_cb):
+            callback(event)
+
+    fire("start")
+    for p in positions:
+        handle._impl.position = np.asarray(p, dtype=float)
+        fire("update")
+    fire("end")
 
 
 def rested(viewer, keys=None) -> bool:

@@ -49,8 +49,8 @@ class StandingRobot(Protocol):
 class Stance:
     """What standing keeps, whatever the hands do: each foot held where it stands in ``q_stand`` (``contacts``), the
     centre of mass ``polygon``'s margin inside their support polygon (built once per solve from the contacts'
-    anchors), the joint and step ``limits``, and the
-    ``posture`` task that keeps the rest of the body near the reference posture (the lowest level's)."""
+    anchors), the joint and step ``limits``, and the ``posture`` task that keeps the rest of the body near the
+    reference posture (the lowest level's)."""
 
     q_stand: torch.Tensor
     contacts: tuple[Contact, ...]

@@ -16,7 +16,7 @@ import pytest
 import torch
 import viser
 import websockets.sync.client
-from viewer_support import rested, wait_until
+from viewer_support import drag, rested, wait_until
 from viser._messages import ViewerCameraMessage
 
 from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer
@@ -83,22 +83,6 @@ def test_an_untouched_goal_is_answered_once_per_method_and_snapshot(start_g1, sm
     assert viewer.training.loss_plot.scales["y"]["distr"] == 3  # its curve on a log axis
 
 
-def _drag(viewer, positions) -> None:
-    """As a browser dragging the gizmo: start, one update per position, end (viser runs each callback)."""
-    handle = viewer.gizmo.handle
-
-    def fire(phase: str) -> None:
-        event = viser.TransformControlsEvent(client=None, client_id=None, target=handle, phase=phase)
-        for callback in list(handle._impl_aux.update_cb):
-            callback(event)
-
-    fire("start")
-    for p in positions:
-        handle._impl.position = np.asarray(p, dtype=float)
-        fire("update")
-    fire("end")
-
-
 def test_a_drag_beyond_the_region_is_bounded_with_a_message(start_g1, smoke_run: Path) -> None:  # noqa: F811
     viewer = start_g1(checkpoint=checkpoint_path(smoke_run, 0, "gradient"))
     region = viewer.region
@@ -109,7 +93,7 @@ def test_a_drag_beyond_the_region_is_bounded_with_a_message(start_g1, smoke_run:
     overhead = region.shoulder + [0.0, 0.0, 0.6]  # above the head
     for target in (beyond, overhead):
         start = region.point(0.38, -0.1, -0.2)
-        _drag(viewer, [start + (target - start) * t for t in np.linspace(0.1, 1.0, 8)])
+        drag(viewer, [start + (target - start) * t for t in np.linspace(0.1, 1.0, 8)])
         wait_until(lambda: not viewer.answers.signal.is_busy, 10, "the answer in flight")
         viewer.board.catch_up()  # the drag's last position, if offered while an answer was computed
         goal = np.array(viewer.board.current.p)

@@ -10,8 +10,7 @@ import threading
 import numpy as np
 import pytest
 import torch
-import viser
-from viewer_support import wait_until
+from viewer_support import drag, wait_until
 
 from app.grasp_yaw.inference import MethodResult
 from app.grasp_yaw.methods import BY_KEY, KEYS, SEARCH_KEYS
@@ -36,22 +35,6 @@ def run(tmp_path_factory):
     return folder
 
 
-def _drag(viewer: Viewer, positions: list[np.ndarray]) -> None:
-    """As a browser dragging the gizmo: start, one update per position, end."""
-    handle = viewer.gizmo.handle
-
-    def fire(phase: str) -> None:
-        event = viser.TransformControlsEvent(client=None, client_id=None, target=handle, phase=phase)
-        for callback in list(handle._impl_aux.update_cb):
-            callback(event)
-
-    fire("start")
-    for p in positions:
-        handle._impl.position = np.asarray(p, dtype=float)
-        fire("update")
-    fire("end")
-
-
 def _all_answered(viewer: Viewer) -> bool:
     current = viewer.board.current
     return (
@@ -66,7 +49,7 @@ def test_every_method_answers_a_dragged_target_as_the_experiment_does(start_view
     viewer = start_viewer(checkpoint=checkpoint_path(run, 0, "ik_trained"), train=False)
     wait_until(lambda: viewer.board.current.policy is not None, 60, "the loaded predictor's snapshot")
     final = np.array([0.52, -0.18, 0.14])
-    _drag(viewer, [np.array([0.45, 0.1, 0.1]), np.array([0.5, -0.1, 0.12]), final])
+    drag(viewer, [np.array([0.45, 0.1, 0.1]), np.array([0.5, -0.1, 0.12]), final])
     wait_until(
         lambda: _all_answered(viewer) and "Learned predictor vs teacher: yaw" in viewer.grasp.table.content,
         60,
