@@ -1,5 +1,5 @@
 """Compiled CPU kernels for the chain pass (FK + Jacobian, batch-last), the DLS step's products, the pose error and
-the closed-form backward passes, the fused DLS solve, the kinematic tree, the support polygon's hull and solve_qp:
+the closed-form backward passes, the fused DLS solve, the kinematic tree, the support polygon's hull, solve_qp and the whole-body layer's cascade steps:
 the C library built from ``csrc/`` (one unit per domain; ``csrc/kernels.h`` declares what it exports and
 ``signatures.py`` the same to ctypes).
 
@@ -11,7 +11,7 @@ It computes the same quantities from the same buffers; the tests compare the two
 
 The package: ``loader`` finds or builds the library (the installed one, a first-use build, or none: the torch
 ops) and decides, per call, whether a kernel may serve its tensors (``loader.compiled``); ``chain``, ``fused_ik``,
-``tree``, ``hull`` and ``qp`` bind each domain's kernels (one C unit each under ``csrc/``); ``kernel`` holds
+``tree``, ``hull``, ``qp`` and ``wholebody`` bind each domain's kernels (one C unit each under ``csrc/``); ``kernel`` holds
 ``Kernel``, the one dispatch point where the library's computations choose between these and their torch references;
 ``build`` compiles ``csrc/`` (at install, from ``setup.py``, and at first use).
 
@@ -28,10 +28,12 @@ from kinematics.native.hull import hull_edges
 from kinematics.native.loader import ENVIRONMENT, INSTALLED, disabled, library, library_file, library_path
 from kinematics.native.qp import qp_adjoint, qp_ipm, qp_polish
 from kinematics.native.tree import tree_com, tree_frame_jacobian, tree_frames, tree_nodes
+from kinematics.native.wholebody import StepPlan, wholebody_step
 
 __all__ = [
     "ENVIRONMENT",
     "INSTALLED",
+    "StepPlan",
     "chain_vjp",
     "disabled",
     "fk_jacobian",
@@ -54,4 +56,5 @@ __all__ = [
     "tree_frame_jacobian",
     "tree_frames",
     "tree_nodes",
+    "wholebody_step",
 ]

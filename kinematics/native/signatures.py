@@ -16,6 +16,9 @@ LONG, REAL = "long", "real"
 IN, OUT = "const real *", "real *"  # an array read, an array written
 INDEX, LONG_INDEX = "const long long *", "const long *"  # int64 arrays
 BYTES = "unsigned char *"  # a bool array written
+DOUBLES_IN = "const double *"  # a float64 array read, whatever real is
+INT8 = "signed char *"  # an int8 array written
+POINTERS = "const void * const *"  # an array of addresses
 VOID = "void"
 
 _ARGS_THEN = (LONG,) * 5 + (IN,)  # ik_*: (dof, n, threads, iterations, clamp, params)
@@ -47,6 +50,12 @@ KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     # g) -> 4 arrays, returning 0, or -1 without scratch
     "qp_polish": (VOID, (*(LONG,) * 8, *(IN,) * 15, *(OUT,) * 4)),
     "qp_adjoint": (LONG, (*(LONG,) * 7, *(IN,) * 7, *(OUT,) * 4)),
+    # wholebody_step.c: (n, threads, steps, plan, settings, arrays, targets, strides, q) -> q_next, dq, the levels'
+    # statuses, the active inequalities and bounds
+    "wholebody_step": (
+        LONG,
+        (LONG, LONG, LONG, INDEX, DOUBLES_IN, POINTERS, POINTERS, INDEX, IN, OUT, OUT, INT8, BYTES, INT8),
+    ),
 }
 # not per type: identity.c
 PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {"kinematics_native_source_hash": ("const char *", ())}

@@ -25,7 +25,8 @@ def _inf_norm(v: torch.Tensor) -> torch.Tensor:
     return v.abs().amax(-1) if v.shape[-1] else v.new_zeros(v.shape[:-1])
 
 
-def _prox(dtype: torch.dtype) -> float:
+def prox(dtype: torch.dtype) -> float:
+    """The interior point's proximal term on the Hessian's diagonal for problems of ``dtype``."""
     return 1e-10 if dtype == torch.float64 else 1e-6
 
 
@@ -39,7 +40,7 @@ def _ipm_reference(P, q, A, b, G, h, lb, ub, iterations: int, elastic: float):
     me, mi = A.shape[1], G.shape[1]
     dt = q.dtype
     d = elastic
-    prox = _prox(dt)
+    prox_term = prox(dt)
     fin_u, fin_l = torch.isfinite(ub).to(dt), torch.isfinite(lb).to(dt)
     ubf, lbf = torch.nan_to_num(ub, posinf=0.0, neginf=0.0), torch.nan_to_num(lb, posinf=0.0, neginf=0.0)
     count = (mi + fin_u.sum(-1) + fin_l.sum(-1)).clamp_min(1.0)
@@ -104,7 +105,7 @@ def _ipm_reference(P, q, A, b, G, h, lb, ub, iterations: int, elastic: float):
         Wu = fin_u * zu / (su + d * zu)
         Wl = fin_l * zl / (sl + d * zl)
         H = torch.baddbmm(P, G.mT * W[:, None, :], G)
-        H.diagonal(dim1=-2, dim2=-1).add_(Wu + Wl + prox)
+        H.diagonal(dim1=-2, dim2=-1).add_(Wu + Wl + prox_term)
         L, _ = torch.linalg.cholesky_ex(H, check_errors=False)
         if me:
             V = torch.linalg.solve_triangular(L, A.mT, upper=False)
@@ -346,7 +347,7 @@ def _qp_solve_cpu(P, q, A, b, G, h, lb, ub, guess, iterations, polish_steps, act
         if retry.numel() == 0:
             return first
         problem = tuple(t.index_select(0, retry) for t in problem)
-    interior = native.qp_ipm(*problem, iterations, elastic, _prox(q.dtype))
+    interior = native.qp_ipm(*problem, iterations, elastic, prox(q.dtype))
     second = None if interior is None else native.qp_polish(problem, interior[2:], polish_steps, *settings)
     if active_set_steps == 0 or second is None:
         return second

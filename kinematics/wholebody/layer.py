@@ -34,7 +34,8 @@ from kinematics.errors import (
     UnsupportedTransformError,
 )
 from kinematics.model.tree import KinematicTree
-from kinematics.wholebody.cascade import cascade_step
+from kinematics.wholebody import step_kernel, step_plan
+from kinematics.wholebody.cascade import CascadeStep, cascade_step
 from kinematics.wholebody.constraints.constraint import Constraint
 from kinematics.wholebody.tasks.task import Task
 
@@ -197,24 +198,36 @@ class WholeBodyIKLayer(nn.Module):
         targets: Mapping[str, torch.Tensor],
         *,
         prepared: Mapping[str, object] | None = None,
-    ):
+    ) -> tuple[torch.Tensor, CascadeStep]:
         """One cascade step at ``q`` ``(B, nq)`` (flat batch; targets flat too): ``(q_next, CascadeStep)``.
-        ``prepared``: ``prepare(targets)``, computed here when omitted."""
-        tree, cfg = self.tree, self.cfg
+        ``prepared``: ``prepare(targets)``, computed here when omitted. On the CPU one compiled call
+        (``step_kernel.CASCADE_STEPS``), where autograd records a graph the torch composition."""
         if prepared is None:
             prepared = self.prepare(targets)
-        state = tree.forward_kinematics(q, validate=False)
-        step = cascade_step(
-            tree, state, q, self.levels, self.constraints, {**targets, **prepared}, cfg.damping, cfg.qp_iterations,
-            cfg.qp_active_set_steps, qp_refinements=cfg.qp_refinements,
-        )  # fmt: skip
-        return tree.integrate(q, step.dq), step
+        return self._steps(q, targets, prepared, 1)
+
+    def _steps(self, q: torch.Tensor, targets, prepared, steps: int) -> tuple[torch.Tensor, CascadeStep]:
+        inputs = step_plan.kernel_inputs(self, targets, prepared)
+        q, dq, status, active_in, active_bounds = step_kernel.CASCADE_STEPS(step_kernel.key(self), q, inputs, steps)
+        return q, CascadeStep(dq, status, active_in, active_bounds)
+
+    def reference_steps(self, q: torch.Tensor, inputs: list[torch.Tensor], steps: int):
+        """``step_kernel.CASCADE_STEPS``' reference: ``steps`` steps of the torch composition from ``q`` for the
+        kernel's ``inputs`` (``step_plan.kernel_inputs``); the outputs as the kernel returns them."""
+        tree, cfg = self.tree, self.cfg
+        targets, prepared = step_plan.split_inputs(self, inputs)
+        step = None
+        for _ in range(steps):
+            state = tree.forward_kinematics(q, validate=False)
+            step = cascade_step(
+                tree, state, q, self.levels, self.constraints, {**targets, **prepared}, cfg.damping, cfg.qp_iterations,
+                cfg.qp_active_set_steps, qp_refinements=cfg.qp_refinements,
+            )  # fmt: skip
+            q = tree.integrate(q, step.dq)
+        return q, step.dq, step.level_status, step.active_inequalities, step.active_bounds
 
     def _iterate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor], iterations: int):
-        step, prepared = None, self.prepare(targets)
-        for _ in range(iterations):
-            q, step = self.step(q, targets, prepared=prepared)
-        return q, step
+        return self._steps(q, targets, self.prepare(targets), iterations)
 
     def forward(
         self, targets: Mapping[str, torch.Tensor], seed: torch.Tensor, *, iterations: int | None = None

@@ -24,6 +24,7 @@ class Constraint:
 
     needs_target = False
     target_shape: tuple[int, ...] = ()
+    prepared_size = 0  # how many tensors ``prepare`` returns (a tuple of them); 0: it prepares nothing
     frames: tuple[str, ...] = ()  # the tree's frames the constraint reads (the layer checks they exist when built)
 
     def __init__(self, name: str) -> None:
@@ -33,8 +34,9 @@ class Constraint:
 
     def prepare(self, tree: KinematicTree, targets: Mapping[str, torch.Tensor]) -> object | None:
         """What the constraint computes once per solve from the solve's (flat) targets, handed back to it as its
-        ``target`` at every step and in the evaluation; None (the default): nothing. Only a constraint that reads no
-        target of its own (``needs_target`` false) prepares."""
+        ``target`` at every step and in the evaluation: a tuple of ``prepared_size`` tensors (batch first), or None
+        (the default): nothing. Only a constraint that reads no target of its own (``needs_target`` false)
+        prepares."""
         return None
 
     def equality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear | None:

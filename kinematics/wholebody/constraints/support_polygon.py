@@ -94,6 +94,7 @@ class ComInSupportPolygon(Constraint):
         if total < 3 or any(c.ndim != 2 or c.shape[1] != 3 for c in self.soles.values()):
             raise ConfigError(f"{name}: needs at least 3 sole corners, each (x, y, z), got {total}")
         self.margin = margin
+        self.prepared_size = len(HullEdges._fields) if self.anchors else 0
         self.frames = tuple(self.soles)
         pairs = torch.tensor(list(combinations(range(total), 2)))
         self._first, self._second = pairs[:, 0].contiguous(), pairs[:, 1].contiguous()

@@ -1,0 +1,398 @@
+/* The whole-body layer's cascade step (kinematics.wholebody.step_kernel): `steps` strict-cascade steps in one call,
+   each the tree's pass, every task's and constraint's rows, each level's QP (active-set steps first, the interior
+   point and the polish on the rows they leave), the hand-over between levels and the integration, the same arithmetic
+   as the torch composition in kinematics.wholebody.cascade (its reference). The tree's pass and the task errors run in
+   REAL (the layer's dtype), the QPs in double, as there. ISO rounding (no contraction).
+
+   The batch is split once over `threads` OpenMP threads; each runs every step of its rows with its own scratch, so a
+   step is one parallel region whatever the number of levels. What the layer is made of comes as a plan built once per
+   layer (kinematics.wholebody.step_plan): int64 `plan` (a header, the frames read, the rows per level, a record per
+   block), double `settings` (the QP's settings, then each block's costs, gains, margins and limits), and `arrays`, the
+   tree's buffers and each frame's chain. Each target is read through `targets[i]`, the row b's at targets[i] + b *
+   strides[i] (0 for a target shared by the batch). */
+#ifndef REAL
+#define KINEMATICS_UNIT "wholebody_step.c"
+#include "per_type.h"
+#else
+
+#ifndef WHOLEBODY_STEP_LAYOUT
+#define WHOLEBODY_STEP_LAYOUT
+/* the plan's header */
+enum { WB_M, WB_NQ, WB_NV, WB_BASE_NV, WB_FLOATING, WB_LEVELS, WB_BLOCKS, WB_FRAMES, WB_ME, WB_MI, WB_QP_ITERATIONS,
+       WB_ACTIVE_SET_STEPS, WB_REFINEMENTS, WB_POLISH_STEPS, WB_COM, WB_HEADER = 16 };
+/* then per frame read (slot, chain length), then the rows of each level, then per block 8 entries: */
+enum { WB_TYPE, WB_LEVEL, WB_FRAME, WB_TARGET, WB_ROWS, WB_PARAM, WB_FIRST, WB_COUNT, WB_RECORD };
+enum { WB_FRAME_TASK, WB_COM_TASK, WB_POSTURE_TASK, WB_CONTACT, WB_SUPPORT_POLYGON, WB_CONFIGURATION_LIMIT,
+       WB_STEP_LIMIT };
+/* settings */
+enum { WB_DAMPING, WB_ELASTIC, WB_TOLERANCE, WB_INFEASIBILITY_TOLERANCE, WB_PROX, WB_SMALL_SIN_SQ, WB_NEAR_PI_COS,
+       WB_SETTINGS = 8 };
+/* arrays: the tree's buffers, then 5 per frame read (offset, ancestors, dofs, weights, revolute) */
+enum { WB_ORIGIN, WB_REVOLUTE, WB_MULTIPLIER, WB_OFFSET, WB_COLUMN, WB_PARENT, WB_MOMENT, WB_SUBTREE_MASS, WB_TOTAL,
+       WB_DOF, WB_LOWER, WB_UPPER, WB_ARRAYS };
+#define WB_TREE_TILE 32 /* TREE_TILE in tree.c: the Jacobian kernels' scratch per row */
+#define WB_INACTIVE 1e3 /* kinematics.wholebody.constraints.support_polygon.INACTIVE */
+#endif
+
+/* One row's configuration moved by dq (free_flyer.integrate on the base, a sum on the joints), in double. */
+static void KERNEL(wb_integrate)(long nq, long floating, const REAL *restrict q, const REAL *restrict dq,
+                                 REAL *restrict out) {
+    long joints = floating ? 7 : 0, tangent = floating ? 6 : 0;
+    if (floating) {
+        double qx = q[3], qy = q[4], qz = q[5], qw = q[6], wx = dq[3], wy = dq[4], wz = dq[5];
+        double vx = dq[0], vy = dq[1], vz = dq[2];
+        double t2 = wx * wx + wy * wy + wz * wz, t = sqrt(t2), b, c, hs, hc;
+        if (t < (sizeof(REAL) == 4 ? 0.2 : 1e-2)) {
+            b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0;
+            c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0;
+            hs = 0.5 - t2 / 48.0 + t2 * t2 / 3840.0;
+            hc = 1.0 - t2 / 8.0 + t2 * t2 / 384.0;
+        } else {
+            b = (1.0 - cos(t)) / (t * t);
+            c = (t - sin(t)) / (t * t * t);
+            hs = sin(0.5 * t) / t;
+            hc = cos(0.5 * t);
+        }
+        double ax = wy * vz - wz * vy, ay = wz * vx - wx * vz, az = wx * vy - wy * vx; /* w x v */
+        double sx = vx + b * ax + c * (wy * az - wz * ay), sy = vy + b * ay + c * (wz * ax - wx * az);
+        double sz = vz + b * az + c * (wx * ay - wy * ax);
+        double s = 2.0 / (qx * qx + qy * qy + qz * qz + qw * qw);
+        double xs = qx * s, ys = qy * s, zs = qz * s, wxs = qw * xs, wys = qw * ys, wzs = qw * zs;
+        double xx = qx * xs, xy = qx * ys, xz = qx * zs, yy = qy * ys, yz = qy * zs, zz = qz * zs;
+        out[0] = (REAL)(q[0] + ((1.0 - (yy + zz)) * sx + (xy - wzs) * sy + (xz + wys) * sz));
+        out[1] = (REAL)(q[1] + ((xy + wzs) * sx + (1.0 - (xx + zz)) * sy + (yz - wxs) * sz));
+        out[2] = (REAL)(q[2] + ((xz - wys) * sx + (yz + wxs) * sy + (1.0 - (xx + yy)) * sz));
+        double px = hs * wx, py = hs * wy, pz = hs * wz, pw = hc; /* q * exp(w) */
+        double nx = qw * px + qx * pw + qy * pz - qz * py, ny = qw * py - qx * pz + qy * pw + qz * px;
+        double nz = qw * pz + qx * py - qy * px + qz * pw, nw = qw * pw - qx * px - qy * py - qz * pz;
+        double norm = sqrt(nx * nx + ny * ny + nz * nz + nw * nw);
+        out[3] = (REAL)(nx / norm), out[4] = (REAL)(ny / norm), out[5] = (REAL)(nz / norm), out[6] = (REAL)(nw / norm);
+    }
+    for (long j = 0; j < nq - joints; j++) out[joints + j] = (REAL)(q[joints + j] + (double)dq[tangent + j]);
+}
+
+/* P += v v^T over v's nonzero entries (a posture row touches one), c -= v r. */
+static void KERNEL(wb_gram_row)(long nv, const double *restrict v, double r, long *restrict nz, double *restrict P,
+                                double *restrict c) {
+    long k = 0;
+    for (long i = 0; i < nv; i++)
+        if (v[i] != 0) nz[k++] = i;
+    for (long a = 0; a < k; a++) {
+        double va = v[nz[a]];
+        c[nz[a]] -= va * r;
+        for (long e = 0; e < k; e++) P[nz[a] * nv + nz[e]] += va * v[nz[e]];
+    }
+}
+
+/* The pose error (position, then log(R_target R^T)) of a reached pose (4 x 4, row-major) to a target one. */
+static void KERNEL(wb_pose_error)(const REAL *restrict target, const REAL *restrict pose, const double *settings,
+                                  REAL *restrict error) {
+    REAL tr[9], tp[3], r[9], p[3];
+    for (int i = 0; i < 3; i++) {
+        for (int j = 0; j < 3; j++) tr[3 * i + j] = target[4 * i + j], r[3 * i + j] = pose[4 * i + j];
+        tp[i] = target[4 * i + 3], p[i] = pose[4 * i + 3];
+    }
+    KERNEL(pose_error)(1, tr, tp, r, p, error, (REAL)settings[WB_SMALL_SIN_SQ], (REAL)settings[WB_NEAR_PI_COS]);
+}
+
+typedef struct {
+    REAL *nodes, *poses, *jacobians, *work, *com, *com_jacobian, *q;
+    double *A, *b, *G, *h, *lb, *ub, *J, *r, *P, *c, *dq, *Ak, *bk, *sol, *w, *flags, *rows, *guess, *previous;
+    double *retry_problem, *interior, *retry_out;
+    long *nonzero, *retry;
+} KERNEL(wb_scratch);
+
+/* A level's QP for rows [0, n): the active-set steps from `guess` (z, s, zu, su, zl, sl: 2 mi + 4 nv per row, or
+   none), then on the rows they leave the interior point and the polish, as kinematics.qp.kernels._qp_solve_cpu. */
+static void KERNEL(wb_level_qp)(long n, const long long *plan, const double *settings, long me, KERNEL(wb_scratch) *S) {
+    long nv = plan[WB_NV], mi = plan[WB_MI], N = nv + me + mi, F = mi + 2 * nv;
+    const double polish_params[3] = {settings[WB_ELASTIC], settings[WB_TOLERANCE], settings[WB_INFEASIBILITY_TOLERANCE]};
+    const double ipm_params[2] = {settings[WB_ELASTIC], settings[WB_PROX]};
+    long steps = plan[WB_ACTIVE_SET_STEPS], retries = 0;
+    if (steps > 0) {
+        double *g = S->guess;
+        qp_polish_double(n, 1, nv, me, mi, steps, plan[WB_REFINEMENTS], nv * nv, polish_params, S->P, S->c, S->Ak,
+                         S->bk, S->G, S->h, S->lb, S->ub, g, g + n * mi, g + 2 * n * mi, g + 2 * n * mi + n * nv,
+                         g + 2 * n * mi + 2 * n * nv, g + 2 * n * mi + 3 * n * nv, S->sol, S->w, S->flags, S->rows);
+        for (long i = 0; i < n; i++)
+            if (S->rows[4 * i] != 0) S->retry[retries++] = i;
+    } else {
+        for (long i = 0; i < n; i++) S->retry[retries++] = i;
+    }
+    if (retries == 0) return;
+    /* the rows left, gathered: P, c, A, b, G, h, lb, ub */
+    long sizes[8] = {nv * nv, nv, me * nv, me, mi * nv, mi, nv, nv};
+    const double *from[8] = {S->P, S->c, S->Ak, S->bk, S->G, S->h, S->lb, S->ub};
+    double *part[8], *at = S->retry_problem;
+    for (int k = 0; k < 8; k++) {
+        part[k] = at;
+        for (long i = 0; i < retries; i++)
+            for (long e = 0; e < sizes[k]; e++) at[i * sizes[k] + e] = from[k][S->retry[i] * sizes[k] + e];
+        at += retries * sizes[k];
+    }
+    long ipm_sizes[8] = {nv, me, mi, mi, nv, nv, nv, nv};
+    double *ipm[8];
+    at = S->interior;
+    for (int k = 0; k < 8; k++) ipm[k] = at, at += retries * ipm_sizes[k];
+    qp_ipm_double(retries, 1, nv, me, mi, plan[WB_QP_ITERATIONS], nv * nv, ipm_params, part[0], part[1], part[2],
+                  part[3], part[4], part[5], part[6], part[7], ipm[0], ipm[1], ipm[2], ipm[3], ipm[4], ipm[5], ipm[6],
+                  ipm[7]);
+    double *sol = S->retry_out, *w = sol + retries * N, *flags = w + retries * nv, *rows = flags + retries * F;
+    qp_polish_double(retries, 1, nv, me, mi, plan[WB_POLISH_STEPS], plan[WB_REFINEMENTS], nv * nv, polish_params,
+                     part[0], part[1], part[2], part[3], part[4], part[5], part[6], part[7], ipm[2], ipm[3], ipm[4],
+                     ipm[5], ipm[6], ipm[7], sol, w, flags, rows);
+    for (long i = 0; i < retries; i++) {
+        long r = S->retry[i];
+        for (long e = 0; e < N; e++) S->sol[r * N + e] = sol[i * N + e];
+        for (long e = 0; e < nv; e++) S->w[r * nv + e] = w[i * nv + e];
+        for (long e = 0; e < F; e++) S->flags[r * F + e] = flags[i * F + e];
+        for (long e = 0; e < 4; e++) S->rows[r * 4 + e] = rows[i * 4 + e];
+    }
+}
+
+/* The constraint rows and every level's weighted rows of row i (global row g) at the configuration of S->q. */
+static void KERNEL(wb_assemble)(long i, long g, long n, const long long *plan, const double *settings,
+                                const void *const *arrays, const void *const *targets, const long long *strides,
+                                KERNEL(wb_scratch) *S, long total_rows) {
+    long nv = plan[WB_NV], nq = plan[WB_NQ], base_nv = plan[WB_BASE_NV], base_nq = plan[WB_FLOATING] ? 7 : 0;
+    long me = plan[WB_ME], mi = plan[WB_MI], blocks = plan[WB_BLOCKS], frames = plan[WB_FRAMES];
+    long levels = plan[WB_LEVELS];
+    const long long *level_rows = plan + WB_HEADER + 2 * frames, *record = level_rows + levels;
+    const REAL *q = S->q + i * nq;
+    double *A = S->A + i * me * nv, *b = S->b + i * me, *G = S->G + i * mi * nv, *h = S->h + i * mi;
+    double *lb = S->lb + i * nv, *ub = S->ub + i * nv, *J = S->J + i * total_rows * nv, *r = S->r + i * total_rows;
+    long eq = 0, in = 0, level_start[64], level_fill[64];
+    for (long k = 0, start = 0; k < levels && k < 64; k++) level_start[k] = start, level_fill[k] = 0, start += level_rows[k];
+    for (long e = 0; e < me * nv; e++) A[e] = 0;
+    for (long e = 0; e < mi * nv; e++) G[e] = 0;
+    for (long e = 0; e < total_rows * nv; e++) J[e] = 0;
+    for (long e = 0; e < nv; e++) lb[e] = -INFINITY, ub[e] = INFINITY;
+    const REAL *com = S->com + i * 3, *com_jacobian = S->com_jacobian + i * 3 * nv;
+    for (long k = 0; k < blocks; k++, record += WB_RECORD) {
+        long type = record[WB_TYPE], f = record[WB_FRAME], t = record[WB_TARGET];
+        const double *param = settings + record[WB_PARAM];
+        const REAL *target = t >= 0 ? (const REAL *)targets[t] + g * strides[t] : 0;
+        const REAL *pose = f >= 0 ? S->poses + (f * n + i) * 16 : 0;
+        const REAL *jacobian = f >= 0 ? S->jacobians + (f * n + i) * 6 * nv : 0;
+        if (type == WB_FRAME_TASK || type == WB_COM_TASK || type == WB_POSTURE_TASK) {
+            long level = record[WB_LEVEL], first = record[WB_FIRST], count = record[WB_COUNT];
+            REAL error[6];
+            if (type == WB_FRAME_TASK) KERNEL(wb_pose_error)(target, pose, settings, error);
+            if (type == WB_COM_TASK)
+                for (int a = 0; a < 3; a++) error[a] = target[a] - com[a];
+            double gain = param[0];
+            for (long j = 0; j < count; j++) {
+                double cost = param[1 + j];
+                if (!(cost > 0)) continue; /* a row of zero cost asks nothing */
+                long row = level_start[level] + level_fill[level]++, src = first + j;
+                double *Jrow = J + row * nv;
+                if (type == WB_POSTURE_TASK) {
+                    Jrow[base_nv + j] = cost;
+                    r[row] = gain * cost * (double)(REAL)(target[j] - q[base_nq + j]);
+                } else {
+                    const REAL *from = type == WB_FRAME_TASK ? jacobian + src * nv : com_jacobian + src * nv;
+                    for (long e = 0; e < nv; e++) Jrow[e] = cost * (double)from[e];
+                    r[row] = gain * cost * (double)error[src];
+                }
+            }
+        } else if (type == WB_CONTACT) {
+            REAL error[6];
+            KERNEL(wb_pose_error)(target, pose, settings, error);
+            for (int a = 0; a < 6; a++, eq++) {
+                for (long e = 0; e < nv; e++) A[eq * nv + e] = (double)jacobian[a * nv + e];
+                b[eq] = (double)error[a];
+            }
+        } else if (type == WB_SUPPORT_POLYGON) {
+            const REAL *normal = (const REAL *)targets[t] + g * strides[t];
+            const REAL *offset = (const REAL *)targets[t + 1] + g * strides[t + 1];
+            const unsigned char *edge = (const unsigned char *)targets[t + 2] + g * strides[t + 2];
+            for (long j = 0; j < record[WB_ROWS]; j++, in++) {
+                if (!edge[j]) { h[in] = WB_INACTIVE; continue; }
+                REAL nx = normal[2 * j], ny = normal[2 * j + 1];
+                for (long e = 0; e < nv; e++) G[in * nv + e] = (double)(REAL)(nx * com_jacobian[e] + ny * com_jacobian[nv + e]);
+                h[in] = (double)(REAL)(offset[j] - (REAL)param[0] - (nx * com[0] + ny * com[1]));
+            }
+        } else if (type == WB_CONFIGURATION_LIMIT) {
+            const REAL *lower = arrays[WB_LOWER], *upper = arrays[WB_UPPER];
+            REAL gain = (REAL)param[0];
+            for (long j = 0; j < nv - base_nv; j++) {
+                double low = (double)(REAL)(gain * (lower[j] - q[base_nq + j]));
+                double high = (double)(REAL)(gain * (upper[j] - q[base_nq + j]));
+                lb[base_nv + j] = lb[base_nv + j] > low ? lb[base_nv + j] : low;
+                ub[base_nv + j] = ub[base_nv + j] < high ? ub[base_nv + j] : high;
+            }
+        } else if (type == WB_STEP_LIMIT) {
+            for (long e = 0; e < nv; e++) {
+                double limit = (double)(REAL)param[e];
+                lb[e] = lb[e] > -limit ? lb[e] : -limit;
+                ub[e] = ub[e] < limit ? ub[e] : limit;
+            }
+        }
+    }
+}
+
+/* `steps` cascade steps of rows [lo, hi): 0, or -1 where the scratch could not be allocated. */
+static long KERNEL(wb_rows)(long lo, long hi, long steps, const long long *plan, const double *settings,
+                            const void *const *arrays, const void *const *targets, const long long *strides,
+                            const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
+                            unsigned char *active_in, signed char *active_bounds) {
+    long n = hi - lo, m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV], base_nv = plan[WB_BASE_NV];
+    long floating = plan[WB_FLOATING], levels = plan[WB_LEVELS], frames = plan[WB_FRAMES], me = plan[WB_ME];
+    long mi = plan[WB_MI], F = mi + 2 * nv;
+    const long long *frame = plan + WB_HEADER, *level_rows = frame + 2 * frames;
+    long total_rows = 0, most_eq = me, largest_chain = 0;
+    for (long k = 0; k < levels; k++) total_rows += level_rows[k];
+    most_eq += total_rows; /* the last level's equalities: the constraints' and every level's above */
+    for (long f = 0; f < frames; f++) largest_chain = frame[2 * f + 1] > largest_chain ? frame[2 * f + 1] : largest_chain;
+    long N = nv + most_eq + mi;
+    KERNEL(wb_scratch) S;
+    size_t reals = (size_t)(m + 1) * 12 * n + (size_t)frames * n * (16 + 6 * nv) + (size_t)n * (3 + 3 * nv + nq) +
+                   (size_t)(6 * nv + 3 * nv + 3 * (m + 1) + 30) * WB_TREE_TILE;
+    size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv;
+    size_t per_row = (size_t)me * nv + me + (size_t)mi * nv + mi + 2 * nv /* A, b, G, h, lb, ub */
+                     + (size_t)total_rows * (nv + 1) + (size_t)nv * nv + 2 * nv  /* J, r, P, c, dq */
+                     + (size_t)most_eq * (nv + 1) + N + nv + 2 * F + 4          /* Ak, bk, sol, w, flags, previous, rows */
+                     + 2 * mi + 4 * nv + problem                                /* guess, the rows left */
+                     + nv + most_eq + 2 * mi + 4 * nv + N + nv + F + 4;         /* their interior point and polish */
+    size_t doubles = (size_t)n * per_row;
+    REAL *real_block = malloc(sizeof(REAL) * reals);
+    double *block = malloc(sizeof(double) * doubles);
+    long *longs = malloc(sizeof(long) * (nv + n + 1));
+    if (!real_block || !block || !longs) {
+        free(real_block), free(block), free(longs);
+        return -1;
+    }
+    REAL *at = real_block;
+    S.nodes = at, at += (m + 1) * 12 * n;
+    S.poses = at, at += frames * n * 16;
+    S.jacobians = at, at += frames * n * 6 * nv;
+    S.com = at, at += 3 * n;
+    S.com_jacobian = at, at += 3 * nv * n;
+    S.q = at, at += nq * n;
+    S.work = at;
+    double *d = block;
+    S.A = d, d += n * me * nv;
+    S.b = d, d += n * me;
+    S.G = d, d += n * mi * nv;
+    S.h = d, d += n * mi;
+    S.lb = d, d += n * nv;
+    S.ub = d, d += n * nv;
+    S.J = d, d += n * total_rows * nv;
+    S.r = d, d += n * total_rows;
+    S.P = d, d += n * nv * nv;
+    S.c = d, d += n * nv;
+    S.dq = d, d += n * nv;
+    S.Ak = d, d += n * most_eq * nv;
+    S.bk = d, d += n * most_eq;
+    S.sol = d, d += n * N;
+    S.w = d, d += n * nv;
+    S.flags = d, d += n * F;
+    S.previous = d, d += n * F;
+    S.rows = d, d += n * 4;
+    S.guess = d, d += n * (2 * mi + 4 * nv);
+    S.retry_problem = d, d += n * problem;
+    S.interior = d, d += n * (nv + most_eq + 2 * mi + 4 * nv);
+    S.retry_out = d;
+    S.nonzero = longs, S.retry = longs + nv;
+    signed char *status_here = status + lo * levels, *bounds_here = active_bounds + lo * nv;
+    unsigned char *in_here = active_in + lo * mi;
+    for (long e = 0; e < n * nq; e++) S.q[e] = q0[lo * nq + e];
+
+    for (long step = 0; step < steps; step++) {
+        /* the tree's pass, the frames read, the centre of mass */
+        KERNEL(tree_nodes)(m, n, floating, nq, S.q, arrays[WB_ORIGIN], arrays[WB_REVOLUTE], arrays[WB_MULTIPLIER],
+                           arrays[WB_OFFSET], arrays[WB_COLUMN], arrays[WB_PARENT], S.nodes);
+        for (long f = 0; f < frames; f++) {
+            const void *const *chain = arrays + WB_ARRAYS + 5 * f;
+            KERNEL(tree_frames)(1, n, 16, 16, 1, 4, S.nodes, chain[0], frame + 2 * f, S.poses + f * n * 16);
+            KERNEL(tree_frame_jacobian)(frame[2 * f + 1], n, frame[2 * f], nv, base_nv, 6 * nv, 1, S.nodes, chain[0],
+                                        chain[1], chain[2], chain[3], chain[4], S.work, S.jacobians + f * n * 6 * nv);
+        }
+        if (plan[WB_COM])
+            KERNEL(tree_com)(m, n, nv, base_nv, 3 * nv, 1, 3, 1, S.nodes, arrays[WB_MOMENT], arrays[WB_SUBTREE_MASS],
+                             arrays[WB_REVOLUTE], arrays[WB_MULTIPLIER], arrays[WB_TOTAL], arrays[WB_DOF],
+                             arrays[WB_PARENT], S.work, S.com, S.com_jacobian);
+        for (long i = 0; i < n; i++)
+            KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows);
+        /* the levels */
+        double damping_sq = settings[WB_DAMPING] * settings[WB_DAMPING];
+        for (long k = 0, start = 0, kept = 0; k < levels; start += level_rows[k], k++) {
+            long mk = level_rows[k], me_k = me + kept;
+            for (long i = 0; i < n; i++) {
+                double *P = S.P + i * nv * nv, *c = S.c + i * nv;
+                const double *J = S.J + (i * total_rows + start) * nv, *r = S.r + i * total_rows + start;
+                for (long e = 0; e < nv * nv; e++) P[e] = 0;
+                for (long e = 0; e < nv; e++) c[e] = 0;
+                for (long j = 0; j < mk; j++) KERNEL(wb_gram_row)(nv, J + j * nv, r[j], S.nonzero, P, c);
+                for (long e = 0; e < nv; e++) P[e * nv + e] += damping_sq;
+                double *Ak = S.Ak + i * me_k * nv, *bk = S.bk + i * me_k;
+                for (long e = 0; e < me * nv; e++) Ak[e] = S.A[i * me * nv + e];
+                for (long e = 0; e < me; e++) bk[e] = S.b[i * me + e];
+                /* what the levels above achieved: their rows at the step so far (dq) */
+                for (long j = 0; j < kept; j++) {
+                    const double *row = S.J + (i * total_rows + j) * nv;
+                    double value = 0;
+                    for (long e = 0; e < nv; e++) Ak[(me + j) * nv + e] = row[e], value += row[e] * S.dq[i * nv + e];
+                    bk[me + j] = value;
+                }
+                /* the active-set steps' start: the level above's active set, or the empty one */
+                double *g = S.guess;
+                for (long e = 0; e < mi; e++) {
+                    g[i * mi + e] = k ? S.previous[i * F + e] : 0;
+                    g[n * mi + i * mi + e] = 0.5;
+                }
+                for (long e = 0; e < nv; e++) {
+                    double bound = k ? S.previous[i * F + mi + e] - S.previous[i * F + mi + nv + e] : 0;
+                    g[2 * n * mi + i * nv + e] = bound > 0, g[2 * n * mi + n * nv + i * nv + e] = 0.5;
+                    g[2 * n * mi + 2 * n * nv + i * nv + e] = bound < 0, g[2 * n * mi + 3 * n * nv + i * nv + e] = 0.5;
+                }
+            }
+            KERNEL(wb_level_qp)(n, plan, settings, me_k, &S);
+            long Nk = nv + me_k + mi;
+            for (long i = 0; i < n; i++) {
+                const double *x = S.sol + i * Nk, *flags = S.flags + i * F, *lb = S.lb + i * nv, *ub = S.ub + i * nv;
+                double *dq = S.dq + i * nv, code = S.rows[4 * i];
+                int solved = code == 0;
+                if (k == 0 || solved) {
+                    for (long e = 0; e < nv; e++) {
+                        double v = x[e];
+                        if (k == 0 && !solved) { /* the least-violation step, inside the step's bounds */
+                            v = v > lb[e] ? v : lb[e];
+                            v = v < ub[e] ? v : ub[e];
+                        }
+                        dq[e] = v;
+                    }
+                    for (long e = 0; e < mi; e++) in_here[i * mi + e] = flags[e] > 0;
+                    for (long e = 0; e < nv; e++)
+                        bounds_here[i * nv + e] = (signed char)(flags[mi + e] - flags[mi + nv + e]);
+                }
+                status_here[i * levels + k] = (signed char)code;
+                for (long e = 0; e < F; e++) S.previous[i * F + e] = flags[e];
+            }
+            kept += mk;
+        }
+        for (long i = 0; i < n; i++) {
+            REAL *next = q_out + (lo + i) * nq, *step_dq = dq_out + (lo + i) * nv;
+            for (long e = 0; e < nv; e++) step_dq[e] = (REAL)S.dq[i * nv + e];
+            KERNEL(wb_integrate)(nq, floating, S.q + i * nq, step_dq, next);
+            for (long e = 0; e < nq; e++) S.q[i * nq + e] = next[e];
+        }
+    }
+    free(real_block), free(block), free(longs);
+    return 0;
+}
+
+DISPATCH long KERNEL(wholebody_step)(long n, long threads, long steps, const long long *restrict plan,
+                                     const double *restrict settings, const void *const *arrays,
+                                     const void *const *targets, const long long *restrict strides,
+                                     const REAL *restrict q, REAL *restrict q_next, REAL *restrict dq,
+                                     signed char *restrict status, unsigned char *restrict active_in,
+                                     signed char *restrict active_bounds) {
+    long result;
+    COUNTED_ROWS_IN_PARALLEL(result, n, threads, 8, KERNEL(wb_rows)(lo, hi, steps, plan, settings, arrays, targets,
+                                                                    strides, q, q_next, dq, status, active_in,
+                                                                    active_bounds));
+    return result;
+}
+
+#endif /* REAL */
