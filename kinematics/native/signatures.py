@@ -51,10 +51,10 @@ KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "qp_polish": (VOID, (*(LONG,) * 8, *(IN,) * 15, *(OUT,) * 4)),
     "qp_adjoint": (LONG, (*(LONG,) * 7, *(IN,) * 7, *(OUT,) * 4)),
     # wholebody_step.c: (n, threads, steps, plan, settings, arrays, targets, strides, q) -> q_next, dq, the levels'
-    # statuses, the active inequalities and bounds
+    # statuses, the active inequalities and bounds, the residuals and violations (NULL: none)
     "wholebody_step": (
         LONG,
-        (LONG, LONG, LONG, INDEX, DOUBLES_IN, POINTERS, POINTERS, INDEX, IN, OUT, OUT, INT8, BYTES, INT8),
+        (LONG, LONG, LONG, INDEX, DOUBLES_IN, POINTERS, POINTERS, INDEX, IN, OUT, OUT, INT8, BYTES, INT8, OUT, OUT),
     ),
 }
 # not per type: identity.c

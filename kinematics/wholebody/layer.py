@@ -204,16 +204,18 @@ class WholeBodyIKLayer(nn.Module):
         (``step_kernel.CASCADE_STEPS``), where autograd records a graph the torch composition."""
         if prepared is None:
             prepared = self.prepare(targets)
-        return self._steps(q, targets, prepared, 1)
+        return self._steps(q, targets, prepared, 1, False)[:2]
 
-    def _steps(self, q: torch.Tensor, targets, prepared, steps: int) -> tuple[torch.Tensor, CascadeStep]:
+    def _steps(self, q: torch.Tensor, targets, prepared, steps: int, evaluate: bool):
+        """``(q, CascadeStep, residuals, violations)`` after ``steps`` steps (``CASCADE_STEPS``)."""
         inputs = step_plan.kernel_inputs(self, targets, prepared)
-        q, dq, status, active_in, active_bounds = step_kernel.CASCADE_STEPS(step_kernel.key(self), q, inputs, steps)
-        return q, CascadeStep(dq, status, active_in, active_bounds)
+        out = step_kernel.CASCADE_STEPS(step_kernel.key(self), q, inputs, steps, evaluate)
+        return out[0], CascadeStep(*out[1:5]), out[5], out[6]
 
-    def reference_steps(self, q: torch.Tensor, inputs: list[torch.Tensor], steps: int):
+    def reference_steps(self, q: torch.Tensor, inputs: list[torch.Tensor], steps: int, evaluate: bool = False):
         """``step_kernel.CASCADE_STEPS``' reference: ``steps`` steps of the torch composition from ``q`` for the
-        kernel's ``inputs`` (``step_plan.kernel_inputs``); the outputs as the kernel returns them."""
+        kernel's ``inputs`` (``step_plan.kernel_inputs``) and, with ``evaluate``, every task's error and every
+        constraint's violation at the last configuration; the outputs as the kernel returns them."""
         tree, cfg = self.tree, self.cfg
         targets, prepared = step_plan.split_inputs(self, inputs)
         step = None
@@ -224,10 +226,21 @@ class WholeBodyIKLayer(nn.Module):
                 cfg.qp_active_set_steps, qp_refinements=cfg.qp_refinements,
             )  # fmt: skip
             q = tree.integrate(q, step.dq)
-        return q, step.dq, step.level_status, step.active_inequalities, step.active_bounds
+        residuals = violations = q.new_zeros(q.shape[0], 0)
+        if evaluate:
+            residuals, violations = self._evaluation(q, targets, prepared)
+        return q, step.dq, step.level_status, step.active_inequalities, step.active_bounds, residuals, violations
+
+    def _evaluation(self, q: torch.Tensor, targets, prepared) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every task's error ``(B, sum of sizes)`` and every constraint's violation ``(B, n_constraints)`` at ``q``."""
+        tree = self.tree
+        state = tree.forward_kinematics(q, validate=False)
+        residuals = torch.cat([task.error(tree, state, q, targets[name]) for name, task in self.tasks.items()], -1)
+        found = [c.violation(tree, state, q, prepared.get(c.name, targets.get(c.name))) for c in self.constraints]
+        return residuals, torch.stack(found, -1) if found else q.new_zeros(q.shape[0], 0)
 
     def _iterate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor], iterations: int):
-        return self._steps(q, targets, self.prepare(targets), iterations)
+        return self._steps(q, targets, self.prepare(targets), iterations, False)[:2]
 
     def forward(
         self, targets: Mapping[str, torch.Tensor], seed: torch.Tensor, *, iterations: int | None = None
@@ -261,31 +274,33 @@ class WholeBodyIKLayer(nn.Module):
             q = _ImplicitSolve.apply(self, names, iterations, q, *(flat[n] for n in names))
             with torch.no_grad():
                 _, step = self.step(q.detach(), {n: t.detach() for n, t in flat.items()})
-        else:
-            q, step = self._iterate(q, flat, iterations)
-        return self.evaluate(q, flat, step, batch)
+            return self.evaluate(q, flat, step, batch)
+        q, step, residuals, violations = self._steps(q, flat, self.prepare(flat), iterations, True)
+        return self._result(q, step, residuals, violations, batch)
 
     def evaluate(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor], step, batch: torch.Size):
-        tree, cfg = self.tree, self.cfg
-        state = tree.forward_kinematics(q, validate=False)
-        prepared = self.prepare(targets)
-        residuals, success, violations = {}, {}, {}
-        for name, task in self.tasks.items():
-            error = task.error(tree, state, q, targets[name])
-            residuals[name] = error.reshape(*batch, task.size)
+        """The result of a solve that reached ``q`` (flat) with the last ``step``, for the flat ``targets``."""
+        residuals, violations = self._evaluation(q, targets, self.prepare(targets))
+        return self._result(q, step, residuals, violations, batch)
+
+    def _result(self, q, step, residuals, violations, batch: torch.Size) -> WholeBodyIKResult:
+        """The result from the flat ``residuals`` (every task's error, in task order) and ``violations``."""
+        cfg = self.cfg
+        errors = residuals.split([task.size for task in self.tasks.values()], -1)
+        residual, success = {}, {}
+        for (name, task), error in zip(self.tasks.items(), errors, strict=True):
+            residual[name] = error.reshape(*batch, task.size)
             success[name] = task.succeeded(error, cfg.position_tolerance, cfg.rotation_tolerance).reshape(batch)
-        for constraint in self.constraints:
-            value = constraint.violation(tree, state, q, prepared.get(constraint.name, targets.get(constraint.name)))
-            violations[constraint.name] = value.reshape(batch)
+        violation = {c.name: v.reshape(batch) for c, v in zip(self.constraints, violations.unbind(-1), strict=True)}
 
         def shaped(x):
             return None if x is None else x.reshape(*batch, *x.shape[1:])
 
         return WholeBodyIKResult(
-            q=q.reshape(*batch, tree.nq),
-            residuals=residuals,
+            q=q.reshape(*batch, self.tree.nq),
+            residuals=residual,
             success=success,
-            violations=violations,
+            violations=violation,
             level_status=shaped(step.level_status),
             active_inequalities=shaped(step.active_inequalities),
             active_bounds=shaped(step.active_bounds),

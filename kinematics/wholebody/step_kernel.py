@@ -1,6 +1,7 @@
 """The whole-body layer's cascade steps as one ``Kernel`` (``CASCADE_STEPS``): ``steps`` steps ``q <- integrate(q,
 dq)`` of a layer from ``q`` ``(B, nq)``, returning the last configuration and the last step's ``dq``, level statuses,
-active inequalities and active bounds.
+active inequalities and active bounds and, when asked, the evaluation there (every task's residual, every
+constraint's violation).
 
 Its reference is the torch composition (``kinematics.wholebody.cascade.cascade_step`` and ``tree.integrate``, step
 after step), which every device, dtype, autograd (the unrolled and the implicit gradients) and ``torch.func`` use;
@@ -40,20 +41,22 @@ def plan_of(layer) -> native.StepPlan | None:
     return cached[1]
 
 
-def _reference(layer_key: int, q: torch.Tensor, inputs: list[torch.Tensor], steps: int):
-    return _LAYERS[layer_key].reference_steps(q, inputs, steps)
+def _reference(layer_key: int, q: torch.Tensor, inputs: list[torch.Tensor], steps: int, evaluate: bool):
+    return _LAYERS[layer_key].reference_steps(q, inputs, steps, evaluate)
 
 
-def _cpu(layer_key: int, q: torch.Tensor, inputs: list[torch.Tensor], steps: int):
+def _cpu(layer_key: int, q: torch.Tensor, inputs: list[torch.Tensor], steps: int, evaluate: bool):
     plan = plan_of(_LAYERS[layer_key])
-    return None if plan is None else native.wholebody_step(plan, q, inputs, steps)
+    return None if plan is None else native.wholebody_step(plan, q, inputs, steps, evaluate)
 
 
 # (q_next (B, nq), dq (B, nv), level_status (B, n_levels) int8, active_inequalities (B, m_in) bool, active_bounds
-# (B, nv) int8) after ``steps`` steps of the layer ``layer`` (``key``) from q, for its inputs (``step_plan.kernel_inputs``)
+# (B, nv) int8) after ``steps`` steps of the layer ``layer`` (``key``) from q, for its inputs (``step_plan.kernel_inputs``);
+# with ``evaluate`` the residuals (B, sum of the task sizes) and violations (B, n_constraints) at q_next, else (B, 0)
 CASCADE_STEPS = Kernel(
     "cascade_steps",
-    "(int layer, Tensor q, Tensor[] inputs, int steps) -> (Tensor, Tensor, Tensor, Tensor, Tensor)",
+    "(int layer, Tensor q, Tensor[] inputs, int steps, bool evaluate) -> "
+    "(Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)",
     _reference,
 )
 CASCADE_STEPS.implement("cpu", _cpu)

@@ -34,7 +34,7 @@ MAX_LEVELS = 64  # the kernel's bound on the levels of one layer
 
 # csrc/wholebody_step.c's block types, header and settings layout
 FRAME_TASK, COM_TASK, POSTURE_TASK, CONTACT, SUPPORT_POLYGON, CONFIGURATION_LIMIT, STEP_LIMIT = range(7)
-HEADER = 16
+HEADER = 18
 POLISH_STEPS = 2  # solve_qp's default, which the cascade keeps
 
 
@@ -141,10 +141,11 @@ def build(layer) -> StepPlan | None:
                  buffers[f"_frame{index}_weights"], buffers[f"_frame{index}_revolute"]]  # fmt: skip
     held = tuple(t.contiguous() for t in held)
     header = [0] * HEADER
-    header[:15] = [
+    residual_width = sum(task.size for task in layer.tasks.values())
+    header[:17] = [
         buffers["_node_origin34"].shape[0], tree.nq, tree.nv, tree.base_nv, int(tree.floating_base), len(layer.levels),
         len(records), len(frames), equalities, inequalities, cfg.qp_iterations, cfg.qp_active_set_steps,
-        cfg.qp_refinements, POLISH_STEPS, int(uses_com),
+        cfg.qp_refinements, POLISH_STEPS, int(uses_com), residual_width, len(layer.constraints),
     ]  # fmt: skip
     plan = torch.tensor(header + frame_entries + level_rows + [v for r in records for v in r], dtype=torch.int64)
     arrays = (ctypes.c_void_p * len(held))(*(t.data_ptr() for t in held))
@@ -158,6 +159,8 @@ def build(layer) -> StepPlan | None:
         nv=tree.nv,
         n_levels=len(layer.levels),
         n_inequalities=inequalities,
+        residual_width=residual_width,
+        n_constraints=len(layer.constraints),
     )
 
 

@@ -3,7 +3,7 @@ in the support polygon, one hand frame task, posture, joint and step limits; 35 
 pink's per-configuration solve loop on the closest problem pink can state.
 
 Measured per row: one cascade step (``WholeBodyIKLayer.step``: forward kinematics, the cascade, the integration;
-forward, and forward+backward), a solve of that one step through ``solve`` (the inputs checked and the result
+forward compiled and as the torch composition, and forward+backward), a solve of that one step through ``solve`` (the inputs checked and the result
 evaluated too), a full solve of ``iterations`` steps (forward; forward+backward unrolled; forward+backward
 implicit), and the peak resident memory of the implicit and unrolled backward at 16 and 128 iterations. pink's
 loop times ``pink.solve_ik`` alone, on a configuration whose kinematics pink computed once, before the loop.
@@ -18,7 +18,7 @@ import torch
 
 import assets
 from kinematics import KinematicTree
-from kinematics.wholebody import WholeBodyIKCfg, standing_problem
+from kinematics.wholebody import WholeBodyIKCfg, standing_problem, step_plan
 from learning.benchmark import contention, control_loop, peers
 from learning.benchmark.goals import goal, ratio
 from learning.benchmark.memory import hwm_supported, rss_peak_delta_hwm
@@ -31,7 +31,9 @@ HAND = "right_hand"
 METHODS = {
     "step": "WholeBodyIKLayer.step: one strict-cascade step (hand level, posture level; contacts, polygon, limits as "
     "constraints) of a flat batch: forward kinematics, the cascade's QPs, the integration; no graph",
-    "step+bwd": "the same step with autograd, then backward to the hand target",
+    "step.torch": "the same step as the torch composition (the compiled step's reference: what runs under autograd, "
+    "on other devices and for a layer the compiled plan does not encode)",
+    "step+bwd": "the same step with autograd (the torch composition), then backward to the hand target",
     "solve.1": "WholeBodyIKLayer.solve with one iteration: the step above, the inputs checked and the result evaluated "
     "(forward kinematics again, every task's residual and success, every constraint's violation), no graph",
     "solve": "a full solve of `iterations` steps, no graph",
@@ -74,8 +76,10 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
             layer.step(q, {**flat, HAND: hand})[0].sum().backward()
         return hand.grad
 
+    inputs = step_plan.kernel_inputs(layer, flat, layer.prepare(flat))
     fns = {
         "step": lambda: layer.step(q, flat),
+        "step.torch": lambda: layer.reference_steps(q, inputs, 1),
         "step+bwd": step_backward,
         "solve.1": lambda: layer.solve(targets, seed, iterations=1),
     }
@@ -251,7 +255,7 @@ def markdown(doc: dict) -> str:
     rows = []
     for batch in sorted({r["batch"] for r in doc["results"]}):
         pink = index.get((batch, "step", "pink.loop"))
-        for op in ("step", "step+bwd", "solve.1", "solve", "solve+bwd.unrolled", "solve+bwd.implicit"):
+        for op in ("step", "step.torch", "step+bwd", "solve.1", "solve", "solve+bwd.unrolled", "solve+bwd.implicit"):
             r = index.get((batch, op, "ours"))
             if r is None:
                 continue

@@ -120,15 +120,17 @@ long qp_adjoint_double(long nb, long threads, long n, long me, long mi, long ref
                        const double *params, const double *P_, const double *A_, const double *G_, const double *flags_,
                        const double *exact_, const double *g_, double *ls_, double *lx_, double *ly_, double *lz_);
 
-/* wholebody_step.c: `steps` cascade steps of the whole-body layer (kinematics.wholebody.step_kernel); returns 0, or -1
-   where its scratch could not be allocated */
+/* wholebody_step.c: `steps` cascade steps of the whole-body layer (kinematics.wholebody.step_kernel) and, where
+   residuals is not NULL, the evaluation at the last configuration; returns 0, or -1 where its scratch could not be
+   allocated */
 long wholebody_step_float(long n, long threads, long steps, const long long *plan, const double *settings,
                           const void *const *arrays, const void *const *targets, const long long *strides,
                           const float *q, float *q_next, float *dq, signed char *status,
-                          unsigned char *active_in, signed char *active_bounds);
+                          unsigned char *active_in, signed char *active_bounds, float *residuals, float *violations);
 long wholebody_step_double(long n, long threads, long steps, const long long *plan, const double *settings,
                            const void *const *arrays, const void *const *targets, const long long *strides,
                            const double *q, double *q_next, double *dq, signed char *status,
-                           unsigned char *active_in, signed char *active_bounds);
+                           unsigned char *active_in, signed char *active_bounds, double *residuals,
+                           double *violations);
 
 #endif

@@ -19,7 +19,7 @@
 #define WHOLEBODY_STEP_LAYOUT
 /* the plan's header */
 enum { WB_M, WB_NQ, WB_NV, WB_BASE_NV, WB_FLOATING, WB_LEVELS, WB_BLOCKS, WB_FRAMES, WB_ME, WB_MI, WB_QP_ITERATIONS,
-       WB_ACTIVE_SET_STEPS, WB_REFINEMENTS, WB_POLISH_STEPS, WB_COM, WB_HEADER = 16 };
+       WB_ACTIVE_SET_STEPS, WB_REFINEMENTS, WB_POLISH_STEPS, WB_COM, WB_RESIDUALS, WB_CONSTRAINTS, WB_HEADER = 18 };
 /* then per frame read (slot, chain length), then the rows of each level, then per block 8 entries: */
 enum { WB_TYPE, WB_LEVEL, WB_FRAME, WB_TARGET, WB_ROWS, WB_PARAM, WB_FIRST, WB_COUNT, WB_RECORD };
 enum { WB_FRAME_TASK, WB_COM_TASK, WB_POSTURE_TASK, WB_CONTACT, WB_SUPPORT_POLYGON, WB_CONFIGURATION_LIMIT,
@@ -231,11 +231,62 @@ static void KERNEL(wb_assemble)(long i, long g, long n, const long long *plan, c
     }
 }
 
+/* Row i's task residuals (each task's error, every row of it, in block order) and constraint violations (0 where it
+   holds) at the configuration of S->q, whose frames and centre of mass S holds: what the layer's evaluation reports. */
+static void KERNEL(wb_evaluate)(long i, long g, long n, const long long *plan, const double *settings,
+                                const void *const *arrays, const void *const *targets, const long long *strides,
+                                const KERNEL(wb_scratch) *S, REAL *restrict residual, REAL *restrict violation) {
+    long nq = plan[WB_NQ], base_nq = plan[WB_FLOATING] ? 7 : 0, blocks = plan[WB_BLOCKS];
+    long frames = plan[WB_FRAMES], levels = plan[WB_LEVELS], joints = nq - base_nq;
+    const long long *record = plan + WB_HEADER + 2 * frames + levels;
+    const REAL *q = S->q + i * nq, *com = S->com + i * 3;
+    for (long k = 0; k < blocks; k++, record += WB_RECORD) {
+        long type = record[WB_TYPE], f = record[WB_FRAME], t = record[WB_TARGET];
+        const REAL *target = t >= 0 ? (const REAL *)targets[t] + g * strides[t] : 0;
+        const REAL *pose = f >= 0 ? S->poses + (f * n + i) * 16 : 0;
+        REAL error[6];
+        if (type == WB_FRAME_TASK || type == WB_CONTACT) KERNEL(wb_pose_error)(target, pose, settings, error);
+        if (type == WB_FRAME_TASK) {
+            for (long j = 0; j < record[WB_COUNT]; j++) *residual++ = error[record[WB_FIRST] + j];
+        } else if (type == WB_COM_TASK) {
+            for (int a = 0; a < 3; a++) *residual++ = target[a] - com[a];
+        } else if (type == WB_POSTURE_TASK) {
+            for (long j = 0; j < joints; j++) *residual++ = target[j] - q[base_nq + j];
+        } else if (type == WB_CONTACT) {
+            REAL p = SQRT(error[0] * error[0] + error[1] * error[1] + error[2] * error[2]);
+            REAL r = SQRT(error[3] * error[3] + error[4] * error[4] + error[5] * error[5]);
+            *violation++ = p > r ? p : r;
+        } else if (type == WB_SUPPORT_POLYGON) {
+            const REAL *normal = (const REAL *)targets[t] + g * strides[t];
+            const REAL *offset = (const REAL *)targets[t + 1] + g * strides[t + 1];
+            const unsigned char *edge = (const unsigned char *)targets[t + 2] + g * strides[t + 2];
+            REAL outside = (REAL)-WB_INACTIVE;
+            for (long j = 0; j < record[WB_ROWS]; j++) {
+                REAL v = edge[j] ? (normal[2 * j] * com[0] + normal[2 * j + 1] * com[1]) - (offset[j] -
+                         (REAL)settings[record[WB_PARAM]]) : (REAL)-WB_INACTIVE;
+                outside = v > outside ? v : outside;
+            }
+            *violation++ = outside > 0 ? outside : 0;
+        } else if (type == WB_CONFIGURATION_LIMIT) {
+            const REAL *lower = arrays[WB_LOWER], *upper = arrays[WB_UPPER];
+            REAL worst = 0;
+            for (long j = 0; j < joints; j++) {
+                REAL below = lower[j] - q[base_nq + j], above = q[base_nq + j] - upper[j];
+                REAL v = below > above ? below : above;
+                worst = v > worst ? v : worst;
+            }
+            *violation++ = worst;
+        } else if (type == WB_STEP_LIMIT) {
+            *violation++ = 0;
+        }
+    }
+}
+
 /* `steps` cascade steps of rows [lo, hi): 0, or -1 where the scratch could not be allocated. */
 static long KERNEL(wb_rows)(long lo, long hi, long steps, const long long *plan, const double *settings,
                             const void *const *arrays, const void *const *targets, const long long *strides,
                             const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
-                            unsigned char *active_in, signed char *active_bounds) {
+                            unsigned char *active_in, signed char *active_bounds, REAL *residuals, REAL *violations) {
     long n = hi - lo, m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV], base_nv = plan[WB_BASE_NV];
     long floating = plan[WB_FLOATING], levels = plan[WB_LEVELS], frames = plan[WB_FRAMES], me = plan[WB_ME];
     long mi = plan[WB_MI], F = mi + 2 * nv;
@@ -378,6 +429,20 @@ static long KERNEL(wb_rows)(long lo, long hi, long steps, const long long *plan,
             for (long e = 0; e < nq; e++) S.q[i * nq + e] = next[e];
         }
     }
+    if (residuals) { /* the evaluation at the last configuration */
+        long width = plan[WB_RESIDUALS], count = plan[WB_CONSTRAINTS];
+        KERNEL(tree_nodes)(m, n, floating, nq, S.q, arrays[WB_ORIGIN], arrays[WB_REVOLUTE], arrays[WB_MULTIPLIER],
+                           arrays[WB_OFFSET], arrays[WB_COLUMN], arrays[WB_PARENT], S.nodes);
+        for (long f = 0; f < frames; f++)
+            KERNEL(tree_frames)(1, n, 16, 16, 1, 4, S.nodes, arrays[WB_ARRAYS + 5 * f], frame + 2 * f, S.poses + f * n * 16);
+        if (plan[WB_COM])
+            KERNEL(tree_com)(m, n, nv, base_nv, 3 * nv, 1, 3, 1, S.nodes, arrays[WB_MOMENT], arrays[WB_SUBTREE_MASS],
+                             arrays[WB_REVOLUTE], arrays[WB_MULTIPLIER], arrays[WB_TOTAL], arrays[WB_DOF],
+                             arrays[WB_PARENT], S.work, S.com, 0);
+        for (long i = 0; i < n; i++)
+            KERNEL(wb_evaluate)(i, lo + i, n, plan, settings, arrays, targets, strides, &S,
+                                residuals + (lo + i) * width, violations + (lo + i) * count);
+    }
     free(real_block), free(block), free(longs);
     return 0;
 }
@@ -387,11 +452,12 @@ DISPATCH long KERNEL(wholebody_step)(long n, long threads, long steps, const lon
                                      const void *const *targets, const long long *restrict strides,
                                      const REAL *restrict q, REAL *restrict q_next, REAL *restrict dq,
                                      signed char *restrict status, unsigned char *restrict active_in,
-                                     signed char *restrict active_bounds) {
+                                     signed char *restrict active_bounds, REAL *restrict residuals,
+                                     REAL *restrict violations) {
     long result;
     COUNTED_ROWS_IN_PARALLEL(result, n, threads, 8, KERNEL(wb_rows)(lo, hi, steps, plan, settings, arrays, targets,
                                                                     strides, q, q_next, dq, status, active_in,
-                                                                    active_bounds));
+                                                                    active_bounds, residuals, violations));
     return result;
 }
 

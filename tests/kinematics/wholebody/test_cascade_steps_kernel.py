@@ -79,20 +79,22 @@ def every_kind_targets(tree: KinematicTree, batch: int, seed: int, reach: float 
 
 
 def both_paths(layer, targets, q, steps):
-    """The compiled kernel's outputs and the reference's, for ``steps`` steps."""
+    """The compiled kernel's outputs and the reference's, for ``steps`` steps and the evaluation after them."""
     flat = layer._targets(targets, torch.Size([q.shape[0]]))
     inputs = step_plan.kernel_inputs(layer, flat, layer.prepare(flat))
     with torch.no_grad():
-        compiled = step_kernel._cpu(step_kernel.key(layer), q, inputs, steps)
-        reference = layer.reference_steps(q, inputs, steps)
+        compiled = step_kernel._cpu(step_kernel.key(layer), q, inputs, steps, True)
+        reference = layer.reference_steps(q, inputs, steps, True)
     assert compiled is not None, "the plan should encode this layer"
     return compiled, reference
 
 
 def assert_same(compiled, reference, atol: float) -> None:
-    q, dq, status, active_in, active_bounds = compiled
+    q, dq, status, active_in, active_bounds, residuals, violations = compiled
     torch.testing.assert_close(q, reference[0], atol=atol, rtol=0)
     torch.testing.assert_close(dq, reference[1], atol=atol, rtol=0)
+    torch.testing.assert_close(residuals, reference[5], atol=atol, rtol=0)
+    torch.testing.assert_close(violations, reference[6], atol=atol, rtol=0)
     assert torch.equal(status, reference[2])
     assert torch.equal(active_in, reference[3])
     assert torch.equal(active_bounds, reference[4])
@@ -206,3 +208,15 @@ def test_the_plan_follows_the_layers_dtype_and_settings() -> None:
     assert step_kernel.plan_of(layer) is not first
     layer.to(torch.float32)
     assert step_kernel.plan_of(layer).held[0].dtype is torch.float32
+
+
+def test_a_batch1_solve_runs_a_bounded_number_of_torch_ops(g1) -> None:
+    """The compiled path's Python side at batch 1: input checks, the polygon prepared once, one call for every step
+    and the evaluation after them, the result's views: 73 ops today (the torch composition: about 2,400 per step)."""
+    problem = standing_problem(g1, G1, cfg=WholeBodyIKCfg(iterations=16))
+    targets = {**problem.fixed_targets, "right_hand": g1.frame_pose(problem.q_stand, HAND)}
+    problem.layer.solve(targets, problem.q_stand)
+    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as profile:
+        problem.layer.solve(targets, problem.q_stand)
+    ops = [e for e in profile.events() if e.name.startswith("aten::") and e.cpu_parent is None]
+    assert len(ops) <= 80, sorted(e.name for e in ops)
