@@ -96,6 +96,9 @@ class ComInSupportPolygon(Constraint):
         self.margin = margin
         self.prepared_size = len(HullEdges._fields) if self.anchors else 0
         self.frames = tuple(self.soles)
+        self._corner_sole = torch.cat([torch.full((c.shape[0],), i) for i, c in enumerate(self.soles.values())])
+        self._homogeneous: dict = {}  # (dtype, device) -> the corners (k_total, 4) in homogeneous coordinates
+        self._owner: dict = {}  # (dtype, device) -> each corner's sole index
         pairs = torch.tensor(list(combinations(range(total), 2)))
         self._first, self._second = pairs[:, 0].contiguous(), pairs[:, 1].contiguous()
         self.size = total
@@ -105,11 +108,17 @@ class ComInSupportPolygon(Constraint):
         return self._ground_corners([tree.frame_pose(state, frame) for frame in self.soles])
 
     def _ground_corners(self, T_world_soles: Sequence[torch.Tensor]) -> torch.Tensor:
-        points = []
-        for corners, T_world_sole in zip(self.soles.values(), T_world_soles, strict=True):
-            local = corners.to(T_world_sole.dtype).to(T_world_sole.device)
-            points.append(local @ T_world_sole[..., :3, :3].transpose(-1, -2) + T_world_sole[..., None, :3, 3])
-        return torch.cat(points, -2)[..., :2]
+        """Every corner's world (x, y) ``(..., k_total, 2)`` from its sole's pose: the sole's top two rows applied to
+        the corner in homogeneous coordinates (a few ops whatever the number of soles)."""
+        T = torch.stack(torch.broadcast_tensors(*T_world_soles), -3)  # (..., soles, 4, 4)
+        key = (T.dtype, T.device)
+        if key not in self._homogeneous:
+            corners = torch.cat(list(self.soles.values()), 0)
+            ones = torch.ones(corners.shape[0], 1, dtype=torch.float64)
+            self._homogeneous[key] = torch.cat((corners, ones), 1).to(dtype=T.dtype, device=T.device)
+            self._owner[key] = self._corner_sole.to(T.device)
+        rows = T.index_select(-3, self._owner[key])[..., :2, :]  # (..., k_total, 2, 4): each corner's sole's
+        return (rows * self._homogeneous[key][:, None, :]).sum(-1)
 
     def edges(self, tree: KinematicTree, state: TreeState) -> HullEdges:
         """The hull's edges (``HullEdges``) of the corners where the soles are at ``state``."""
