@@ -11,15 +11,15 @@ answers under its lock, so an answer is drawn only while its question is current
 the ``Supervisor``; the trainer is a ``TrainerWorker`` with its ``TrainingPanel``. Locks, outermost first:
 ``QuestionBoard.lock`` -> ``G1Viewer._results_lock``.
 
-The trainer takes turns with the answers under one lock, answers first (as in the Franka scene): beside
-them, two threads of small torch ops on 2 cores slow each about 2.5-fold. A step is long even at the live trainer's
-``LIVE_BATCH`` goals (about 0.5 s: the solve is op overhead, not arithmetic), too long for an answer to wait for, so
-the trainer starts no step until the goal has rested ``TRAINER_QUIET_S`` and the per-goal optimisation (beside, off
-the lock; abandoned between its steps when the goal moves) is done: it trains while the page is idle, and a drag
-that starts during a step waits for that one step. It trains on a loaded run's train and validation splits; without
-a run, on a smaller sample drawn the same way (``live_goals``: about 6 s on one core), drawn at startup on a thread
-of its own, off the lock (the first answers come beside it, slower, rather than after it), and the trainer starts
-once they are drawn.
+The trainer steps beside the answers, not in turns with them. An answer is the whole-body layer's compiled solve
+(one native call per chunk of steps, the GIL released while it runs; about 10 ms for the fast methods' rows), and
+beside a trainer step it takes about 25 ms: taking turns under one lock made a goal that landed during a step wait
+for the step (about 0.9 s at ``LIVE_BATCH`` goals: the training solve records a graph, so it is the torch
+composition). The trainer still starts no step while an answer is pending, the goal has moved within
+``TRAINER_QUIET_S`` or the per-goal optimisation (beside it; abandoned between its steps when the goal moves) runs:
+it trains while the page is idle. It trains on a loaded run's train and validation splits; without a run, on a
+smaller sample drawn the same way (``live_goals``: about 6 s on one core), drawn at startup on a thread of its own
+(the first answers come beside it), and the trainer starts once they are drawn.
 """
 
 from __future__ import annotations
@@ -167,7 +167,6 @@ class G1Viewer:
         if initial_policy is not None:
             first = first.with_snapshot(POLICY, 0, initial_policy)
         self.board = QuestionBoard(first, self._question_changed)
-        answers_core = threading.Lock()  # the answers and the trainer take turns (answers first)
         self.answers = BodyWorker(
             self.board.fast,
             BodySolver(self.cfg),
@@ -175,7 +174,6 @@ class G1Viewer:
             self.supervisor,
             trained=self.trained,
             after=self.board.catch_up,
-            exclusive=answers_core,
         )
         self.online = OnlineWorker(self.board.search, BodySolver(self.cfg), self._draw_online, self.supervisor)
         initial_state = [initial_policy.state_dict()] if initial_policy is not None else []
@@ -199,7 +197,6 @@ class G1Viewer:
             validate_every=self.cfg.train.validate_every,
             running=config.train and initial_policy is None,
             wait_turn=self._answers_first,
-            exclusive=answers_core,
         )
         self.training = TrainingPanel(self.server, self.trainer, "Counterweight policy (live)", log_loss=True)
         self.metrics = CounterweightMetricsPanel(self.server, run, self.supervisor)

@@ -10,10 +10,9 @@ last answer drawn (a new snapshot of the gradient policy) gets no moving answer:
 answer is not for it yet are solved, by the full solve, at once (a new snapshot re-answers the policy alone; reach
 only and a run's policies, which do not depend on it, keep their answers). So an untouched goal is answered once
 per method and snapshot, always the same way. Both answers go through the board's gate: one
-for a question that has changed is discarded, never drawn. Each answer is computed and drawn holding ``exclusive``,
-the lock the live trainer steps under (as the Franka scene's inference worker shares one with its
-trainers): two threads of small torch ops on 2 cores slow each other about 2.5-fold, so they take turns. Failures
-are caught, counted and shown by the ``Supervisor`` under ``PART``; the worker goes on.
+for a question that has changed is discarded, never drawn. An answer is computed beside a live trainer's step, not
+after it: its solves are the whole-body layer's compiled calls, which hold no lock and release the GIL while they
+run. Failures are caught, counted and shown by the ``Supervisor`` under ``PART``; the worker goes on.
 """
 
 from __future__ import annotations
@@ -61,7 +60,6 @@ class BodyWorker:
         trained: a loaded run's other policies by method key (fixed: they never change while the scene runs).
         after: called whenever the worker becomes idle (the board adopts what was offered meanwhile).
         settle_s: how long the goal must rest before the full solve.
-        exclusive: held while computing and drawing an answer; the trainer holds it while stepping.
     """
 
     PART = "body answers"
@@ -75,12 +73,10 @@ class BodyWorker:
         trained: Mapping[str, nn.Module] | None = None,
         after: Callable[[], None] = lambda: None,
         settle_s: float = 0.3,
-        exclusive: threading.Lock | None = None,
     ) -> None:
         self.gate, self.solver, self._draw, self._supervisor = gate, solver, draw, supervisor
         self.trained = dict(trained or {})
         self._after, self.settle_s = after, settle_s
-        self._exclusive = exclusive if exclusive is not None else threading.Lock()
         self.signal = BusySignal()
         self.abandoned = 0  # full solves given up because their question changed
         self._previous: dict[str, torch.Tensor] = {}  # method key -> the pose of its last answer (warm start)
@@ -97,12 +93,11 @@ class BodyWorker:
             rest_now = goal == self._drawn_goal  # not moved: only the answers it lacks, by the full solve
             if not rest_now:
                 with self.signal.busy(), self._supervisor.guard(self.PART, f"answering goal {goal} (moving)"):
-                    with self._exclusive:
-                        rest_now = not self.answer_moving(request)
+                    rest_now = not self.answer_moving(request)
                 with self._supervisor.guard(self.PART, "the work after an answer"):
                     self._after()
             if rest_now or not self.gate.wait_newer(request.generation, self.settle_s):
-                with self._supervisor.guard(self.PART, f"answering goal {goal} (rested)"), self._exclusive:
+                with self._supervisor.guard(self.PART, f"answering goal {goal} (rested)"):
                     self.answer_rested(request)
                 with self._supervisor.guard(self.PART, "the work after an answer"):
                     self._after()

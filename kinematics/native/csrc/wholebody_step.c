@@ -32,6 +32,7 @@ enum { WB_ORIGIN, WB_REVOLUTE, WB_MULTIPLIER, WB_OFFSET, WB_COLUMN, WB_PARENT, W
        WB_DOF, WB_LOWER, WB_UPPER, WB_ARRAYS };
 #define WB_TREE_TILE 32 /* TREE_TILE in tree.c: the Jacobian kernels' scratch per row */
 #define WB_INACTIVE 1e3 /* kinematics.wholebody.constraints.support_polygon.INACTIVE */
+#define WB_CHUNK 32     /* rows per chunk of a thread's share (wb_rows) */
 #endif
 
 /* One row's configuration moved by dq (free_flyer.integrate on the base, a sum on the joints), in double. */
@@ -282,8 +283,9 @@ static void KERNEL(wb_evaluate)(long i, long g, long n, const long long *plan, c
     }
 }
 
-/* `steps` cascade steps of rows [lo, hi): 0, or -1 where the scratch could not be allocated. */
-static long KERNEL(wb_rows)(long lo, long hi, long steps, const long long *plan, const double *settings,
+/* `steps` cascade steps of rows [lo, hi), at most WB_CHUNK of them (their scratch: about 70 KB a row for the G1): 0, or
+   -1 where the scratch could not be allocated. */
+static long KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan, const double *settings,
                             const void *const *arrays, const void *const *targets, const long long *strides,
                             const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
                             unsigned char *active_in, signed char *active_bounds, REAL *residuals, REAL *violations) {
@@ -444,6 +446,21 @@ static long KERNEL(wb_rows)(long lo, long hi, long steps, const long long *plan,
                                 residuals + (lo + i) * width, violations + (lo + i) * count);
     }
     free(real_block), free(block), free(longs);
+    return 0;
+}
+
+/* Rows [lo, hi) a chunk at a time: the rows are independent, every step of theirs included, so a chunk's scratch
+   bounds the memory whatever the batch and stays in cache between its steps. */
+static long KERNEL(wb_rows)(long lo, long hi, long steps, const long long *plan, const double *settings,
+                            const void *const *arrays, const void *const *targets, const long long *strides,
+                            const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
+                            unsigned char *active_in, signed char *active_bounds, REAL *residuals, REAL *violations) {
+    for (long start = lo; start < hi; start += WB_CHUNK) {
+        long end = hi - start < WB_CHUNK ? hi : start + WB_CHUNK;
+        if (KERNEL(wb_chunk)(start, end, steps, plan, settings, arrays, targets, strides, q0, q_out, dq_out, status,
+                             active_in, active_bounds, residuals, violations) < 0)
+            return -1;
+    }
     return 0;
 }
 
