@@ -283,38 +283,41 @@ static void KERNEL(wb_evaluate)(long i, long g, long n, const long long *plan, c
     }
 }
 
-/* `steps` cascade steps of rows [lo, hi), at most WB_CHUNK of them (their scratch: about 70 KB a row for the G1): 0, or
-   -1 where the scratch could not be allocated. */
-static long KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan, const double *settings,
-                            const void *const *arrays, const void *const *targets, const long long *strides,
-                            const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
-                            unsigned char *active_in, signed char *active_bounds, REAL *residuals, REAL *violations) {
-    long n = hi - lo, m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV], base_nv = plan[WB_BASE_NV];
-    long floating = plan[WB_FLOATING], levels = plan[WB_LEVELS], frames = plan[WB_FRAMES], me = plan[WB_ME];
-    long mi = plan[WB_MI], F = mi + 2 * nv;
-    const long long *frame = plan + WB_HEADER, *level_rows = frame + 2 * frames;
-    long total_rows = 0, most_eq = me, largest_chain = 0;
+/* The scratch of n rows: counts of REAL, double and long values (about 70 KB a row for the G1). */
+static void KERNEL(wb_sizes)(const long long *plan, long n, size_t *reals, size_t *doubles, size_t *longs) {
+    long m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV], levels = plan[WB_LEVELS], frames = plan[WB_FRAMES];
+    long me = plan[WB_ME], mi = plan[WB_MI], F = mi + 2 * nv, total_rows = 0;
+    const long long *level_rows = plan + WB_HEADER + 2 * frames;
     for (long k = 0; k < levels; k++) total_rows += level_rows[k];
-    most_eq += total_rows; /* the last level's equalities: the constraints' and every level's above */
-    for (long f = 0; f < frames; f++) largest_chain = frame[2 * f + 1] > largest_chain ? frame[2 * f + 1] : largest_chain;
-    long N = nv + most_eq + mi;
-    KERNEL(wb_scratch) S;
-    size_t reals = (size_t)(m + 1) * 12 * n + (size_t)frames * n * (16 + 6 * nv) + (size_t)n * (3 + 3 * nv + nq) +
-                   (size_t)(6 * nv + 3 * nv + 3 * (m + 1) + 30) * WB_TREE_TILE;
+    long most_eq = me + total_rows, N = nv + most_eq + mi;
+    *reals = (size_t)(m + 1) * 12 * n + (size_t)frames * n * (16 + 6 * nv) + (size_t)n * (3 + 3 * nv + nq) +
+             (size_t)(6 * nv + 3 * nv + 3 * (m + 1) + 30) * WB_TREE_TILE;
     size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv;
     size_t per_row = (size_t)me * nv + me + (size_t)mi * nv + mi + 2 * nv /* A, b, G, h, lb, ub */
                      + (size_t)total_rows * (nv + 1) + (size_t)nv * nv + 2 * nv  /* J, r, P, c, dq */
                      + (size_t)most_eq * (nv + 1) + N + nv + 2 * F + 4          /* Ak, bk, sol, w, flags, previous, rows */
                      + 2 * mi + 4 * nv + problem                                /* guess, the rows left */
                      + nv + most_eq + 2 * mi + 4 * nv + N + nv + F + 4;         /* their interior point and polish */
-    size_t doubles = (size_t)n * per_row;
-    REAL *real_block = malloc(sizeof(REAL) * reals);
-    double *block = malloc(sizeof(double) * doubles);
-    long *longs = malloc(sizeof(long) * (nv + n + 1));
-    if (!real_block || !block || !longs) {
-        free(real_block), free(block), free(longs);
-        return -1;
-    }
+    *doubles = (size_t)n * per_row;
+    *longs = (size_t)nv + n + 1;
+}
+
+/* `steps` cascade steps of rows [lo, hi), in the scratch wb_sizes counts for hi - lo rows (or more). */
+static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan, const double *settings,
+                             const void *const *arrays, const void *const *targets, const long long *strides,
+                             const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
+                             unsigned char *active_in, signed char *active_bounds, REAL *residuals, REAL *violations,
+                             REAL *real_block, double *block, long *longs) {
+    long n = hi - lo, m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV], base_nv = plan[WB_BASE_NV];
+    long floating = plan[WB_FLOATING], levels = plan[WB_LEVELS], frames = plan[WB_FRAMES], me = plan[WB_ME];
+    long mi = plan[WB_MI], F = mi + 2 * nv;
+    const long long *frame = plan + WB_HEADER, *level_rows = frame + 2 * frames;
+    long total_rows = 0;
+    for (long k = 0; k < levels; k++) total_rows += level_rows[k];
+    long most_eq = me + total_rows; /* the last level's equalities: the constraints' and every level's above */
+    long N = nv + most_eq + mi;
+    size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv;
+    KERNEL(wb_scratch) S;
     REAL *at = real_block;
     S.nodes = at, at += (m + 1) * 12 * n;
     S.poses = at, at += frames * n * 16;
@@ -445,25 +448,12 @@ static long KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
             KERNEL(wb_evaluate)(i, lo + i, n, plan, settings, arrays, targets, strides, &S,
                                 residuals + (lo + i) * width, violations + (lo + i) * count);
     }
-    free(real_block), free(block), free(longs);
-    return 0;
 }
 
-/* Rows [lo, hi) a chunk at a time: the rows are independent, every step of theirs included, so a chunk's scratch
-   bounds the memory whatever the batch and stays in cache between its steps. */
-static long KERNEL(wb_rows)(long lo, long hi, long steps, const long long *plan, const double *settings,
-                            const void *const *arrays, const void *const *targets, const long long *strides,
-                            const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
-                            unsigned char *active_in, signed char *active_bounds, REAL *residuals, REAL *violations) {
-    for (long start = lo; start < hi; start += WB_CHUNK) {
-        long end = hi - start < WB_CHUNK ? hi : start + WB_CHUNK;
-        if (KERNEL(wb_chunk)(start, end, steps, plan, settings, arrays, targets, strides, q0, q_out, dq_out, status,
-                             active_in, active_bounds, residuals, violations) < 0)
-            return -1;
-    }
-    return 0;
-}
-
+/* The batch in chunks of WB_CHUNK rows, each thread taking the next chunk when it is done with its last: the rows are
+   independent, every step of theirs included, so a chunk's scratch (taken once per thread) bounds the memory whatever
+   the batch and stays in cache between its steps, and a thread slowed by another process on its core takes fewer
+   chunks instead of holding the others up. Returns 0, or -1 where a thread could not allocate its scratch. */
 DISPATCH long KERNEL(wholebody_step)(long n, long threads, long steps, const long long *restrict plan,
                                      const double *restrict settings, const void *const *arrays,
                                      const void *const *targets, const long long *restrict strides,
@@ -471,11 +461,36 @@ DISPATCH long KERNEL(wholebody_step)(long n, long threads, long steps, const lon
                                      signed char *restrict status, unsigned char *restrict active_in,
                                      signed char *restrict active_bounds, REAL *restrict residuals,
                                      REAL *restrict violations) {
-    long result;
-    COUNTED_ROWS_IN_PARALLEL(result, n, threads, 8, KERNEL(wb_rows)(lo, hi, steps, plan, settings, arrays, targets,
-                                                                    strides, q, q_next, dq, status, active_in,
-                                                                    active_bounds, residuals, violations));
-    return result;
+    long chunks = (n + WB_CHUNK - 1) / WB_CHUNK, next = 0, failed = 0;
+    long team = threads < chunks ? threads : chunks;
+    (void)team; /* without OpenMP: one thread */
+    size_t reals, doubles, longs;
+    KERNEL(wb_sizes)(plan, n < WB_CHUNK ? n : WB_CHUNK, &reals, &doubles, &longs);
+#ifdef _OPENMP
+#pragma omp parallel num_threads(team > 1 ? team : 1)
+#endif
+    {
+        REAL *real_block = malloc(sizeof(REAL) * reals);
+        double *block = malloc(sizeof(double) * doubles);
+        long *long_block = malloc(sizeof(long) * longs);
+        if (!real_block || !block || !long_block) {
+            ATOMIC_WRITE failed = 1;
+        } else {
+            for (;;) {
+                long chunk;
+#ifdef _OPENMP
+#pragma omp atomic capture
+#endif
+                chunk = next++;
+                if (chunk >= chunks) break;
+                long lo = chunk * WB_CHUNK, hi = lo + WB_CHUNK < n ? lo + WB_CHUNK : n;
+                KERNEL(wb_chunk)(lo, hi, steps, plan, settings, arrays, targets, strides, q, q_next, dq, status,
+                                 active_in, active_bounds, residuals, violations, real_block, block, long_block);
+            }
+        }
+        free(real_block), free(block), free(long_block);
+    }
+    return failed ? -1 : 0;
 }
 
 #endif /* REAL */
