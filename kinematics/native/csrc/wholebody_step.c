@@ -4,8 +4,9 @@
    as the torch composition in kinematics.wholebody.cascade (its reference). The tree's pass and the task errors run in
    REAL (the layer's dtype), the QPs in double, as there. ISO rounding (no contraction).
 
-   The batch is split once over `threads` OpenMP threads; each runs every step of its rows with its own scratch, so a
-   step is one parallel region whatever the number of levels. What the layer is made of comes as a plan built once per
+   The batch goes in chunks of WB_CHUNK rows to `threads` OpenMP threads, each taking the next chunk when done and
+   running every step of it in its own scratch: one parallel region per call, whatever the numbers of steps and
+   levels. What the layer is made of comes as a plan built once per
    layer (kinematics.wholebody.step_plan): int64 `plan` (a header, the frames read, the rows per level, a record per
    block), double `settings` (the QP's settings, then each block's costs, gains, margins and limits), and `arrays`, the
    tree's buffers and each frame's chain. Each target is read through `targets[i]`, the row b's at targets[i] + b *
