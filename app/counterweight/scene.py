@@ -357,6 +357,8 @@ class G1Viewer:
         deadline = time.monotonic() + TRAINER_WAIT_S
 
         def waiting() -> bool:
+            if self.trainer.closing:
+                return False
             moving = time.monotonic() - self._goal_moved_at < TRAINER_QUIET_S
             busy = self.answers.signal.is_busy or self.online.signal.is_busy
             return self.board.fast.untaken or busy or moving

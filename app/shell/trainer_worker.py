@@ -67,7 +67,8 @@ class TrainerWorker:
         seed: of the first trainer; each Reset takes the next one, so it starts from new random weights.
         snapshot_every, validate_every: in trainer steps.
         running: start stepping at once.
-        wait_turn: called before every step; blocks while interactive work has priority.
+        wait_turn: called before every step; blocks while interactive work has priority, and returns once the worker
+            is ``closing``.
         exclusive: held while building and stepping; trainers that share one take turns (one core between them).
     """
 
@@ -129,7 +130,14 @@ class TrainerWorker:
             self._reset_pending = True
             self._cond.notify_all()
 
+    @property
+    def closing(self) -> bool:
+        """Whether ``close`` was called: a ``wait_turn`` that blocks returns when it turns true (no step starts
+        after it)."""
+        return self._closed
+
     def close(self, timeout: float = 5.0) -> None:
+        """Stop the thread: a step in progress ends, none starts after it (``wait_turn`` sees ``closing``)."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
@@ -202,6 +210,8 @@ class TrainerWorker:
             raise RuntimeError("no trainer (its construction failed); press Reset")
         if self._wait_turn is not None:
             self._wait_turn()
+        if self._closed:  # closed while waiting for its turn: the step would run after close() returned
+            return
         with self._exclusive:
             start = time.perf_counter()
             trainer.step()

@@ -331,6 +331,34 @@ def test_callback_failures_of_the_trainer_are_shown_and_training_goes_on() -> No
     assert supervisor.failures(TrainerWorker.CALLBACKS) >= 4
 
 
+def test_a_trainer_closed_while_waiting_for_its_turn_never_steps_after_close() -> None:
+    """``close`` while ``wait_turn`` blocks: the wait sees ``closing`` and returns, no step runs after ``close``
+    returned, and the thread has ended (a step running at interpreter exit aborted the process)."""
+    supervisor = Supervisor(lambda key, message: None)
+    waiting, stepped_after_close = threading.Event(), []
+    worker: TrainerWorker | None = None
+
+    class _Trainer(_RacyTrainer):
+        def step(self) -> float:
+            if worker.closing:
+                stepped_after_close.append(self.step_count)
+            return super().step()
+
+    def wait_turn() -> None:
+        waiting.set()
+        while not worker.closing:  # interactive work that never ends, as a drag that never pauses
+            time.sleep(0.001)
+
+    worker = TrainerWorker(_Trainer, lambda v, p: None, lambda s: None, supervisor, wait_turn=wait_turn)
+    worker.start_thread()
+    assert waiting.wait(10)
+    started = time.monotonic()
+    worker.close()
+    assert time.monotonic() - started < 1.0
+    assert not worker._thread.is_alive()
+    assert stepped_after_close == []
+
+
 @pytest.mark.parametrize(
     ("argument", "says"),
     [
