@@ -104,6 +104,27 @@ typedef struct {
     long *nonzero, *retry;
 } KERNEL(wb_scratch);
 
+/* The tree's pass at the configurations of S->q (n rows): the nodes, the pose of every frame read and, where the plan
+   reads it, the centre of mass; with `jacobians`, the frames' and the centre of mass's Jacobians too. */
+static void KERNEL(wb_tree_pass)(long n, const long long *plan, const void *const *arrays, KERNEL(wb_scratch) *S,
+                                 int jacobians) {
+    long m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV], base_nv = plan[WB_BASE_NV], frames = plan[WB_FRAMES];
+    const long long *frame = plan + WB_HEADER;
+    KERNEL(tree_nodes)(m, n, plan[WB_FLOATING], nq, S->q, arrays[WB_ORIGIN], arrays[WB_REVOLUTE],
+                       arrays[WB_MULTIPLIER], arrays[WB_OFFSET], arrays[WB_COLUMN], arrays[WB_PARENT], S->nodes);
+    for (long f = 0; f < frames; f++) {
+        const void *const *chain = arrays + WB_ARRAYS + 5 * f;
+        KERNEL(tree_frames)(1, n, 16, 16, 1, 4, S->nodes, chain[0], frame + 2 * f, S->poses + f * n * 16);
+        if (jacobians)
+            KERNEL(tree_frame_jacobian)(frame[2 * f + 1], n, frame[2 * f], nv, base_nv, 6 * nv, 1, S->nodes, chain[0],
+                                        chain[1], chain[2], chain[3], chain[4], S->work, S->jacobians + f * n * 6 * nv);
+    }
+    if (plan[WB_COM])
+        KERNEL(tree_com)(m, n, nv, base_nv, 3 * nv, 1, 3, 1, S->nodes, arrays[WB_MOMENT], arrays[WB_SUBTREE_MASS],
+                         arrays[WB_REVOLUTE], arrays[WB_MULTIPLIER], arrays[WB_TOTAL], arrays[WB_DOF], arrays[WB_PARENT],
+                         S->work, S->com, jacobians ? S->com_jacobian : 0);
+}
+
 /* A level's QP for rows [0, n): the active-set steps from `guess` (z, s, zu, su, zl, sl: 2 mi + 4 nv per row, or
    none), then on the rows they leave the interior point and the polish, as kinematics.qp.kernels._qp_solve_cpu. */
 static void KERNEL(wb_level_qp)(long n, const long long *plan, const double *settings, long me, KERNEL(wb_scratch) *S) {
@@ -309,7 +330,7 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
                              const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
                              unsigned char *active_in, signed char *active_bounds, REAL *residuals, REAL *violations,
                              REAL *real_block, double *block, long *longs) {
-    long n = hi - lo, m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV], base_nv = plan[WB_BASE_NV];
+    long n = hi - lo, m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV];
     long floating = plan[WB_FLOATING], levels = plan[WB_LEVELS], frames = plan[WB_FRAMES], me = plan[WB_ME];
     long mi = plan[WB_MI], F = mi + 2 * nv;
     const long long *frame = plan + WB_HEADER, *level_rows = frame + 2 * frames;
@@ -356,19 +377,7 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     for (long e = 0; e < n * nq; e++) S.q[e] = q0[lo * nq + e];
 
     for (long step = 0; step < steps; step++) {
-        /* the tree's pass, the frames read, the centre of mass */
-        KERNEL(tree_nodes)(m, n, floating, nq, S.q, arrays[WB_ORIGIN], arrays[WB_REVOLUTE], arrays[WB_MULTIPLIER],
-                           arrays[WB_OFFSET], arrays[WB_COLUMN], arrays[WB_PARENT], S.nodes);
-        for (long f = 0; f < frames; f++) {
-            const void *const *chain = arrays + WB_ARRAYS + 5 * f;
-            KERNEL(tree_frames)(1, n, 16, 16, 1, 4, S.nodes, chain[0], frame + 2 * f, S.poses + f * n * 16);
-            KERNEL(tree_frame_jacobian)(frame[2 * f + 1], n, frame[2 * f], nv, base_nv, 6 * nv, 1, S.nodes, chain[0],
-                                        chain[1], chain[2], chain[3], chain[4], S.work, S.jacobians + f * n * 6 * nv);
-        }
-        if (plan[WB_COM])
-            KERNEL(tree_com)(m, n, nv, base_nv, 3 * nv, 1, 3, 1, S.nodes, arrays[WB_MOMENT], arrays[WB_SUBTREE_MASS],
-                             arrays[WB_REVOLUTE], arrays[WB_MULTIPLIER], arrays[WB_TOTAL], arrays[WB_DOF],
-                             arrays[WB_PARENT], S.work, S.com, S.com_jacobian);
+        KERNEL(wb_tree_pass)(n, plan, arrays, &S, 1);
         for (long i = 0; i < n; i++)
             KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows);
         /* the levels */
@@ -437,14 +446,7 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     }
     if (residuals) { /* the evaluation at the last configuration */
         long width = plan[WB_RESIDUALS], count = plan[WB_CONSTRAINTS];
-        KERNEL(tree_nodes)(m, n, floating, nq, S.q, arrays[WB_ORIGIN], arrays[WB_REVOLUTE], arrays[WB_MULTIPLIER],
-                           arrays[WB_OFFSET], arrays[WB_COLUMN], arrays[WB_PARENT], S.nodes);
-        for (long f = 0; f < frames; f++)
-            KERNEL(tree_frames)(1, n, 16, 16, 1, 4, S.nodes, arrays[WB_ARRAYS + 5 * f], frame + 2 * f, S.poses + f * n * 16);
-        if (plan[WB_COM])
-            KERNEL(tree_com)(m, n, nv, base_nv, 3 * nv, 1, 3, 1, S.nodes, arrays[WB_MOMENT], arrays[WB_SUBTREE_MASS],
-                             arrays[WB_REVOLUTE], arrays[WB_MULTIPLIER], arrays[WB_TOTAL], arrays[WB_DOF],
-                             arrays[WB_PARENT], S.work, S.com, 0);
+        KERNEL(wb_tree_pass)(n, plan, arrays, &S, 0);
         for (long i = 0; i < n; i++)
             KERNEL(wb_evaluate)(i, lo + i, n, plan, settings, arrays, targets, strides, &S,
                                 residuals + (lo + i) * width, violations + (lo + i) * count);

@@ -97,8 +97,8 @@ class ComInSupportPolygon(Constraint):
         self.prepared_size = len(HullEdges._fields) if self.anchors else 0
         self.frames = tuple(self.soles)
         self._corner_sole = torch.cat([torch.full((c.shape[0],), i) for i, c in enumerate(self.soles.values())])
-        self._homogeneous: dict = {}  # (dtype, device) -> the corners (k_total, 4) in homogeneous coordinates
-        self._owner: dict = {}  # (dtype, device) -> each corner's sole index
+        # (dtype, device) -> the corners (k_total, 4) in homogeneous coordinates and each corner's sole index
+        self._corners: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
         pairs = torch.tensor(list(combinations(range(total), 2)))
         self._first, self._second = pairs[:, 0].contiguous(), pairs[:, 1].contiguous()
         self.size = total
@@ -112,13 +112,14 @@ class ComInSupportPolygon(Constraint):
         the corner in homogeneous coordinates (a few ops whatever the number of soles)."""
         T = torch.stack(torch.broadcast_tensors(*T_world_soles), -3)  # (..., soles, 4, 4)
         key = (T.dtype, T.device)
-        if key not in self._homogeneous:
+        if key not in self._corners:
             corners = torch.cat(list(self.soles.values()), 0)
             ones = torch.ones(corners.shape[0], 1, dtype=torch.float64)
-            self._homogeneous[key] = torch.cat((corners, ones), 1).to(dtype=T.dtype, device=T.device)
-            self._owner[key] = self._corner_sole.to(T.device)
-        rows = T.index_select(-3, self._owner[key])[..., :2, :]  # (..., k_total, 2, 4): each corner's sole's
-        return (rows * self._homogeneous[key][:, None, :]).sum(-1)
+            homogeneous = torch.cat((corners, ones), 1).to(dtype=T.dtype, device=T.device)
+            self._corners[key] = homogeneous, self._corner_sole.to(T.device)
+        homogeneous, owner = self._corners[key]
+        rows = T.index_select(-3, owner)[..., :2, :]  # (..., k_total, 2, 4): each corner's sole's
+        return (rows * homogeneous[:, None, :]).sum(-1)
 
     def edges(self, tree: KinematicTree, state: TreeState) -> HullEdges:
         """The hull's edges (``HullEdges``) of the corners where the soles are at ``state``."""
