@@ -150,9 +150,14 @@ static void KERNEL(qp_lu_solve)(const REAL *restrict K, const long *restrict piv
     }
 }
 
+/* The elastic system's factors. With r = 0, L is the Cholesky factor of P_FF + elastic I and V = L^-1 C^T. With a
+   structured Hessian P = diag(p) + U U^T (r > 0, the r columns of U), the system is solved as the equivalent one
+   with r more rows U^T x - t = 0 of weight 1 and the diagonal p_F + elastic as its Hessian: L is that diagonal's
+   square root (n values, `diagonal`), V = L^-1 [U_F, C^T] (U's r columns first) and M the Cholesky factor of V^T V + diag(1_r,
+   D), of size r + m. */
 typedef struct {
-    long n, m, stride, dense;
-    REAL *L, *C, *V, *M, *K, *col; /* V = L^-1 C^T, n x stride (column k: row k of C) */
+    long n, m, stride, dense, r, diagonal; /* diagonal: L is n values, the structured Hessian's (r >= 0) */
+    REAL *L, *C, *V, *M, *K, *col; /* V: n x stride (column r + k: row k of C) */
     long *piv;
 } KERNEL(qp_factors);
 
@@ -167,19 +172,29 @@ static QP_INLINE void KERNEL(qp_factored_solve)(const KERNEL(qp_factors) *F, con
         for (long k = 0; k < m; k++) nu[k] = F->col[n + k];
         return;
     }
+    long r = F->r, s = r + m;
+    REAL *restrict t = r ? F->col : nu; /* [t; nu]: the structured system's r more multipliers first */
     for (long i = 0; i < n; i++) x[i] = f[i];
-    KERNEL(qp_lower_solve)(F->L, x, n); /* u = L^-1 f */
-    for (long k = 0; k < m; k++) nu[k] = -g[k]; /* V^T u - g */
+    if (F->diagonal)
+        for (long i = 0; i < n; i++) x[i] /= F->L[i]; /* u = L^-1 f */
+    else
+        KERNEL(qp_lower_solve)(F->L, x, n);
+    for (long k = 0; k < r; k++) t[k] = 0; /* V^T u - [0; g] */
+    for (long k = 0; k < m; k++) t[r + k] = -g[k];
     for (long i = 0; i < n; i++) {
         const REAL xi = x[i], *restrict vi = F->V + i * F->stride;
-        IVDEP for (long k = 0; k < m; k++) nu[k] += vi[k] * xi;
+        IVDEP for (long k = 0; k < s; k++) t[k] += vi[k] * xi;
     }
-    if (m) {
-        KERNEL(qp_lower_solve)(F->M, nu, m);
-        KERNEL(qp_upper_solve)(F->M, nu, m);
+    if (s) {
+        KERNEL(qp_lower_solve)(F->M, t, s);
+        KERNEL(qp_upper_solve)(F->M, t, s);
     }
-    for (long i = 0; i < n; i++) x[i] -= KERNEL(qp_dot)(F->V + i * F->stride, nu, m);
-    KERNEL(qp_upper_solve)(F->L, x, n);
+    for (long i = 0; i < n; i++) x[i] -= KERNEL(qp_dot)(F->V + i * F->stride, t, s);
+    for (long k = 0; k < m && r; k++) nu[k] = t[r + k];
+    if (F->diagonal)
+        for (long i = 0; i < n; i++) x[i] /= F->L[i];
+    else
+        KERNEL(qp_upper_solve)(F->L, x, n);
 }
 
 /* The polish's and the adjoint's shared pieces. An active set's system is solved on its free variables only: a
@@ -208,28 +223,30 @@ typedef struct {
 
 #define QP_UNIT_ROWS 4 /* the most fixed variables the polish keeps as unit rows of the whole system */
 
-static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, long me, long mi, long extra) {
-    long mmax = me + mi + (n < QP_UNIT_ROWS ? n : QP_UNIT_ROWS), N = n + me + mi, Kmax = n + mmax;
-    long reals = 3 * n * n + 2 * mmax * n + mmax * mmax + Kmax * Kmax + Kmax + 5 * mmax + 4 * N + 4 * n + me * me
-                 + me * n;
+static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, long me, long mi, long r,
+                                                long extra) {
+    long mmax = me + mi + (n < QP_UNIT_ROWS ? n : QP_UNIT_ROWS), N = n + me + mi, Kmax = n + mmax + r;
+    long smax = mmax + r, emax = me + r; /* the Schur complement's size, that of its equality block */
+    long reals = 3 * n * n + mmax * n + smax * n + smax * smax + Kmax * Kmax + Kmax + 5 * mmax + 4 * N + 4 * n
+                 + emax * emax + me * n;
     REAL *scratch = malloc(sizeof(REAL) * (reals + extra));
     long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * (mmax + 2 * n));
     if (scratch == 0 || piv == 0 || kind == 0) {
         free(scratch), free(piv), free(kind);
         return 0;
     }
-    KERNEL(qp_factors) F = {n, 0, mmax, 0, scratch, 0, 0, 0, 0, 0, piv};
+    KERNEL(qp_factors) F = {n, 0, smax, 0, 0, 0, scratch, 0, 0, 0, 0, 0, piv};
     F.C = F.L + n * n;
     F.V = F.C + mmax * n;
-    F.M = F.V + mmax * n;
-    F.K = F.M + mmax * mmax;
+    F.M = F.V + smax * n;
+    F.K = F.M + smax * smax;
     F.col = F.K + Kmax * Kmax;
     W->F = F, W->scratch = scratch, W->kind = kind, W->free_ = kind + mmax, W->all_ = W->free_ + n;
     for (long i = 0; i < n; i++) W->all_[i] = i;
     W->rhs = F.col + Kmax, W->D = W->rhs + mmax, W->nu = W->D + mmax, W->res_g = W->nu + mmax;
     W->unit_nu = W->res_g + mmax, W->sol_d = W->unit_nu + mmax, W->sol = W->sol_d + N, W->sol_dr = W->sol + N, W->solr = W->sol_dr + N;
     W->res_f = W->solr + N, W->dx = W->res_f + n, W->fr = W->dx + n, W->c = W->fr + n;
-    W->M_eq = W->c + n, W->P = W->M_eq + me * me, W->Pr = W->P + n * n, W->Ar = W->Pr + n * n;
+    W->M_eq = W->c + n, W->P = W->M_eq + emax * emax, W->Pr = W->P + n * n, W->Ar = W->Pr + n * n;
     W->extra = W->Ar + me * n;
     return 1;
 }
@@ -273,24 +290,45 @@ static QP_INLINE REAL KERNEL(qp_fixed_terms)(const REAL *restrict row, const lon
     return t;
 }
 
+/* A structured Hessian P = diag(p) + U U^T (U: n x r, row-major), or none (p = 0): what the polish is given */
+typedef struct {
+    const REAL *p, *U;
+    long r;
+} KERNEL(qp_structure);
+
 /* The reduced Hessian P_FF on the nf free variables free_ (P itself where every variable is free, else gathered
-   into Pr_buf), F->n = nf, and the factor of P_FF + elastic I into F->L; returns whether it factored */
+   into Pr_buf), F->n = nf, and the factor of P_FF + elastic I into F->L: the Cholesky factor, or with a structured
+   Hessian (H->p) the square root of p_F + elastic (F->r = H->r, F->diagonal) where no p_F is too small; returns
+   whether it factored */
 static QP_INLINE int KERNEL(qp_reduce_hessian)(KERNEL(qp_factors) *F, const REAL *P, long n, const long *restrict free_,
-                                               long nf, REAL *Pr_buf, const REAL **Pr, REAL d, REAL rel) {
-    F->n = nf;
+                                               long nf, REAL *Pr_buf, const REAL **Pr, REAL d, REAL rel,
+                                               const KERNEL(qp_structure) *H) {
+    F->n = nf, F->r = 0, F->diagonal = 0;
     *Pr = P;
     if (nf < n) {
         for (long a = 0; a < nf; a++)
             for (long b = 0; b < nf; b++) Pr_buf[a * nf + b] = P[free_[a] * n + free_[b]];
         *Pr = Pr_buf;
     }
-    return KERNEL(qp_factor_hessian)(F, *Pr, d, rel);
+    if (!H->p) return KERNEL(qp_factor_hessian)(F, *Pr, d, rel);
+    /* the Schur complement's condition grows as U's scale over p's: a p_F + elastic below 1e-6 (float: 1e-3) of P_FF's
+       largest diagonal entry takes the Cholesky factor of P_FF + elastic I instead, as qp_polish does */
+    REAL big = 0, floor = (REAL)(sizeof(REAL) == 4 ? 1e-3 : 1e-6);
+    for (long a = 0; a < nf; a++) big = FABS((*Pr)[a * nf + a] + d) > big ? FABS((*Pr)[a * nf + a] + d) : big;
+    for (long a = 0; a < nf; a++) {
+        REAL pivot = H->p[free_[a]] + d;
+        if (!(pivot > floor * (1 + big))) return KERNEL(qp_factor_hessian)(F, *Pr, d, rel);
+        F->L[a] = SQRT(pivot);
+    }
+    F->r = H->r, F->diagonal = 1;
+    return 1;
 }
 
 /* The equality rows' free part A_F (A itself where every variable is free, else gathered into Ar_buf) and, where
-   P_FF + elastic I factored, their columns of V and their Gram block M_eq */
-static QP_INLINE void KERNEL(qp_reduce_equalities)(KERNEL(qp_factors) *F, const REAL *A, long n, long me,
-                                                   const long *restrict free_, REAL *Ar_buf, const REAL **Ar,
+   P_FF + elastic I factored, their columns of V and their Gram block M_eq (with a structured Hessian, U_F's r
+   columns before them, and M_eq that of both, r + me square) */
+static QP_INLINE void KERNEL(qp_reduce_equalities)(KERNEL(qp_factors) *F, const REAL *A, const REAL *U, long n,
+                                                   long me, const long *restrict free_, REAL *Ar_buf, const REAL **Ar,
                                                    REAL *restrict M_eq, int factored) {
     long nf = F->n;
     *Ar = A;
@@ -299,11 +337,22 @@ static QP_INLINE void KERNEL(qp_reduce_equalities)(KERNEL(qp_factors) *F, const 
             for (long a = 0; a < nf; a++) Ar_buf[k * nf + a] = A[k * n + free_[a]];
         *Ar = Ar_buf;
     }
-    if (factored && me) {
+    long r = F->r, e = r + me;
+    if (factored && e) {
         for (long k = 0; k < me; k++) /* A_F read in order */
-            for (long a = 0; a < nf; a++) F->V[a * F->stride + k] = (*Ar)[k * nf + a];
-        KERNEL(qp_lower_solve_columns)(F->L, F->V, nf, F->stride, 0, me);
-        KERNEL(qp_gram_rows)(F->V, M_eq, nf, F->stride, me, 0, me);
+            for (long a = 0; a < nf; a++) F->V[a * F->stride + r + k] = (*Ar)[k * nf + a];
+        if (F->diagonal) { /* U_F's columns first, every column divided by L */
+            for (long a = 0; a < nf; a++) {
+                REAL *restrict va = F->V + a * F->stride;
+                const REAL *restrict ua = r ? U + free_[a] * r : 0, inv = 1 / F->L[a];
+                for (long k = 0; k < r; k++) va[k] = ua[k] * inv;
+                for (long k = r; k < e; k++) va[k] *= inv;
+            }
+        } else {
+            KERNEL(qp_lower_solve_columns)(F->L, F->V, nf, F->stride, 0, me);
+        }
+        KERNEL(qp_gram_rows)(F->V, M_eq, nf, F->stride, e, 0, e);
+        for (long k = 0; k < r; k++) M_eq[k * e + k] += 1; /* the rows U^T x - t = 0, of weight 1 */
     }
 }
 
@@ -313,14 +362,15 @@ static QP_INLINE void KERNEL(qp_reduce_equalities)(KERNEL(qp_factors) *F, const 
 static QP_INLINE int KERNEL(qp_reduce_step)(KERNEL(qp_factors) *F, const REAL *P, const REAL *A, long n, long me,
                                             long p_stride, const long *restrict free_, long nf, REAL *Pr_buf,
                                             REAL *Ar_buf, const REAL **Pr, const REAL **Ar, REAL *restrict M_eq,
-                                            REAL d, REAL rel, int *full_factored) {
+                                            REAL d, REAL rel, int *full_factored, const KERNEL(qp_structure) *H) {
     int factored;
-    if (p_stride == 0 && nf == n && *full_factored >= 0) F->n = n, *Pr = P, factored = *full_factored;
+    if (p_stride == 0 && nf == n && *full_factored >= 0)
+        F->n = n, F->r = F->diagonal = 0, *Pr = P, factored = *full_factored;
     else {
-        factored = KERNEL(qp_reduce_hessian)(F, P, n, free_, nf, Pr_buf, Pr, d, rel);
+        factored = KERNEL(qp_reduce_hessian)(F, P, n, free_, nf, Pr_buf, Pr, d, rel, H);
         *full_factored = p_stride == 0 && nf == n ? factored : -1;
     }
-    KERNEL(qp_reduce_equalities)(F, A, n, me, free_, Ar_buf, Ar, M_eq, factored);
+    KERNEL(qp_reduce_equalities)(F, A, H->U, n, me, free_, Ar_buf, Ar, M_eq, factored);
     return factored;
 }
 
@@ -361,17 +411,23 @@ static QP_INLINE void KERNEL(qp_active_rows)(KERNEL(qp_factors) *F, long n, long
 static QP_INLINE int KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL *restrict P, REAL d,
                                               const REAL *restrict D, const REAL *restrict M_eq, long me, int factored,
                                               REAL rel, int dense) {
-    long n = F->n, m = F->m, stride = F->stride;
+    long n = F->n, m = F->m, stride = F->stride, r = F->r, s = r + m, e = r + me; /* s: the Schur complement's size */
     F->dense = !factored;
     if (!F->dense) {
         for (long i = 0; i < n; i++)
-            for (long k = me; k < m; k++) F->V[i * stride + k] = F->C[k * n + i];
-        KERNEL(qp_lower_solve_columns)(F->L, F->V, n, stride, me, m);
-        KERNEL(qp_gram_rows)(F->V, F->M, n, stride, m, me, m);
-        for (long k = 0; k < me; k++)
-            for (long l = 0; l <= k; l++) F->M[k * m + l] = M_eq[k * me + l];
-        for (long k = 0; k < m; k++) F->M[k * m + k] += D[k];
-        F->dense = m > 0 && !KERNEL(qp_cholesky_strict)(F->M, F->col, m, rel);
+            for (long k = me; k < m; k++) F->V[i * stride + r + k] = F->C[k * n + i];
+        if (F->diagonal)
+            for (long i = 0; i < n; i++) {
+                const REAL inv = 1 / F->L[i];
+                for (long k = e; k < s; k++) F->V[i * stride + k] *= inv;
+            }
+        else
+            KERNEL(qp_lower_solve_columns)(F->L, F->V, n, stride, me, m);
+        KERNEL(qp_gram_rows)(F->V, F->M, n, stride, s, e, s);
+        for (long k = 0; k < e; k++)
+            for (long l = 0; l <= k; l++) F->M[k * s + l] = M_eq[k * e + l];
+        for (long k = 0; k < m; k++) F->M[(r + k) * s + r + k] += D[k];
+        F->dense = s > 0 && !KERNEL(qp_cholesky_strict)(F->M, F->col, s, rel);
     }
     if (F->dense && !dense) return 0;
     if (F->dense) {
@@ -437,7 +493,7 @@ static QP_INLINE void KERNEL(qp_expand)(long n, long nf, long rest, const long *
 static REAL KERNEL(qp_max)(REAL a, REAL b) { return b > a || b != b ? b : a; } /* nan wins */
 
 static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, long mi, long steps, long refinements,
-                                              long p_stride,
+                                              long p_stride, long r_, const REAL *restrict p_, const REAL *restrict U_,
                                 const REAL *restrict params, const REAL *restrict P_, const REAL *restrict q_,
                                 const REAL *restrict A_, const REAL *restrict b_, const REAL *restrict G_,
                                 const REAL *restrict h_, const REAL *restrict lb_, const REAL *restrict ub_,
@@ -448,7 +504,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
     const REAL rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
     long N = n + me + mi;
     KERNEL(qp_workspace) W;
-    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, 4 * n + mi + 1)) { /* out of memory: every row's status is -1 */
+    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, p_ ? r_ : 0, 4 * n + mi + 1)) { /* out of memory: every row's status is -1 */
         for (long r = lo; r < hi; r++) rows_[r * 4] = -1;
         return;
     }
@@ -480,6 +536,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         scale_p += 1, scale_d += 1;
         const REAL slack_p = tol * scale_p, slack_d = tol * scale_d;
         KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, P);
+        const KERNEL(qp_structure) H = {p_ ? p_ + r * n : 0, p_ ? U_ + r * n * r_ : 0, r_};
         long nf = 0, units = 0; /* units: the fixed variables kept as exact unit rows of the whole system instead */
         int refixed = 1, whole = 0; /* refixed: the fixed variables changed; whole: F holds this row's factor of
                                        P + elastic I and its equalities' V columns and M_eq, every variable free */
@@ -488,11 +545,11 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
             if (refixed) {
                 nf = KERNEL(qp_free_variables)(n, upper, lower, lb, ub, free_, c);
-                if (whole && n - nf <= QP_UNIT_ROWS) units = n - nf, F.n = n, Pr = P, Ar = A; /* at hand */
+                if (whole && n - nf <= QP_UNIT_ROWS && !H.p) units = n - nf, F.n = n, Pr = P, Ar = A; /* at hand */
                 else {
                     units = 0;
                     factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, Pr_buf, Ar_buf, &Pr, &Ar,
-                                                      M_eq, d, rel, &full_factored);
+                                                      M_eq, d, rel, &full_factored, &H);
                     whole = nf == n && factored;
                 }
                 KERNEL(qp_linear_term)(&F, P, q, n, units ? all_ : free_, c, fr);
@@ -513,7 +570,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                     for (long x = nf; x < n; x++) sol_d[free_[x]] = sol[free_[x]] = c[free_[x]];
                 } else { /* a unit row dependent on the others: the free variables' system after all */
                     factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, Pr_buf, Ar_buf, &Pr, &Ar,
-                                                      M_eq, d, rel, &full_factored);
+                                                      M_eq, d, rel, &full_factored, &H);
                     KERNEL(qp_linear_term)(&F, P, q, n, free_, c, fr);
                     units = whole = 0;
                 }
@@ -633,9 +690,27 @@ DISPATCH void KERNEL(qp_polish)(long nb, long threads, long n, long me, long mi,
                                 const REAL *restrict z_, const REAL *restrict s_, const REAL *restrict zu_,
                                 const REAL *restrict su_, const REAL *restrict zl_, const REAL *restrict sl_,
                                 REAL *restrict sol_, REAL *restrict w_, REAL *restrict flags_, REAL *restrict rows_) {
-    ROWS_IN_PARALLEL(nb, threads, 16, 1, KERNEL(qp_polish_rows)(lo, hi, n, me, mi, steps, refinements, p_stride, params, P_, q_,
-                                                       A_, b_, G_, h_, lb_, ub_, z_, s_, zu_, su_, zl_, sl_, sol_, w_,
-                                                       flags_, rows_));
+    ROWS_IN_PARALLEL(nb, threads, 16, 1, KERNEL(qp_polish_rows)(lo, hi, n, me, mi, steps, refinements, p_stride, 0, 0, 0,
+                                                       params, P_, q_, A_, b_, G_, h_, lb_, ub_, z_, s_, zu_, su_, zl_,
+                                                       sl_, sol_, w_, flags_, rows_));
+}
+
+/* qp_polish for a structured Hessian, each row's P (nb, n, n) = diag(p_) + U_ U_^T, p_ (nb, n) and U_ (nb, n, r) also
+   given: the active sets' systems are solved through the Schur complement of [U_F, C_F^T] (size r + m, no factor of
+   P_FF), the cheaper one where r + m is well below n; the same solution up to rounding. Where p_F + elastic has a
+   pivot too small to trust, the dense system as in qp_polish. */
+DISPATCH void KERNEL(qp_polish_structured)(long nb, long threads, long n, long me, long mi, long steps,
+                                           long refinements, long r, const REAL *restrict params,
+                                           const REAL *restrict P_, const REAL *restrict p_, const REAL *restrict U_,
+                                           const REAL *restrict q_, const REAL *restrict A_, const REAL *restrict b_,
+                                           const REAL *restrict G_, const REAL *restrict h_, const REAL *restrict lb_,
+                                           const REAL *restrict ub_, const REAL *restrict z_, const REAL *restrict s_,
+                                           const REAL *restrict zu_, const REAL *restrict su_, const REAL *restrict zl_,
+                                           const REAL *restrict sl_, REAL *restrict sol_, REAL *restrict w_,
+                                           REAL *restrict flags_, REAL *restrict rows_) {
+    ROWS_IN_PARALLEL(nb, threads, 16, 1, KERNEL(qp_polish_rows)(lo, hi, n, me, mi, steps, refinements, n * n, r, p_, U_,
+                                                       params, P_, q_, A_, b_, G_, h_, lb_, ub_, z_, s_, zu_, su_, zl_,
+                                                       sl_, sol_, w_, flags_, rows_));
 }
 
 /* solve_qp's backward (kinematics.qp.gradient): per row, the adjoint system of the final active set (flags_ as
@@ -658,7 +733,7 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
                                  REAL *restrict ls_, REAL *restrict lx_, REAL *restrict ly_, REAL *restrict lz_) {
     const REAL d = params[0], rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
     KERNEL(qp_workspace) W;
-    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, 0)) return -1; /* out of memory: -1, for the caller */
+    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, 0, 0)) return -1; /* out of memory: -1, for the caller */
     KERNEL(qp_factors) F = W.F;
     REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *sol_dr = W.sol_dr, *solr = W.solr, *sol = W.sol;
     REAL *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *fr = W.fr, *c = W.c;
@@ -669,8 +744,9 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
         const REAL *Pr = P, *Ar = A;
         KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, P);
         long nf = KERNEL(qp_free_variables)(n, act + mi, act + mi + n, 0, 0, free_, c); /* c: 0, unused */
+        const KERNEL(qp_structure) dense = {0, 0, 0};
         int factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, W.Pr, W.Ar, &Pr, &Ar, M_eq, d, rel,
-                                              &full_factored);
+                                              &full_factored, &dense);
         KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, 0, G, 0, act, free_, c, rhs, D, kind);
         KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1);
         for (long a = 0; a < nf; a++) fr[a] = g[free_[a]];

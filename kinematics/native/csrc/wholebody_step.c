@@ -73,8 +73,8 @@ static void KERNEL(wb_integrate)(long nq, long floating, const REAL *restrict q,
     for (long j = 0; j < nq - joints; j++) out[joints + j] = (REAL)(q[joints + j] + (double)dq[tangent + j]);
 }
 
-/* P += v v^T over v's nonzero entries (a posture row touches one), c -= v r. */
-static void KERNEL(wb_gram_row)(long nv, const double *restrict v, double r, long *restrict nz, double *restrict P,
+/* P += v v^T over v's nonzero entries (a posture row touches one), c -= v r; returns the count of those entries. */
+static long KERNEL(wb_gram_row)(long nv, const double *restrict v, double r, long *restrict nz, double *restrict P,
                                 double *restrict c) {
     long k = 0;
     for (long i = 0; i < nv; i++)
@@ -84,6 +84,18 @@ static void KERNEL(wb_gram_row)(long nv, const double *restrict v, double r, lon
         c[nz[a]] -= va * r;
         for (long e = 0; e < k; e++) P[nz[a] * nv + nz[e]] += va * v[nz[e]];
     }
+    return k;
+}
+
+/* The rows of level k that are not a posture's (a frame's, the centre of mass's): the most columns its Hessian's
+   low-rank part U can have (a posture row touches one variable: the diagonal part). */
+static long KERNEL(wb_low_rank)(const long long *plan, long k) {
+    long frames = plan[WB_FRAMES], levels = plan[WB_LEVELS], rank = 0;
+    const long long *record = plan + WB_HEADER + 2 * frames + levels;
+    for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD)
+        if ((record[WB_TYPE] == WB_FRAME_TASK || record[WB_TYPE] == WB_COM_TASK) && record[WB_LEVEL] == k)
+            rank += record[WB_ROWS];
+    return rank;
 }
 
 /* The pose error (position, then log(R_target R^T)) of a reached pose (4 x 4, row-major) to a target one. */
@@ -99,7 +111,7 @@ static void KERNEL(wb_pose_error)(const REAL *restrict target, const REAL *restr
 
 typedef struct {
     REAL *nodes, *poses, *jacobians, *work, *com, *com_jacobian, *q;
-    double *A, *b, *G, *h, *lb, *ub, *J, *r, *P, *c, *dq, *Ak, *bk, *sol, *w, *flags, *rows, *guess, *previous;
+    double *A, *b, *G, *h, *lb, *ub, *J, *r, *P, *p, *U, *c, *dq, *Ak, *bk, *sol, *w, *flags, *rows, *guess, *previous;
     double *retry_problem, *interior, *retry_out;
     long *nonzero, *retry;
 } KERNEL(wb_scratch);
@@ -125,29 +137,49 @@ static void KERNEL(wb_tree_pass)(long n, const long long *plan, const void *cons
                          S->work, S->com, jacobians ? S->com_jacobian : 0);
 }
 
+/* The active-set steps of rows [0, n) of a level's QP: through qp_polish_structured where the level's Hessian is
+   given as diag(p) + U U^T (rank >= 0: U's columns), else qp_polish. */
+static void KERNEL(wb_polish)(long n, const long long *plan, const double *params, long me, long steps, long rank,
+                              const double *P, const double *p, const double *U, const double *const *problem,
+                              const double *const *guess, double *sol, double *w, double *flags, double *rows) {
+    long nv = plan[WB_NV], mi = plan[WB_MI], refinements = plan[WB_REFINEMENTS];
+    if (rank >= 0)
+        qp_polish_structured_double(n, 1, nv, me, mi, steps, refinements, rank, params, P, p, U, problem[0],
+                                    problem[1], problem[2], problem[3], problem[4], problem[5], problem[6], guess[0],
+                                    guess[1], guess[2], guess[3], guess[4], guess[5], sol, w, flags, rows);
+    else
+        qp_polish_double(n, 1, nv, me, mi, steps, refinements, nv * nv, params, P, problem[0], problem[1], problem[2],
+                         problem[3], problem[4], problem[5], problem[6], guess[0], guess[1], guess[2], guess[3],
+                         guess[4], guess[5], sol, w, flags, rows);
+}
+
 /* A level's QP for rows [0, n): the active-set steps from `guess` (z, s, zu, su, zl, sl: 2 mi + 4 nv per row, or
-   none), then on the rows they leave the interior point and the polish, as kinematics.qp.kernels._qp_solve_cpu. */
-static void KERNEL(wb_level_qp)(long n, const long long *plan, const double *settings, long me, KERNEL(wb_scratch) *S) {
+   none), then on the rows they leave the interior point and the polish, as kinematics.qp.kernels._qp_solve_cpu. The
+   Hessian: S->P, and with rank >= 0 also as diag(S->p) + S->U S->U^T (U: nv x rank per row). */
+static void KERNEL(wb_level_qp)(long n, const long long *plan, const double *settings, long me, long rank,
+                                KERNEL(wb_scratch) *S) {
     long nv = plan[WB_NV], mi = plan[WB_MI], N = nv + me + mi, F = mi + 2 * nv;
     const double polish_params[3] = {settings[WB_ELASTIC], settings[WB_TOLERANCE], settings[WB_INFEASIBILITY_TOLERANCE]};
     const double ipm_params[2] = {settings[WB_ELASTIC], settings[WB_PROX]};
     long steps = plan[WB_ACTIVE_SET_STEPS], retries = 0;
     if (steps > 0) {
         double *g = S->guess;
-        qp_polish_double(n, 1, nv, me, mi, steps, plan[WB_REFINEMENTS], nv * nv, polish_params, S->P, S->c, S->Ak,
-                         S->bk, S->G, S->h, S->lb, S->ub, g, g + n * mi, g + 2 * n * mi, g + 2 * n * mi + n * nv,
-                         g + 2 * n * mi + 2 * n * nv, g + 2 * n * mi + 3 * n * nv, S->sol, S->w, S->flags, S->rows);
+        const double *problem[7] = {S->c, S->Ak, S->bk, S->G, S->h, S->lb, S->ub};
+        const double *guess[6] = {g, g + n * mi, g + 2 * n * mi, g + 2 * n * mi + n * nv, g + 2 * n * mi + 2 * n * nv,
+                                  g + 2 * n * mi + 3 * n * nv};
+        KERNEL(wb_polish)(n, plan, polish_params, me, steps, rank, S->P, S->p, S->U, problem, guess, S->sol, S->w,
+                          S->flags, S->rows);
         for (long i = 0; i < n; i++)
             if (S->rows[4 * i] != 0) S->retry[retries++] = i;
     } else {
         for (long i = 0; i < n; i++) S->retry[retries++] = i;
     }
     if (retries == 0) return;
-    /* the rows left, gathered: P, c, A, b, G, h, lb, ub */
-    long sizes[8] = {nv * nv, nv, me * nv, me, mi * nv, mi, nv, nv};
-    const double *from[8] = {S->P, S->c, S->Ak, S->bk, S->G, S->h, S->lb, S->ub};
-    double *part[8], *at = S->retry_problem;
-    for (int k = 0; k < 8; k++) {
+    /* the rows left, gathered: P, c, A, b, G, h, lb, ub, p, U */
+    long u = rank > 0 ? rank : 0, sizes[10] = {nv * nv, nv, me * nv, me, mi * nv, mi, nv, nv, nv, nv * u};
+    const double *from[10] = {S->P, S->c, S->Ak, S->bk, S->G, S->h, S->lb, S->ub, S->p, S->U};
+    double *part[10], *at = S->retry_problem;
+    for (int k = 0; k < (rank >= 0 ? 10 : 8); k++) {
         part[k] = at;
         for (long i = 0; i < retries; i++)
             for (long e = 0; e < sizes[k]; e++) at[i * sizes[k] + e] = from[k][S->retry[i] * sizes[k] + e];
@@ -161,9 +193,8 @@ static void KERNEL(wb_level_qp)(long n, const long long *plan, const double *set
                   part[3], part[4], part[5], part[6], part[7], ipm[0], ipm[1], ipm[2], ipm[3], ipm[4], ipm[5], ipm[6],
                   ipm[7]);
     double *sol = S->retry_out, *w = sol + retries * N, *flags = w + retries * nv, *rows = flags + retries * F;
-    qp_polish_double(retries, 1, nv, me, mi, plan[WB_POLISH_STEPS], plan[WB_REFINEMENTS], nv * nv, polish_params,
-                     part[0], part[1], part[2], part[3], part[4], part[5], part[6], part[7], ipm[2], ipm[3], ipm[4],
-                     ipm[5], ipm[6], ipm[7], sol, w, flags, rows);
+    KERNEL(wb_polish)(retries, plan, polish_params, me, plan[WB_POLISH_STEPS], rank, part[0], part[8], part[9],
+                      (const double *const *)part + 1, (const double *const *)ipm + 2, sol, w, flags, rows);
     for (long i = 0; i < retries; i++) {
         long r = S->retry[i];
         for (long e = 0; e < N; e++) S->sol[r * N + e] = sol[i * N + e];
@@ -311,12 +342,15 @@ static void KERNEL(wb_sizes)(const long long *plan, long n, size_t *reals, size_
     long me = plan[WB_ME], mi = plan[WB_MI], F = mi + 2 * nv, total_rows = 0;
     const long long *level_rows = plan + WB_HEADER + 2 * frames;
     for (long k = 0; k < levels; k++) total_rows += level_rows[k];
-    long most_eq = me + total_rows, N = nv + most_eq + mi;
+    long most_eq = me + total_rows, N = nv + most_eq + mi, rank = 0;
+    for (long k = 0; k < levels; k++) rank = KERNEL(wb_low_rank)(plan, k) > rank ? KERNEL(wb_low_rank)(plan, k) : rank;
     *reals = (size_t)(m + 1) * 12 * n + (size_t)frames * n * (16 + 6 * nv) + (size_t)n * (3 + 3 * nv + nq) +
              (size_t)(6 * nv + 3 * nv + 3 * (m + 1) + 30) * WB_TREE_TILE;
-    size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv;
+    size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv
+                     + (size_t)nv * (1 + rank);
     size_t per_row = (size_t)me * nv + me + (size_t)mi * nv + mi + 2 * nv /* A, b, G, h, lb, ub */
                      + (size_t)total_rows * (nv + 1) + (size_t)nv * nv + 2 * nv  /* J, r, P, c, dq */
+                     + (size_t)nv * (1 + rank)                                   /* p, U */
                      + (size_t)most_eq * (nv + 1) + N + nv + 2 * F + 4          /* Ak, bk, sol, w, flags, previous, rows */
                      + 2 * mi + 4 * nv + problem                                /* guess, the rows left */
                      + nv + most_eq + 2 * mi + 4 * nv + N + nv + F + 4;         /* their interior point and polish */
@@ -337,8 +371,11 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     long total_rows = 0;
     for (long k = 0; k < levels; k++) total_rows += level_rows[k];
     long most_eq = me + total_rows; /* the last level's equalities: the constraints' and every level's above */
-    long N = nv + most_eq + mi;
-    size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv;
+    long N = nv + most_eq + mi, most_rank = 0;
+    for (long k = 0; k < levels; k++)
+        most_rank = KERNEL(wb_low_rank)(plan, k) > most_rank ? KERNEL(wb_low_rank)(plan, k) : most_rank;
+    size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv
+                     + (size_t)nv * (1 + most_rank);
     KERNEL(wb_scratch) S;
     REAL *at = real_block;
     S.nodes = at, at += (m + 1) * 12 * n;
@@ -358,6 +395,8 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     S.J = d, d += n * total_rows * nv;
     S.r = d, d += n * total_rows;
     S.P = d, d += n * nv * nv;
+    S.p = d, d += n * nv;
+    S.U = d, d += n * nv * most_rank;
     S.c = d, d += n * nv;
     S.dq = d, d += n * nv;
     S.Ak = d, d += n * most_eq * nv;
@@ -384,12 +423,27 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
         double damping_sq = settings[WB_DAMPING] * settings[WB_DAMPING];
         for (long k = 0, start = 0, kept = 0; k < levels; start += level_rows[k], k++) {
             long mk = level_rows[k], me_k = me + kept;
+            /* the Hessian also as diag(p) + U U^T (the posture's rows and the damping; the other rows), through
+               qp_polish_structured where its Schur complement, at most rank + me_k + mi square, is no larger than P */
+            long rank = KERNEL(wb_low_rank)(plan, k);
+            rank = rank + me_k + mi <= nv ? rank : -1;
             for (long i = 0; i < n; i++) {
-                double *P = S.P + i * nv * nv, *c = S.c + i * nv;
+                double *P = S.P + i * nv * nv, *c = S.c + i * nv, *p = S.p + i * nv;
+                double *U = S.U + i * nv * (rank > 0 ? rank : 0);
                 const double *J = S.J + (i * total_rows + start) * nv, *r = S.r + i * total_rows + start;
                 for (long e = 0; e < nv * nv; e++) P[e] = 0;
-                for (long e = 0; e < nv; e++) c[e] = 0;
-                for (long j = 0; j < mk; j++) KERNEL(wb_gram_row)(nv, J + j * nv, r[j], S.nonzero, P, c);
+                for (long e = 0; e < nv; e++) c[e] = 0, p[e] = damping_sq;
+                for (long e = 0; rank > 0 && e < nv * rank; e++) U[e] = 0;
+                for (long j = 0, u = 0; j < mk; j++) {
+                    const double *row = J + j * nv;
+                    long touched = KERNEL(wb_gram_row)(nv, row, r[j], S.nonzero, P, c);
+                    if (rank < 0) continue;
+                    if (touched == 1) p[S.nonzero[0]] += row[S.nonzero[0]] * row[S.nonzero[0]];
+                    else if (touched > 1 && u < rank) {
+                        for (long e = 0; e < nv; e++) U[e * rank + u] = row[e];
+                        u++;
+                    } else if (touched > 1) rank = -1; /* not the plan's rows (cannot happen): P as it is */
+                }
                 for (long e = 0; e < nv; e++) P[e * nv + e] += damping_sq;
                 double *Ak = S.Ak + i * me_k * nv, *bk = S.bk + i * me_k;
                 for (long e = 0; e < me * nv; e++) Ak[e] = S.A[i * me * nv + e];
@@ -413,7 +467,7 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
                     g[2 * n * mi + 2 * n * nv + i * nv + e] = bound < 0, g[2 * n * mi + 3 * n * nv + i * nv + e] = 0.5;
                 }
             }
-            KERNEL(wb_level_qp)(n, plan, settings, me_k, &S);
+            KERNEL(wb_level_qp)(n, plan, settings, me_k, rank, &S);
             long Nk = nv + me_k + mi;
             for (long i = 0; i < n; i++) {
                 const double *x = S.sol + i * Nk, *flags = S.flags + i * F, *lb = S.lb + i * nv, *ub = S.ub + i * nv;
