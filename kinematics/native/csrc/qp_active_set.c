@@ -296,6 +296,20 @@ typedef struct {
     long r;
 } KERNEL(qp_structure);
 
+/* out[a] += sign (P x)[a] over the variables map[0 .. count) (x and out in that order), P = diag(p) + U U^T, H's: the
+   product in O(count r); ux: r values of scratch */
+static QP_INLINE void KERNEL(qp_structured_product)(const KERNEL(qp_structure) *H, const long *restrict map, long count,
+                                                    const REAL *restrict x, REAL sign, REAL *restrict out,
+                                                    REAL *restrict ux) {
+    long r = H->r;
+    for (long k = 0; k < r; k++) ux[k] = 0;
+    for (long a = 0; a < count; a++) {
+        const REAL xa = x[a], *restrict ua = H->U + map[a] * r;
+        for (long k = 0; k < r; k++) ux[k] += ua[k] * xa;
+    }
+    for (long a = 0; a < count; a++) out[a] += sign * (H->p[map[a]] * x[a] + KERNEL(qp_dot)(H->U + map[a] * r, ux, r));
+}
+
 /* The reduced Hessian P_FF on the nf free variables free_ (P itself where every variable is free, else gathered
    into Pr_buf), F->n = nf, and the factor of P_FF + elastic I into F->L: the Cholesky factor, or with a structured
    Hessian (H->p) the square root of p_F + elastic (F->r = H->r, F->diagonal) where no p_F is too small; returns
@@ -378,8 +392,19 @@ static QP_INLINE int KERNEL(qp_reduce_step)(KERNEL(qp_factors) *F, const REAL *P
    fr = -q_F - P_FX c_X */
 static QP_INLINE void KERNEL(qp_linear_term)(const KERNEL(qp_factors) *F, const REAL *restrict P,
                                              const REAL *restrict q, long n, const long *restrict map,
-                                             const REAL *restrict c, REAL *restrict fr) {
-    for (long a = 0; a < F->n; a++) fr[a] = -q[map[a]] - KERNEL(qp_fixed_terms)(P + map[a] * n, map, F->n, n, c);
+                                             const REAL *restrict c, REAL *restrict fr,
+                                             const KERNEL(qp_structure) *H, REAL *restrict ux) {
+    if (!H->p) {
+        for (long a = 0; a < F->n; a++) fr[a] = -q[map[a]] - KERNEL(qp_fixed_terms)(P + map[a] * n, map, F->n, n, c);
+        return;
+    }
+    long r = H->r; /* P_FX = U_F U_X^T: the fixed variables' U^T c once */
+    for (long k = 0; k < r; k++) ux[k] = 0;
+    for (long x = F->n; x < n; x++) {
+        const REAL cx = c[map[x]], *restrict ux_row = H->U + map[x] * r;
+        for (long k = 0; k < r; k++) ux[k] += ux_row[k] * cx;
+    }
+    for (long a = 0; a < F->n; a++) fr[a] = -q[map[a]] - KERNEL(qp_dot)(H->U + map[a] * r, ux, r);
 }
 
 /* the reduced active set's rows into F->C (nf = F->n columns): the equalities, then the active inequalities; their
@@ -453,7 +478,8 @@ static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, cons
                                                const long *restrict kind, long refinements, long N,
                                                REAL *restrict sol_d, REAL *restrict sol, REAL *restrict unit_nu,
                                                REAL *restrict res_f, REAL *restrict res_g, REAL *restrict dx,
-                                               REAL *restrict nu) {
+                                               REAL *restrict nu, const KERNEL(qp_structure) *H,
+                                               const long *restrict map, REAL *restrict ux) {
     long n = F->n, m = F->m;
     KERNEL(qp_factored_solve)(F, f, rhs, dx, nu);
     for (long i = 0; i < N; i++) sol_d[i] = i < n ? dx[i] : 0;
@@ -463,11 +489,13 @@ static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, cons
     for (long i = 0; i < N; i++) sol[i] = sol_d[i];
     for (long t = 0; t < refinements; t++) {
         for (long i = 0; i < n; i++) res_f[i] = f[i];
-        for (long i = 0; i < n; i++) {
-            REAL xi = sol[i];
-            const REAL *restrict pi = P + i * n;
-            IVDEP for (long j = 0; j < n; j++) res_f[j] -= pi[j] * xi;
-        }
+        if (H->p) KERNEL(qp_structured_product)(H, map, n, sol, -1, res_f, ux); /* P_FF x, map: F's variables */
+        else
+            for (long i = 0; i < n; i++) {
+                REAL xi = sol[i];
+                const REAL *restrict pi = P + i * n;
+                IVDEP for (long j = 0; j < n; j++) res_f[j] -= pi[j] * xi;
+            }
         for (long k = 0; k < m; k++) {
             const REAL nk = kind[k] >= 0 ? sol[n + kind[k]] : unit_nu[k], *restrict ck = F->C + k * n;
             IVDEP for (long j = 0; j < n; j++) res_f[j] -= ck[j] * nk;
@@ -504,14 +532,16 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
     const REAL rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
     long N = n + me + mi;
     KERNEL(qp_workspace) W;
-    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, p_ ? r_ : 0, 4 * n + mi + 1)) { /* out of memory: every row's status is -1 */
+    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, p_ ? r_ : 0, 4 * n + mi + 1 + (p_ ? r_ : 0))) { /* out of memory: every row's status is -1 */
         for (long r = lo; r < hi; r++) rows_[r * 4] = -1;
         return;
     }
     KERNEL(qp_factors) F = W.F;
     REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *sol_d = W.sol_d, *sol = W.sol;
-    REAL *sol_dr = W.sol_dr, *solr = W.solr, *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *Pr_buf = W.Pr;
+    REAL *sol_dr = W.sol_dr, *solr = W.solr, *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *Pr_buf = W.Pr;
     REAL *Ar_buf = W.Ar, *fr = W.fr, *c = W.c, *stat = W.extra, *w_pass = stat + n, *gx = w_pass + 2 * n;
+    REAL *ux = W.extra + 4 * n + mi + 1; /* a structured Hessian's U^T x */
+    const KERNEL(qp_structure) dense = {0, 0, 0};
     REAL *unit_nu = W.unit_nu;
     long *kind = W.kind, *free_ = W.free_, *all_ = W.all_;
     int factored = 0, full_factored = -1; /* full_factored: F.L holds the factor of a P shared by every row with
@@ -535,8 +565,10 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         for (long i = 0; i < n; i++) scale_d = KERNEL(qp_max)(scale_d, FABS(q[i]));
         scale_p += 1, scale_d += 1;
         const REAL slack_p = tol * scale_p, slack_d = tol * scale_d;
-        KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, P);
+        /* a structured Hessian's products go through p and U; its P (symmetric) is read in place, for the fallback */
         const KERNEL(qp_structure) H = {p_ ? p_ + r * n : 0, p_ ? U_ + r * n * r_ : 0, r_};
+        if (!H.p) KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, W.P);
+        const REAL *P = H.p ? P_ + r * p_stride : W.P;
         long nf = 0, units = 0; /* units: the fixed variables kept as exact unit rows of the whole system instead */
         int refixed = 1, whole = 0; /* refixed: the fixed variables changed; whole: F holds this row's factor of
                                        P + elastic I and its equalities' V columns and M_eq, every variable free */
@@ -552,7 +584,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                                                       M_eq, d, rel, &full_factored, &H);
                     whole = nf == n && factored;
                 }
-                KERNEL(qp_linear_term)(&F, P, q, n, units ? all_ : free_, c, fr);
+                KERNEL(qp_linear_term)(&F, P, q, n, units ? all_ : free_, c, fr, &H, ux);
             }
             int solved = 0;
             if (units) { /* a few variables fixed where the whole system's factor is at hand: their unit rows (D = 0,
@@ -566,12 +598,12 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                 solved = KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel, 0);
                 if (solved) {
                     KERNEL(qp_solve_refined)(&F, P, fr, rhs, kind, refinements, N, sol_d, sol, unit_nu, res_f, res_g,
-                                             dx, nu);
+                                             dx, nu, &dense, all_, ux);
                     for (long x = nf; x < n; x++) sol_d[free_[x]] = sol[free_[x]] = c[free_[x]];
                 } else { /* a unit row dependent on the others: the free variables' system after all */
                     factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, Pr_buf, Ar_buf, &Pr, &Ar,
                                                       M_eq, d, rel, &full_factored, &H);
-                    KERNEL(qp_linear_term)(&F, P, q, n, free_, c, fr);
+                    KERNEL(qp_linear_term)(&F, P, q, n, free_, c, fr, &H, ux);
                     units = whole = 0;
                 }
             }
@@ -580,7 +612,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                 KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1);
                 /* the elastic solution, then `refinements` steps toward the original system (D = 0, no prox) */
                 KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, refinements, nf + me + mi, sol_dr, solr, unit_nu, res_f,
-                                         res_g, dx, nu);
+                                         res_g, dx, nu, &H, free_, ux);
                 KERNEL(qp_expand)(n, nf, me + mi, free_, c, sol_dr, sol_d);
                 KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol);
             }
@@ -589,11 +621,13 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                 for (long i = 0; i < N; i++) good &= isfinite(sol[i]) != 0;
                 const REAL *s = good ? sol : sol_d;
                 for (long i = 0; i < n; i++) stat[i] = q[i];
-                for (long i = 0; i < n; i++) {
-                    REAL xi = s[i];
-                    const REAL *restrict pi = P + i * n;
-                    IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
-                }
+                if (H.p) KERNEL(qp_structured_product)(&H, all_, n, s, 1, stat, ux);
+                else
+                    for (long i = 0; i < n; i++) {
+                        REAL xi = s[i];
+                        const REAL *restrict pi = P + i * n;
+                        IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
+                    }
                 for (long k = 0; k < me; k++) {
                     const REAL yk = s[n + k], *restrict ak = A + k * n;
                     IVDEP for (long j = 0; j < n; j++) stat[j] += ak[j] * yk;
@@ -638,11 +672,13 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
             int reuse = pass == 0 && stat_of_sol; /* the same sums, already done */
             if (!reuse) {
                 for (long i = 0; i < n; i++) stat[i] = q[i];
-                for (long i = 0; i < n; i++) {
-                    REAL xi = s[i];
-                    const REAL *restrict pi = P + i * n;
-                    IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
-                }
+                if (H.p) KERNEL(qp_structured_product)(&H, all_, n, s, 1, stat, ux);
+                else
+                    for (long i = 0; i < n; i++) {
+                        REAL xi = s[i];
+                        const REAL *restrict pi = P + i * n;
+                        IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
+                    }
             }
             for (long k = 0; k < me; k++) {
                 const REAL yk = s[n + k], *restrict ak = A + k * n;
@@ -751,7 +787,7 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
         KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1);
         for (long a = 0; a < nf; a++) fr[a] = g[free_[a]];
         KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, exact_[r] > 0 ? refinements : 0, nf + me + mi, sol_dr, solr,
-                                 W.unit_nu, res_f, res_g, dx, nu);
+                                 W.unit_nu, res_f, res_g, dx, nu, &dense, free_, 0);
         KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol); /* u (0 on fixed variables), nu_y, nu_z */
         REAL *ls = ls_ + r * n, *lx = lx_ + r * n;
         for (long i = 0; i < n; i++) lx[i] = g[i]; /* fixed: g - P u - A^T nu_y - G^T nu_z */
