@@ -49,9 +49,9 @@ KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     # interior point's 6) -> 4 arrays; the adjoint (..., refinements, P's row stride, params, P, A, G, flags, exact,
     # g) -> 4 arrays, returning 0, or -1 without scratch
     "qp_polish": (VOID, (*(LONG,) * 8, *(IN,) * 15, *(OUT,) * 4)),
-    # the polish for a Hessian also given as diag(p) + U U^T: (..., steps, refinements, U's columns r, params, P, p,
-    # U, the problem's other 7 arrays and the interior point's 6) -> the same 4 arrays
-    "qp_polish_structured": (VOID, (*(LONG,) * 8, *(IN,) * 17, *(OUT,) * 4)),
+    # the polish for a Hessian diag(p) + U U^T: (..., steps, refinements, U's columns r, params, p, U, the problem's
+    # other 7 arrays and the interior point's 6) -> the same 4 arrays
+    "qp_polish_structured": (VOID, (*(LONG,) * 8, *(IN,) * 16, *(OUT,) * 4)),
     "qp_adjoint": (LONG, (*(LONG,) * 7, *(IN,) * 7, *(OUT,) * 4)),
     # wholebody_step.c: (n, threads, steps, plan, settings, arrays, targets, strides, q) -> q_next, dq, the levels'
     # statuses, the active inequalities and bounds, the residuals and violations (NULL: none)

@@ -109,7 +109,7 @@ void qp_polish_float(long nb, long threads, long n, long me, long mi, long steps
                      const float *s_, const float *zu_, const float *su_, const float *zl_, const float *sl_,
                      float *sol_, float *w_, float *flags_, float *rows_);
 void qp_polish_structured_float(long nb, long threads, long n, long me, long mi, long steps, long refinements,
-                               long r, const float *params, const float *P_, const float *p_, const float *U_, const float *q_,
+                               long r, const float *params, const float *p_, const float *U_, const float *q_,
                                const float *A_, const float *b_, const float *G_, const float *h_, const float *lb_,
                                const float *ub_, const float *z_, const float *s_, const float *zu_, const float *su_,
                                const float *zl_, const float *sl_, float *sol_, float *w_, float *flags_, float *rows_);
@@ -122,7 +122,7 @@ void qp_polish_double(long nb, long threads, long n, long me, long mi, long step
                       const double *s_, const double *zu_, const double *su_, const double *zl_, const double *sl_,
                       double *sol_, double *w_, double *flags_, double *rows_);
 void qp_polish_structured_double(long nb, long threads, long n, long me, long mi, long steps, long refinements,
-                               long r, const double *params, const double *P_, const double *p_, const double *U_, const double *q_,
+                               long r, const double *params, const double *p_, const double *U_, const double *q_,
                                const double *A_, const double *b_, const double *G_, const double *h_, const double *lb_,
                                const double *ub_, const double *z_, const double *s_, const double *zu_, const double *su_,
                                const double *zl_, const double *sl_, double *sol_, double *w_, double *flags_, double *rows_);

@@ -306,6 +306,12 @@ typedef struct {
     long r;
 } KERNEL(qp_structure);
 
+/* P's entry (map[i], map[j]), P = diag(p) + U U^T, H's */
+static QP_INLINE REAL KERNEL(qp_structured_entry)(const KERNEL(qp_structure) *H, const long *restrict map, long i,
+                                                  long j) {
+    return (i == j ? H->p[map[i]] : 0) + KERNEL(qp_dot)(H->U + map[i] * H->r, H->U + map[j] * H->r, H->r);
+}
+
 /* out[a] += sign (P x)[a] over the variables map[0 .. count) (x and out in that order), P = diag(p) + U U^T, H's: the
    product in O(count r); ux: r values of scratch */
 static QP_INLINE void KERNEL(qp_structured_product)(const KERNEL(qp_structure) *H, const long *restrict map, long count,
@@ -328,23 +334,36 @@ static QP_INLINE int KERNEL(qp_reduce_hessian)(KERNEL(qp_factors) *F, const REAL
                                                long nf, REAL *Pr_buf, const REAL **Pr, REAL d, REAL rel,
                                                const KERNEL(qp_structure) *H) {
     F->n = nf, F->r = 0, F->diagonal = 0;
-    *Pr = P;
-    if (nf < n) {
-        for (long a = 0; a < nf; a++)
-            for (long b = 0; b < nf; b++) Pr_buf[a * nf + b] = P[free_[a] * n + free_[b]];
-        *Pr = Pr_buf;
+    if (!H->p) {
+        *Pr = P;
+        if (nf < n) {
+            for (long a = 0; a < nf; a++)
+                for (long b = 0; b < nf; b++) Pr_buf[a * nf + b] = P[free_[a] * n + free_[b]];
+            *Pr = Pr_buf;
+        }
+        return KERNEL(qp_factor_hessian)(F, *Pr, d, rel);
     }
-    if (!H->p) return KERNEL(qp_factor_hessian)(F, *Pr, d, rel);
     /* the Schur complement's condition grows as U's scale over p's: a p_F + elastic below 1e-6 (float: 1e-3) of P_FF's
-       largest diagonal entry takes the Cholesky factor of P_FF + elastic I instead, as qp_polish does */
+       largest diagonal entry takes the Cholesky factor of P_FF + elastic I instead, as qp_polish does (P_FF built
+       from p and U for it; *Pr = 0 otherwise: nothing reads P_FF) */
+    long r = H->r;
     REAL big = 0, floor = (REAL)(sizeof(REAL) == 4 ? 1e-3 : 1e-6);
-    for (long a = 0; a < nf; a++) big = FABS((*Pr)[a * nf + a] + d) > big ? FABS((*Pr)[a * nf + a] + d) : big;
+    for (long a = 0; a < nf; a++) {
+        const REAL *restrict ua = H->U + free_[a] * r, entry = FABS(H->p[free_[a]] + KERNEL(qp_dot)(ua, ua, r) + d);
+        big = entry > big ? entry : big;
+    }
+    *Pr = 0;
     for (long a = 0; a < nf; a++) {
         REAL pivot = H->p[free_[a]] + d;
-        if (!(pivot > floor * (1 + big))) return KERNEL(qp_factor_hessian)(F, *Pr, d, rel);
+        if (!(pivot > floor * (1 + big))) {
+            for (long i = 0; i < nf; i++)
+                for (long j = 0; j < nf; j++) Pr_buf[i * nf + j] = KERNEL(qp_structured_entry)(H, free_, i, j);
+            *Pr = Pr_buf;
+            return KERNEL(qp_factor_hessian)(F, Pr_buf, d, rel);
+        }
         F->L[a] = SQRT(pivot);
     }
-    F->r = H->r, F->diagonal = 1;
+    F->r = r, F->diagonal = 1;
     return 1;
 }
 
@@ -442,10 +461,11 @@ static QP_INLINE void KERNEL(qp_active_rows)(KERNEL(qp_factors) *F, long n, long
 /* the elastic system's factors for F's rows: the Cholesky factor of the Schur complement C (P + elastic I)^-1 C^T +
    D (its equality block M_eq computed before), else, where P + elastic I did not factor (factored == 0) or the Schur
    complement has a pivot too small to trust, one LU with partial pivoting of the whole matrix, or (dense == 0) none:
-   returns whether it factored */
+   returns whether it factored. P: P_FF, or 0 for the structured Hessian H's on the variables map */
 static QP_INLINE int KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL *restrict P, REAL d,
                                               const REAL *restrict D, const REAL *restrict M_eq, long me, int factored,
-                                              REAL rel, int dense) {
+                                              REAL rel, int dense, const KERNEL(qp_structure) *H,
+                                              const long *restrict map) {
     long n = F->n, m = F->m, stride = F->stride, r = F->r, s = r + m, e = r + me; /* s: the Schur complement's size */
     F->dense = !factored;
     if (!F->dense) {
@@ -468,7 +488,8 @@ static QP_INLINE int KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL 
     if (F->dense) {
         long K = n + m;
         for (long i = 0; i < n; i++) {
-            for (long j = 0; j < n; j++) F->K[i * K + j] = P[i * n + j] + (i == j ? d : 0);
+            for (long j = 0; j < n; j++)
+                F->K[i * K + j] = (P ? P[i * n + j] : KERNEL(qp_structured_entry)(H, map, i, j)) + (i == j ? d : 0);
             for (long k = 0; k < m; k++) F->K[i * K + n + k] = F->C[k * n + i];
         }
         for (long k = 0; k < m; k++) {
@@ -575,10 +596,10 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         for (long i = 0; i < n; i++) scale_d = KERNEL(qp_max)(scale_d, FABS(q[i]));
         scale_p += 1, scale_d += 1;
         const REAL slack_p = tol * scale_p, slack_d = tol * scale_d;
-        /* a structured Hessian's products go through p and U; its P (symmetric) is read in place, for the fallback */
+        /* a structured Hessian's products and blocks go through p and U (no P) */
         const KERNEL(qp_structure) H = {p_ ? p_ + r * n : 0, p_ ? U_ + r * n * r_ : 0, r_};
         if (!H.p) KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, W.P);
-        const REAL *P = H.p ? P_ + r * p_stride : W.P;
+        const REAL *P = H.p ? 0 : W.P;
         long nf = 0, units = 0; /* units: the fixed variables kept as exact unit rows of the whole system instead */
         int refixed = 1, whole = 0; /* refixed: the fixed variables changed; whole: F holds this row's factor of
                                        P + elastic I and its equalities' V columns and M_eq, every variable free */
@@ -605,7 +626,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                     for (long j = 0; j < n; j++) F.C[m * n + j] = j == i;
                     rhs[m] = c[i], D[m] = 0, kind[m] = -1;
                 }
-                solved = KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel, 0);
+                solved = KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel, 0, &dense, all_);
                 if (solved) {
                     KERNEL(qp_solve_refined)(&F, P, fr, rhs, kind, refinements, N, sol_d, sol, unit_nu, res_f, res_g,
                                              dx, nu, &dense, all_, ux);
@@ -619,7 +640,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
             }
             if (!solved) {
                 KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, b, G, h, act, free_, c, rhs, D, kind);
-                KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1);
+                KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1, &H, free_);
                 /* the elastic solution, then `refinements` steps toward the original system (D = 0, no prox) */
                 KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, refinements, nf + me + mi, sol_dr, solr, unit_nu, res_f,
                                          res_g, dx, nu, &H, free_, ux);
@@ -741,13 +762,13 @@ DISPATCH void KERNEL(qp_polish)(long nb, long threads, long n, long me, long mi,
                                                        sl_, sol_, w_, flags_, rows_));
 }
 
-/* qp_polish for a structured Hessian, each row's P (nb, n, n) = diag(p_) + U_ U_^T, p_ (nb, n) and U_ (nb, n, r) also
-   given: the active sets' systems are solved through the Schur complement of [U_F, C_F^T] (size r + m, no factor of
-   P_FF), the cheaper one where r + m is well below n; the same solution up to rounding. Where p_F + elastic has a
-   pivot too small to trust, the dense system as in qp_polish. */
+/* qp_polish for a structured Hessian, each row's P = diag(p_) + U_ U_^T, p_ (nb, n) and U_ (nb, n, r): the active
+   sets' systems are solved through the Schur complement of [U_F, C_F^T] (size r + m, no factor of P_FF), the cheaper
+   one where r + m is well below n, and P's products in O(n r); the same solution as qp_polish's up to rounding. Where
+   a p_F + elastic is too small a pivot for it, P_FF is built and factored as in qp_polish. */
 DISPATCH void KERNEL(qp_polish_structured)(long nb, long threads, long n, long me, long mi, long steps,
                                            long refinements, long r, const REAL *restrict params,
-                                           const REAL *restrict P_, const REAL *restrict p_, const REAL *restrict U_,
+                                           const REAL *restrict p_, const REAL *restrict U_,
                                            const REAL *restrict q_, const REAL *restrict A_, const REAL *restrict b_,
                                            const REAL *restrict G_, const REAL *restrict h_, const REAL *restrict lb_,
                                            const REAL *restrict ub_, const REAL *restrict z_, const REAL *restrict s_,
@@ -755,7 +776,7 @@ DISPATCH void KERNEL(qp_polish_structured)(long nb, long threads, long n, long m
                                            const REAL *restrict sl_, REAL *restrict sol_, REAL *restrict w_,
                                            REAL *restrict flags_, REAL *restrict rows_) {
     ROWS_IN_PARALLEL(nb, threads, 16, 1, KERNEL(qp_polish_rows)(lo, hi, n, me, mi, steps, refinements, n * n, r, p_, U_,
-                                                       params, P_, q_, A_, b_, G_, h_, lb_, ub_, z_, s_, zu_, su_, zl_,
+                                                       params, 0, q_, A_, b_, G_, h_, lb_, ub_, z_, s_, zu_, su_, zl_,
                                                        sl_, sol_, w_, flags_, rows_));
 }
 
@@ -794,7 +815,7 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
         int factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, W.Pr, W.Ar, &Pr, &Ar, M_eq, d, rel,
                                               &full_factored, &dense);
         KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, 0, G, 0, act, free_, c, rhs, D, kind);
-        KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1);
+        KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1, &dense, free_);
         for (long a = 0; a < nf; a++) fr[a] = g[free_[a]];
         KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, exact_[r] > 0 ? refinements : 0, nf + me + mi, sol_dr, solr,
                                  W.unit_nu, res_f, res_g, dx, nu, &dense, free_, 0);

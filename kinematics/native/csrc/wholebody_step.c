@@ -73,7 +73,8 @@ static void KERNEL(wb_integrate)(long nq, long floating, const REAL *restrict q,
     for (long j = 0; j < nq - joints; j++) out[joints + j] = (REAL)(q[joints + j] + (double)dq[tangent + j]);
 }
 
-/* P += v v^T over v's nonzero entries (a posture row touches one), c -= v r; returns the count of those entries. */
+/* P += v v^T (where P is given) over v's nonzero entries (a posture row touches one), c -= v r; returns the count
+   of those entries, their indices in nz. */
 static long KERNEL(wb_gram_row)(long nv, const double *restrict v, double r, long *restrict nz, double *restrict P,
                                 double *restrict c) {
     long k = 0;
@@ -82,7 +83,7 @@ static long KERNEL(wb_gram_row)(long nv, const double *restrict v, double r, lon
     for (long a = 0; a < k; a++) {
         double va = v[nz[a]];
         c[nz[a]] -= va * r;
-        for (long e = 0; e < k; e++) P[nz[a] * nv + nz[e]] += va * v[nz[e]];
+        for (long e = 0; P && e < k; e++) P[nz[a] * nv + nz[e]] += va * v[nz[e]];
     }
     return k;
 }
@@ -138,13 +139,13 @@ static void KERNEL(wb_tree_pass)(long n, const long long *plan, const void *cons
 }
 
 /* The active-set steps of rows [0, n) of a level's QP: through qp_polish_structured where the level's Hessian is
-   given as diag(p) + U U^T (rank >= 0: U's columns), else qp_polish. */
+   given as diag(p) + U U^T (rank >= 0: U's columns), else qp_polish with P. */
 static void KERNEL(wb_polish)(long n, const long long *plan, const double *params, long me, long steps, long rank,
                               const double *P, const double *p, const double *U, const double *const *problem,
                               const double *const *guess, double *sol, double *w, double *flags, double *rows) {
     long nv = plan[WB_NV], mi = plan[WB_MI], refinements = plan[WB_REFINEMENTS];
     if (rank >= 0)
-        qp_polish_structured_double(n, 1, nv, me, mi, steps, refinements, rank, params, P, p, U, problem[0],
+        qp_polish_structured_double(n, 1, nv, me, mi, steps, refinements, rank, params, p, U, problem[0],
                                     problem[1], problem[2], problem[3], problem[4], problem[5], problem[6], guess[0],
                                     guess[1], guess[2], guess[3], guess[4], guess[5], sol, w, flags, rows);
     else
@@ -155,7 +156,8 @@ static void KERNEL(wb_polish)(long n, const long long *plan, const double *param
 
 /* A level's QP for rows [0, n): the active-set steps from `guess` (z, s, zu, su, zl, sl: 2 mi + 4 nv per row, or
    none), then on the rows they leave the interior point and the polish, as kinematics.qp.kernels._qp_solve_cpu. The
-   Hessian: S->P, and with rank >= 0 also as diag(S->p) + S->U S->U^T (U: nv x rank per row). */
+   Hessian: S->P, or with rank >= 0 diag(S->p) + S->U S->U^T (U: nv x rank per row; P built for the interior point's
+   rows only). */
 static void KERNEL(wb_level_qp)(long n, const long long *plan, const double *settings, long me, long rank,
                                 KERNEL(wb_scratch) *S) {
     long nv = plan[WB_NV], mi = plan[WB_MI], N = nv + me + mi, F = mi + 2 * nv;
@@ -179,11 +181,24 @@ static void KERNEL(wb_level_qp)(long n, const long long *plan, const double *set
     long u = rank > 0 ? rank : 0, sizes[10] = {nv * nv, nv, me * nv, me, mi * nv, mi, nv, nv, nv, nv * u};
     const double *from[10] = {S->P, S->c, S->Ak, S->bk, S->G, S->h, S->lb, S->ub, S->p, S->U};
     double *part[10], *at = S->retry_problem;
-    for (int k = 0; k < (rank >= 0 ? 10 : 8); k++) {
+    for (int k = rank >= 0 ? 1 : 0; k < (rank >= 0 ? 10 : 8); k++) {
         part[k] = at;
         for (long i = 0; i < retries; i++)
             for (long e = 0; e < sizes[k]; e++) at[i * sizes[k] + e] = from[k][S->retry[i] * sizes[k] + e];
         at += retries * sizes[k];
+    }
+    if (rank >= 0) { /* P = diag(p) + U U^T of those rows, for the interior point */
+        part[0] = at;
+        for (long i = 0; i < retries; i++) {
+            const double *p = part[8] + i * nv, *U = part[9] + i * nv * u;
+            double *P = part[0] + i * nv * nv;
+            for (long a = 0; a < nv; a++)
+                for (long b = 0; b < nv; b++) {
+                    double entry = a == b ? p[a] : 0;
+                    for (long e = 0; e < u; e++) entry += U[a * u + e] * U[b * u + e];
+                    P[a * nv + b] = entry;
+                }
+        }
     }
     long ipm_sizes[8] = {nv, me, mi, mi, nv, nv, nv, nv};
     double *ipm[8];
@@ -428,23 +443,27 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
             long rank = KERNEL(wb_low_rank)(plan, k);
             rank = rank + me_k + mi <= nv ? rank : -1;
             for (long i = 0; i < n; i++) {
-                double *P = S.P + i * nv * nv, *c = S.c + i * nv, *p = S.p + i * nv;
+                double *P = rank >= 0 ? 0 : S.P + i * nv * nv, *c = S.c + i * nv, *p = S.p + i * nv;
                 double *U = S.U + i * nv * (rank > 0 ? rank : 0);
                 const double *J = S.J + (i * total_rows + start) * nv, *r = S.r + i * total_rows + start;
-                for (long e = 0; e < nv * nv; e++) P[e] = 0;
                 for (long e = 0; e < nv; e++) c[e] = 0, p[e] = damping_sq;
-                for (long e = 0; rank > 0 && e < nv * rank; e++) U[e] = 0;
-                for (long j = 0, u = 0; j < mk; j++) {
-                    const double *row = J + j * nv;
-                    long touched = KERNEL(wb_gram_row)(nv, row, r[j], S.nonzero, P, c);
-                    if (rank < 0) continue;
-                    if (touched == 1) p[S.nonzero[0]] += row[S.nonzero[0]] * row[S.nonzero[0]];
-                    else if (touched > 1 && u < rank) {
-                        for (long e = 0; e < nv; e++) U[e * rank + u] = row[e];
-                        u++;
-                    } else if (touched > 1) rank = -1; /* not the plan's rows (cannot happen): P as it is */
+                if (rank < 0) {
+                    for (long e = 0; e < nv * nv; e++) P[e] = 0;
+                    for (long j = 0; j < mk; j++) KERNEL(wb_gram_row)(nv, J + j * nv, r[j], S.nonzero, P, c);
+                    for (long e = 0; e < nv; e++) P[e * nv + e] += damping_sq;
+                } else { /* a row touching one variable adds to p, any other is a column of U: only a frame's or the
+                            centre of mass's row touches more than one, and the level has `rank` of those */
+                    for (long e = 0; e < nv * rank; e++) U[e] = 0;
+                    for (long j = 0, u = 0; j < mk; j++) {
+                        const double *row = J + j * nv;
+                        long touched = KERNEL(wb_gram_row)(nv, row, r[j], S.nonzero, 0, c);
+                        if (touched == 1) p[S.nonzero[0]] += row[S.nonzero[0]] * row[S.nonzero[0]];
+                        if (touched > 1) {
+                            for (long e = 0; e < nv; e++) U[e * rank + u] = row[e];
+                            u++;
+                        }
+                    }
                 }
-                for (long e = 0; e < nv; e++) P[e * nv + e] += damping_sq;
                 double *Ak = S.Ak + i * me_k * nv, *bk = S.bk + i * me_k;
                 for (long e = 0; e < me * nv; e++) Ak[e] = S.A[i * me * nv + e];
                 for (long e = 0; e < me; e++) bk[e] = S.b[i * me + e];

@@ -1,4 +1,4 @@
-"""The active-set polish for a Hessian given as diag(p) + U U^T (``qp_polish_structured``, what the whole-body step
+"""The active-set polish for a Hessian diag(p) + U U^T (``qp_polish_structured``, what the whole-body step
 calls for each level) against the dense polish (``qp_polish``) on the same problems: the same active sets, statuses
 and solutions, through its Schur-complement path, its diagonal-only case and its fallback to the dense system."""
 
@@ -60,13 +60,13 @@ def _polish(P, q, A, b, G, h, lb, ub, guess, steps):
     return outs
 
 
-def _polish_structured(P, p, U, q, A, b, G, h, lb, ub, guess, steps):
+def _polish_structured(p, U, q, A, b, G, h, lb, ub, guess, steps):
     nb, n = q.shape
     me, mi, r = A.shape[1], G.shape[1], U.shape[2]
-    kernel = loader.compiled("qp_polish_structured", (P, q), ((nb, n, n), (nb, n)))
+    kernel = loader.compiled("qp_polish_structured", (p, q), ((nb, n), (nb, n)))
     params = torch.tensor([ELASTIC, TOLERANCE, INFEASIBILITY], dtype=torch.float64)
     outs = _outputs(nb, n, me, mi)
-    tensors = (params, P, p, U, q, A, b, G, h, lb, ub, *guess, *outs)
+    tensors = (params, p, U, q, A, b, G, h, lb, ub, *guess, *outs)
     kernel(nb, 1, n, me, mi, steps, 1, r, *(t.contiguous().data_ptr() for t in tensors))
     return outs
 
@@ -81,7 +81,7 @@ def test_the_structured_polish_equals_the_dense_one(r, tiny_p):
     P, p, U, q, A, b, G, h, lb, ub = _problem(nb, n, me, mi, r, seed=r + 10 * tiny_p, tiny_p=tiny_p)
     guess = _empty_guess(nb, n, mi)
     dense = _polish(P, q, A, b, G, h, lb, ub, guess, steps=12)
-    structured = _polish_structured(P, p, U, q, A, b, G, h, lb, ub, guess, steps=12)
+    structured = _polish_structured(p, U, q, A, b, G, h, lb, ub, guess, steps=12)
     sol, w, flags, rows = structured
     assert torch.equal(flags, dense[2])  # the same active sets (inequalities, upper and lower bounds)
     assert torch.equal(rows[:, 0], dense[3][:, 0])  # the same statuses
@@ -97,7 +97,7 @@ def test_the_structured_polish_equals_the_dense_one(r, tiny_p):
 def test_the_structured_polish_reads_each_rows_own_structure():
     """Rows with different p and U in one call: each row's answer is that of the row alone."""
     nb, n, me, mi, r = 32, 16, 3, 4, 2
-    problem = _problem(nb, n, me, mi, r, seed=7)
+    problem = _problem(nb, n, me, mi, r, seed=7)[1:]  # p, U, ...: not P
     guess = _empty_guess(nb, n, mi)
     together = _polish_structured(*problem, guess, steps=12)
     for row in (0, 13, 31):
