@@ -99,6 +99,14 @@ static long KERNEL(wb_low_rank)(const long long *plan, long k) {
     return rank;
 }
 
+/* the most columns of U over the levels: what the scratch holds */
+static long KERNEL(wb_most_rank)(const long long *plan) {
+    long most = 0;
+    for (long k = 0; k < plan[WB_LEVELS]; k++)
+        most = KERNEL(wb_low_rank)(plan, k) > most ? KERNEL(wb_low_rank)(plan, k) : most;
+    return most;
+}
+
 /* The pose error (position, then log(R_target R^T)) of a reached pose (4 x 4, row-major) to a target one. */
 static void KERNEL(wb_pose_error)(const REAL *restrict target, const REAL *restrict pose, const double *settings,
                                   REAL *restrict error) {
@@ -357,8 +365,7 @@ static void KERNEL(wb_sizes)(const long long *plan, long n, size_t *reals, size_
     long me = plan[WB_ME], mi = plan[WB_MI], F = mi + 2 * nv, total_rows = 0;
     const long long *level_rows = plan + WB_HEADER + 2 * frames;
     for (long k = 0; k < levels; k++) total_rows += level_rows[k];
-    long most_eq = me + total_rows, N = nv + most_eq + mi, rank = 0;
-    for (long k = 0; k < levels; k++) rank = KERNEL(wb_low_rank)(plan, k) > rank ? KERNEL(wb_low_rank)(plan, k) : rank;
+    long most_eq = me + total_rows, N = nv + most_eq + mi, rank = KERNEL(wb_most_rank)(plan);
     *reals = (size_t)(m + 1) * 12 * n + (size_t)frames * n * (16 + 6 * nv) + (size_t)n * (3 + 3 * nv + nq) +
              (size_t)(6 * nv + 3 * nv + 3 * (m + 1) + 30) * WB_TREE_TILE;
     size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv
@@ -386,9 +393,7 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     long total_rows = 0;
     for (long k = 0; k < levels; k++) total_rows += level_rows[k];
     long most_eq = me + total_rows; /* the last level's equalities: the constraints' and every level's above */
-    long N = nv + most_eq + mi, most_rank = 0;
-    for (long k = 0; k < levels; k++)
-        most_rank = KERNEL(wb_low_rank)(plan, k) > most_rank ? KERNEL(wb_low_rank)(plan, k) : most_rank;
+    long N = nv + most_eq + mi, most_rank = KERNEL(wb_most_rank)(plan);
     size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv
                      + (size_t)nv * (1 + most_rank);
     KERNEL(wb_scratch) S;
