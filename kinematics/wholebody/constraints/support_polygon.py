@@ -126,11 +126,16 @@ class ComInSupportPolygon(Constraint):
         return HullEdges(*HULL_EDGES(self.corners_xy(tree, state), self._first, self._second))
 
     def prepare(self, tree: KinematicTree, targets: Mapping[str, torch.Tensor]) -> HullEdges | None:
-        """With ``anchors``: the hull's edges where the contacts hold the soles (their anchors), once per solve."""
+        """With ``anchors``: the hull's edges where the contacts hold the soles (their anchors), once per solve. Anchors
+        shared by the whole flat batch (stride 0, as a stance expanded over it is) give one hull, expanded."""
         if not self.anchors:
             return None
-        corners = self._ground_corners([targets[self.anchors[frame]] for frame in self.soles])
-        return HullEdges(*HULL_EDGES(corners, self._first, self._second))
+        anchors = [targets[self.anchors[frame]] for frame in self.soles]
+        batch = anchors[0].shape[0]
+        shared = batch > 1 and all(anchor.stride(0) == 0 for anchor in anchors)
+        corners = self._ground_corners([anchor[:1] for anchor in anchors] if shared else anchors)
+        edges = HULL_EDGES(corners, self._first, self._second)
+        return HullEdges(*(edge.expand(batch, *edge.shape[1:]) for edge in edges) if shared else edges)
 
     def inequality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear:
         normal, offset, edge = target if target is not None else self.edges(tree, state)

@@ -246,3 +246,23 @@ def test_an_anchored_polygon_is_built_from_the_contacts_anchors_once_per_solve(g
     assert polygon.violation(g1, state, q, front).shape == (3,)
     with pytest.raises(ConfigError, match="every sole frame or of none"):
         ComInSupportPolygon(_soles(), anchors=dict(list(anchors.items())[:1]))
+
+
+def test_anchors_shared_by_the_batch_give_one_hull_expanded_and_the_same_edges(g1) -> None:
+    """A stance expanded over a flat batch (stride 0): one hull, expanded (stride 0 too), equal to the hull of every
+    row built on its own; anchors that differ by row are each built."""
+    q = standing(g1, batch=1)
+    state = g1.forward_kinematics(q)
+    anchors = {c.link: role for role, c in G1.contacts.items()}
+    polygon = ComInSupportPolygon(_soles(), margin=0.02, anchors=anchors)
+    stance = {role: g1.frame_pose(state, c.link) for role, c in G1.contacts.items()}
+    shared = {role: T.expand(5, 4, 4) for role, T in stance.items()}
+    copied = {role: T.contiguous() for role, T in shared.items()}
+    once, each = polygon.prepare(g1, shared), polygon.prepare(g1, copied)
+    for ours, theirs in zip(once, each, strict=True):
+        assert ours.shape == theirs.shape and ours.stride(0) == 0
+        torch.testing.assert_close(ours, theirs, atol=0, rtol=0)
+    moved = {role: T.clone() for role, T in copied.items()}
+    next(iter(moved.values()))[2, 0, 3] += 0.05  # one row's foot forward: that row's hull differs
+    built = polygon.prepare(g1, moved)
+    assert built.offset.stride(0) != 0 and not torch.equal(built.offset[2], once.offset[2])
