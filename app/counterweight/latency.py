@@ -103,10 +103,15 @@ def _rested(viewer) -> bool:
     )
 
 
-def measure(goals: int, interval_s: float, seed: int = 0) -> dict:
-    """Launch the G1 scene, move its goal ``goals`` times ``interval_s`` apart, and return the latencies' summary."""
+def run_as_the_app_does() -> None:
+    """The process settings ``python -m app`` makes: one torch thread, the app's thread switch interval."""
     torch.set_num_threads(1)
     sys.setswitchinterval(SWITCH_INTERVAL_S)
+
+
+def measure(goals: int, interval_s: float, seed: int = 0) -> dict:
+    """Launch the G1 scene, move its goal ``goals`` times ``interval_s`` apart, and return the latencies' summary
+    (in this process's settings: ``run_as_the_app_does`` first, to measure what the app does)."""
     viewer = launch_g1(ViewerConfig(robot="g1", light=True, port=_free_port()))
     try:
         _wait(lambda: viewer.trainer.status.step >= 1 and _rested(viewer), "the trainer's first step and answers")
@@ -139,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.goals < 1 or not args.interval > 0:
         parser.error("--goals must be at least 1 and --interval above 0")
+    run_as_the_app_does()  # before the provenance, which records the threads
     doc = {
         "provenance": provenance(shlex.join(["python", "-m", "app.counterweight.latency", *(argv or sys.argv[1:])])),
         **measure(args.goals, args.interval),
