@@ -78,8 +78,7 @@ static void KERNEL(wb_integrate)(long nq, long floating, const REAL *restrict q,
 static long KERNEL(wb_gram_row)(long nv, const double *restrict v, double r, long *restrict nz, double *restrict P,
                                 double *restrict c) {
     long k = 0;
-    for (long i = 0; i < nv; i++)
-        if (v[i] != 0) nz[k++] = i;
+    for (long i = 0; i < nv; i++) nz[k] = i, k += v[i] != 0; /* no branch: a posture row's one entry is anywhere */
     for (long a = 0; a < k; a++) {
         double va = v[nz[a]];
         c[nz[a]] -= va * r;
