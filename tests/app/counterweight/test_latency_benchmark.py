@@ -51,4 +51,4 @@ def test_a_short_run_writes_the_results_it_reports(tmp_path):
     assert 0 < doc["first"]["median_ms"] <= doc["first"]["max_ms"]
     report = (tmp_path / "g1_latency.md").read_text()
     assert f"| first (reach only, policy) | {doc['first']['count']} |" in report
-    assert doc["provenance"]["command"].startswith("python -m app.counterweight.latency")
+    assert "python -m app.counterweight.latency --goals 3 --interval 0.5" in doc["provenance"]["command"]
