@@ -312,11 +312,19 @@ static QP_INLINE REAL KERNEL(qp_structured_entry)(const KERNEL(qp_structure) *H,
     return (i == j ? H->p[map[i]] : 0) + KERNEL(qp_dot)(H->U + map[i] * H->r, H->U + map[j] * H->r, H->r);
 }
 
-/* out[a] += sign (P x)[a] over the variables map[0 .. count) (x and out in that order), P = diag(p) + U U^T, H's: the
-   product in O(count r); ux: r values of scratch */
-static QP_INLINE void KERNEL(qp_structured_product)(const KERNEL(qp_structure) *H, const long *restrict map, long count,
-                                                    const REAL *restrict x, REAL sign, REAL *restrict out,
-                                                    REAL *restrict ux) {
+/* out[a] += sign (P x)[a] (sign +-1) over the system's count variables (x and out in their order): with a structured
+   Hessian (H->p) P = diag(p) + U U^T on the variables map[0 .. count), in O(count r) (ux: r values of scratch), else
+   the dense P (count x count) */
+static QP_INLINE void KERNEL(qp_hessian_product)(const KERNEL(qp_structure) *H, const REAL *restrict P,
+                                                 const long *restrict map, long count, const REAL *restrict x,
+                                                 REAL sign, REAL *restrict out, REAL *restrict ux) {
+    if (!H->p) {
+        for (long i = 0; i < count; i++) {
+            const REAL xi = sign * x[i], *restrict pi = P + i * count;
+            IVDEP for (long j = 0; j < count; j++) out[j] += pi[j] * xi;
+        }
+        return;
+    }
     long r = H->r;
     for (long k = 0; k < r; k++) ux[k] = 0;
     for (long a = 0; a < count; a++) {
@@ -520,13 +528,7 @@ static QP_INLINE void KERNEL(qp_solve_refined)(const KERNEL(qp_factors) *F, cons
     for (long i = 0; i < N; i++) sol[i] = sol_d[i];
     for (long t = 0; t < refinements; t++) {
         for (long i = 0; i < n; i++) res_f[i] = f[i];
-        if (H->p) KERNEL(qp_structured_product)(H, map, n, sol, -1, res_f, ux); /* P_FF x, map: F's variables */
-        else
-            for (long i = 0; i < n; i++) {
-                REAL xi = sol[i];
-                const REAL *restrict pi = P + i * n;
-                IVDEP for (long j = 0; j < n; j++) res_f[j] -= pi[j] * xi;
-            }
+        KERNEL(qp_hessian_product)(H, P, map, n, sol, -1, res_f, ux); /* - P_FF x, map: F's variables */
         for (long k = 0; k < m; k++) {
             const REAL nk = kind[k] >= 0 ? sol[n + kind[k]] : unit_nu[k], *restrict ck = F->C + k * n;
             IVDEP for (long j = 0; j < n; j++) res_f[j] -= ck[j] * nk;
@@ -652,13 +654,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                 for (long i = 0; i < N; i++) good &= isfinite(sol[i]) != 0;
                 const REAL *s = good ? sol : sol_d;
                 for (long i = 0; i < n; i++) stat[i] = q[i];
-                if (H.p) KERNEL(qp_structured_product)(&H, all_, n, s, 1, stat, ux);
-                else
-                    for (long i = 0; i < n; i++) {
-                        REAL xi = s[i];
-                        const REAL *restrict pi = P + i * n;
-                        IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
-                    }
+                KERNEL(qp_hessian_product)(&H, P, all_, n, s, 1, stat, ux);
                 for (long k = 0; k < me; k++) {
                     const REAL yk = s[n + k], *restrict ak = A + k * n;
                     IVDEP for (long j = 0; j < n; j++) stat[j] += ak[j] * yk;
@@ -703,13 +699,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
             int reuse = pass == 0 && stat_of_sol; /* the same sums, already done */
             if (!reuse) {
                 for (long i = 0; i < n; i++) stat[i] = q[i];
-                if (H.p) KERNEL(qp_structured_product)(&H, all_, n, s, 1, stat, ux);
-                else
-                    for (long i = 0; i < n; i++) {
-                        REAL xi = s[i];
-                        const REAL *restrict pi = P + i * n;
-                        IVDEP for (long j = 0; j < n; j++) stat[j] += pi[j] * xi;
-                    }
+                KERNEL(qp_hessian_product)(&H, P, all_, n, s, 1, stat, ux);
             }
             for (long k = 0; k < me; k++) {
                 const REAL yk = s[n + k], *restrict ak = A + k * n;
