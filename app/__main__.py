@@ -25,8 +25,8 @@ from kinematics.errors import ProjectError
 
 # How long a thread holds the GIL while another waits for it (Python's default: 5 ms). The trainer's step is Python
 # between thousands of small torch ops; each op the page's answer thread runs gives the GIL up and waits this long to
-# take it back. Measured on the G1 scene with the trainer running (40 goals a second apart): first answers drawn at a
-# median of 23 ms and a p95 of 108 ms at 5 ms, 26 ms and 70 ms at 1 ms.
+# take it back. The G1 scene's answers at this setting, the trainer running: `python -m app.counterweight.latency`
+# (docs/results/viewer/g1_latency.md).
 SWITCH_INTERVAL_S = 1e-3
 
 
