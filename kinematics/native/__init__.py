@@ -28,7 +28,7 @@ from kinematics.native.hull import hull_edges
 from kinematics.native.loader import ENVIRONMENT, INSTALLED, disabled, library, library_file, library_path
 from kinematics.native.qp import qp_adjoint, qp_ipm, qp_polish
 from kinematics.native.tree import tree_com, tree_frame_jacobian, tree_frames, tree_nodes
-from kinematics.native.wholebody import StepPlan, wholebody_step
+from kinematics.native.wholebody import StepPlan, wholebody_step, wholebody_step_backward
 
 __all__ = [
     "ENVIRONMENT",
@@ -57,4 +57,5 @@ __all__ = [
     "tree_frames",
     "tree_nodes",
     "wholebody_step",
+    "wholebody_step_backward",
 ]

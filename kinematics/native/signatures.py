@@ -17,8 +17,11 @@ IN, OUT = "const real *", "real *"  # an array read, an array written
 INDEX, LONG_INDEX = "const long long *", "const long *"  # int64 arrays
 BYTES = "unsigned char *"  # a bool array written
 DOUBLES_IN = "const double *"  # a float64 array read, whatever real is
+DOUBLES_OUT = "double *"  # a float64 array written, whatever real is
+INT8_IN = "const signed char *"  # an int8 array read
 INT8 = "signed char *"  # an int8 array written
 POINTERS = "const void * const *"  # an array of addresses
+OUT_POINTERS = "void * const *"  # an array of addresses written through
 VOID = "void"
 
 _ARGS_THEN = (LONG,) * 5 + (IN,)  # ik_*: (dof, n, threads, iterations, clamp, params)
@@ -53,12 +56,55 @@ KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     # other 7 arrays and the interior point's 6) -> the same 4 arrays
     "qp_polish_structured": (VOID, (*(LONG,) * 8, *(IN,) * 16, *(OUT,) * 4)),
     "qp_adjoint": (LONG, (*(LONG,) * 7, *(IN,) * 7, *(OUT,) * 4)),
+    # the adjoint for a Hessian diag(p) + U U^T: (..., refinements, U's columns r, params, p, U, A, G, flags, exact, g)
+    "qp_adjoint_structured": (LONG, (*(LONG,) * 7, *(IN,) * 8, *(OUT,) * 4)),
     # wholebody_step.c: (n, threads, steps, plan, settings, arrays, targets, strides, q) -> q_next, dq, the levels'
-    # statuses, the active inequalities and bounds, the residuals and violations (NULL: none)
+    # statuses, the active inequalities and bounds, the residuals and violations (NULL: none), what the backward
+    # reads (NULL: nothing); the backward (n, threads, plan, settings, arrays, targets, strides, q, dq, saved,
+    # statuses, the gradients on q_next and dq) -> each wanted target's gradient (an address per target, NULL: not
+    # wanted), its sizes
     "wholebody_step": (
         LONG,
-        (LONG, LONG, LONG, INDEX, DOUBLES_IN, POINTERS, POINTERS, INDEX, IN, OUT, OUT, INT8, BYTES, INT8, OUT, OUT),
-    ),
+        (
+            LONG,
+            LONG,
+            LONG,
+            INDEX,
+            DOUBLES_IN,
+            POINTERS,
+            POINTERS,
+            INDEX,
+            IN,
+            OUT,
+            OUT,
+            INT8,
+            BYTES,
+            INT8,
+            OUT,
+            OUT,
+            DOUBLES_OUT,
+        ),
+    ),  # fmt: skip
+    "wholebody_step_backward": (
+        LONG,
+        (
+            LONG,
+            LONG,
+            INDEX,
+            DOUBLES_IN,
+            POINTERS,
+            POINTERS,
+            INDEX,
+            IN,
+            IN,
+            DOUBLES_IN,
+            INT8_IN,
+            IN,
+            IN,
+            OUT_POINTERS,
+            INDEX,
+        ),
+    ),  # fmt: skip
 }
 # not per type: identity.c
 PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {"kinematics_native_source_hash": ("const char *", ())}

@@ -34,21 +34,90 @@ class StepPlan:
 
 
 def wholebody_step(
-    plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], steps: int, evaluate: bool
+    plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], steps: int, evaluate: bool, save: bool = False
 ) -> tuple[torch.Tensor, ...] | None:
     """``steps`` cascade steps from ``q`` ``(B, nq)``: ``(q_next (B, nq), dq (B, nv), level_status (B, n_levels)
     int8, active_inequalities (B, m_in) bool, active_bounds (B, nv) int8)`` (the last step's), then, with
     ``evaluate``, the residuals ``(B, residual_width)`` and violations ``(B, n_constraints)`` at ``q_next`` (else
-    ``(B, 0)`` each), or ``None``. Each target
+    ``(B, 0)`` each), or ``None``; with ``save``, one more output: what ``wholebody_step_backward`` reads of the last
+    step (float64, ``(B, n_levels * saved_per_level)``). Each target
     is ``(B, *shape)`` of its ``plan.target_specs`` entry; a target whose rows are neither one apart nor all one (batch
     stride 0) is copied."""
+    found = _targets(plan, q, targets, recording=torch.is_grad_enabled())
+    if found is None:
+        return None
+    kernel, held, pointers, stride_array = found
+    n, nq = q.shape
+    q = q.contiguous()
+    nv = plan.nv
+    q_next, dq = loader.empty(n, nq, dtype=q.dtype), loader.empty(n, nv, dtype=q.dtype)
+    status = torch.empty(n, plan.n_levels, dtype=torch.int8)
+    active_inequalities = torch.empty(n, plan.n_inequalities, dtype=torch.bool)
+    active_bounds = torch.empty(n, nv, dtype=torch.int8)
+    residuals = loader.empty(n, plan.residual_width if evaluate else 0, dtype=q.dtype)
+    violations = loader.empty(n, plan.n_constraints if evaluate else 0, dtype=q.dtype)
+    saved = loader.empty(n, plan.n_levels * saved_per_level(plan) if save else 0, dtype=torch.float64)
+    outputs = (q_next, dq, status, active_inequalities, active_bounds, residuals, violations)
+    code = kernel(
+        n, torch.get_num_threads(), steps, plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
+        ctypes.addressof(pointers), ctypes.addressof(stride_array), q.data_ptr(),
+        *(t.data_ptr() for t in outputs[:5]), *((residuals.data_ptr(), violations.data_ptr()) if evaluate else (None, None)),
+        saved.data_ptr() if save else None,
+    )  # fmt: skip
+    loader.checked(code, "wholebody_step")
+    return (*outputs, saved) if save else outputs
+
+
+def saved_per_level(plan: StepPlan) -> int:
+    """What a step saves per row and level for its backward (``WB_SAVED_PER_LEVEL``): the final active set's flags
+    (``m_in + 2 nv``), which system's point was kept (1), the level's solution (``nv``)."""
+    return plan.n_inequalities + 3 * plan.nv + 1
+
+
+def wholebody_step_backward(
+    plan: StepPlan,
+    q: torch.Tensor,
+    targets: Sequence[torch.Tensor],
+    forward: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+    grad_q_next: torch.Tensor,
+    grad_dq: torch.Tensor,
+    wanted: Sequence[bool],
+) -> list[torch.Tensor | None] | None:
+    """One step's backward w.r.t. the tasks' targets (``csrc/wholebody_step.c``, ``wb_backward_chunk``): for the
+    step from ``q`` for which ``wholebody_step(..., save=True)`` gave ``forward`` (its ``dq``, ``level_status`` and
+    saved output) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq`` ``(B, nv)``, the gradient
+    ``(B, *shape)`` of each target where ``wanted`` (a task's target only), ``None`` elsewhere; or ``None`` where the
+    kernel is not there."""
+    found = _targets(plan, q, targets, recording=False, name="wholebody_step_backward")
+    if found is None:
+        return None
+    kernel, held, pointers, stride_array = found
+    n = q.shape[0]
+    grads = [loader.empty(n, *spec[0], dtype=q.dtype) if want else None
+             for want, spec in zip(wanted, plan.target_specs, strict=True)]  # fmt: skip
+    addresses = (ctypes.c_void_p * max(1, len(grads)))(*(None if g is None else g.data_ptr() for g in grads))
+    sizes = torch.tensor([spec[3] for spec in plan.target_specs] or [0], dtype=torch.int64)
+    dq, status, saved = (t.contiguous() for t in forward)
+    q, grad_q_next, grad_dq = (t.to(q.dtype).contiguous() for t in (q, grad_q_next, grad_dq))
+    code = kernel(
+        n, torch.get_num_threads(), plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
+        ctypes.addressof(pointers), ctypes.addressof(stride_array), q.data_ptr(), dq.data_ptr(), saved.data_ptr(),
+        status.data_ptr(), grad_q_next.data_ptr(), grad_dq.data_ptr(), ctypes.addressof(addresses), sizes.data_ptr(),
+    )  # fmt: skip
+    loader.checked(code, "wholebody_step_backward")
+    return grads
+
+
+def _targets(plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], recording: bool,
+             name: str = "wholebody_step"):  # fmt: skip
+    """The kernel ``name`` for ``q`` and what it reads of ``targets`` (held tensors, their addresses and row
+    strides), or ``None`` where the kernel or a target is not what the plan reads."""
     if q.ndim != 2 or len(targets) != len(plan.target_specs) or q.dtype is not plan.held[0].dtype:
         return None
     n, nq = q.shape
-    kernel = loader.compiled("wholebody_step", (q,), ((n, nq),))
+    kernel = loader.compiled(name, (q,), ((n, nq),))
     if kernel is None or n == 0:
         return None
-    recording = torch.is_grad_enabled()
     held, addresses, strides = [], [], []
     for target, (shape, dtype, row_strides, size) in zip(targets, plan.target_specs, strict=True):
         if (
@@ -67,21 +136,6 @@ def wholebody_step(
         held.append(target)
         addresses.append(target.data_ptr())
         strides.append(stride[0])
-    q = q.contiguous()
-    nv = plan.nv
-    q_next, dq = loader.empty(n, nq, dtype=q.dtype), loader.empty(n, nv, dtype=q.dtype)
-    status = torch.empty(n, plan.n_levels, dtype=torch.int8)
-    active_inequalities = torch.empty(n, plan.n_inequalities, dtype=torch.bool)
-    active_bounds = torch.empty(n, nv, dtype=torch.int8)
     pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
     stride_array = (ctypes.c_longlong * max(1, len(strides)))(*strides)
-    residuals = loader.empty(n, plan.residual_width if evaluate else 0, dtype=q.dtype)
-    violations = loader.empty(n, plan.n_constraints if evaluate else 0, dtype=q.dtype)
-    outputs = (q_next, dq, status, active_inequalities, active_bounds, residuals, violations)
-    code = kernel(
-        n, torch.get_num_threads(), steps, plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
-        ctypes.addressof(pointers), ctypes.addressof(stride_array), q.data_ptr(),
-        *(t.data_ptr() for t in outputs[:5]), *((residuals.data_ptr(), violations.data_ptr()) if evaluate else (None, None)),
-    )  # fmt: skip
-    loader.checked(code, "wholebody_step")
-    return outputs
+    return kernel, held, pointers, stride_array

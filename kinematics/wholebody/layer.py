@@ -201,7 +201,9 @@ class WholeBodyIKLayer(nn.Module):
     ) -> tuple[torch.Tensor, CascadeStep]:
         """One cascade step at ``q`` ``(B, nq)`` (flat batch; targets flat too): ``(q_next, CascadeStep)``.
         ``prepared``: ``prepare(targets)``, computed here when omitted. On the CPU one compiled call
-        (``step_kernel.CASCADE_STEPS``), where autograd records a graph the torch composition."""
+        (``step_kernel.CASCADE_STEPS``); where autograd records a graph to the tasks' targets alone, the compiled
+        call and its compiled backward (``step_kernel.compiled_step_with_gradient``); where it records one to
+        ``q``, a contact's anchor or the prepared polygon, the torch composition."""
         if prepared is None:
             prepared = self.prepare(targets)
         return self._steps(q, targets, prepared, 1, False)[:2]
@@ -209,6 +211,8 @@ class WholeBodyIKLayer(nn.Module):
     def _steps(self, q: torch.Tensor, targets, prepared, steps: int, evaluate: bool):
         """``(q, CascadeStep, residuals, violations)`` after ``steps`` steps (``CASCADE_STEPS``)."""
         inputs = step_plan.kernel_inputs(self, targets, prepared)
+        if steps == 1 and not evaluate and (out := step_kernel.compiled_step_with_gradient(self, q, inputs)):
+            return out[0], CascadeStep(*out[1:5]), None, None
         out = step_kernel.CASCADE_STEPS(step_kernel.key(self), q, inputs, steps, evaluate)
         return out[0], CascadeStep(*out[1:5]), out[5], out[6]
 

@@ -7,6 +7,13 @@ Its reference is the torch composition (``kinematics.wholebody.cascade.cascade_s
 after step), which every device, dtype, autograd (the unrolled and the implicit gradients) and ``torch.func`` use;
 on the CPU, where the layer has a plan (``step_plan.build``), one compiled call computes all the steps
 (``kinematics.native.wholebody``). The kernel's schema names the layer by a key (``key``): a layer is not a tensor.
+
+``compiled_step_with_gradient`` is one step recording a graph to the tasks' targets alone (``q`` without one: a
+policy's targets for a measured configuration), compiled both ways: the step, and its backward
+(``native.wholebody_step_backward``: each level's adjoint solve on its final active set, the hand-over between levels
+and the tasks' errors, in reverse), which gives the torch composition's gradient. A graph to ``q`` (an unrolled
+solve's later steps, the implicit adjoint) needs the kinematics' second derivatives, which the compiled backward does
+not have: the torch composition records it.
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ import weakref
 import torch
 
 from kinematics import native
+from kinematics.batch_last import first_order, transforms_active
 from kinematics.native.kernel import Kernel
 from kinematics.wholebody import step_plan
 
@@ -60,3 +68,51 @@ CASCADE_STEPS = Kernel(
     _reference,
 )
 CASCADE_STEPS.implement("cpu", _cpu)
+
+
+def compiled_step_with_gradient(layer, q: torch.Tensor, inputs: list[torch.Tensor]):
+    """``CASCADE_STEPS``' outputs for one step (no evaluation) where autograd records a graph to some of the tasks'
+    targets (the first ``len(layer.tasks)`` of ``inputs``) and to nothing else, on the compiled path both ways; or
+    ``None`` where that does not apply (no graph, a graph to ``q``, a contact's anchor or a prepared polygon, no plan,
+    a transform active, the kernel not there)."""
+    if not torch.is_grad_enabled() or q.requires_grad or transforms_active():
+        return None
+    wanted = [t.requires_grad for t in inputs]
+    tasks = len(layer.tasks)
+    if not any(wanted[:tasks]) or any(wanted[tasks:]):
+        return None
+    plan = plan_of(layer)
+    if plan is None:
+        return None
+    with torch.no_grad():
+        computed = native.wholebody_step(plan, q, inputs, 1, False, save=True)
+    if computed is None:
+        return None
+    q_next, dq = _CompiledStep.apply(layer, plan, q, computed, *inputs)
+    return q_next, dq, *computed[2:5]
+
+
+class _CompiledStep(torch.autograd.Function):
+    """``apply(layer, plan, q, computed, *inputs) -> (q_next, dq)``: the compiled step's outputs ``computed`` (with
+    what its backward reads), differentiable w.r.t. the tasks' targets among ``inputs``."""
+
+    @staticmethod
+    def forward(ctx, layer, plan, q, computed, *inputs):
+        ctx.layer, ctx.plan = layer, plan
+        ctx.save_for_backward(q, computed[1], computed[2], computed[-1], *inputs)  # dq, the statuses, the saved
+        return computed[0], computed[1]
+
+    @staticmethod
+    @first_order
+    def backward(ctx, grad_q_next, grad_dq):
+        q, dq, status, saved, *inputs = ctx.saved_tensors
+        layer, wanted = ctx.layer, ctx.needs_input_grad[4:]
+        grads = native.wholebody_step_backward(ctx.plan, q, inputs, (dq, status, saved), grad_q_next, grad_dq, wanted)
+        if grads is None:  # the library went away since the forward (native.disabled()): the reference's gradient
+            with torch.enable_grad():
+                leaves = [t.detach().requires_grad_(want) for t, want in zip(inputs, wanted, strict=True)]
+                out = layer.reference_steps(q, leaves, 1)
+                found = iter(torch.autograd.grad((out[0], out[1]), [t for t in leaves if t.requires_grad],
+                                                 (grad_q_next, grad_dq), allow_unused=True))  # fmt: skip
+            grads = [next(found) if want else None for want in wanted]
+        return None, None, None, None, *grads

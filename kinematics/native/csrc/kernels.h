@@ -116,6 +116,10 @@ void qp_polish_structured_float(long nb, long threads, long n, long me, long mi,
 long qp_adjoint_float(long nb, long threads, long n, long me, long mi, long refinements, long p_stride,
                       const float *params, const float *P_, const float *A_, const float *G_, const float *flags_,
                       const float *exact_, const float *g_, float *ls_, float *lx_, float *ly_, float *lz_);
+long qp_adjoint_structured_float(long nb, long threads, long n, long me, long mi, long refinements, long r,
+                                 const float *params, const float *p_, const float *U_, const float *A_,
+                                 const float *G_, const float *flags_, const float *exact_, const float *g_,
+                                 float *ls_, float *lx_, float *ly_, float *lz_);
 void qp_polish_double(long nb, long threads, long n, long me, long mi, long steps, long refinements, long p_stride,
                       const double *params, const double *P_, const double *q_, const double *A_, const double *b_,
                       const double *G_, const double *h_, const double *lb_, const double *ub_, const double *z_,
@@ -129,18 +133,34 @@ void qp_polish_structured_double(long nb, long threads, long n, long me, long mi
 long qp_adjoint_double(long nb, long threads, long n, long me, long mi, long refinements, long p_stride,
                        const double *params, const double *P_, const double *A_, const double *G_, const double *flags_,
                        const double *exact_, const double *g_, double *ls_, double *lx_, double *ly_, double *lz_);
+long qp_adjoint_structured_double(long nb, long threads, long n, long me, long mi, long refinements, long r,
+                                  const double *params, const double *p_, const double *U_, const double *A_,
+                                  const double *G_, const double *flags_, const double *exact_, const double *g_,
+                                  double *ls_, double *lx_, double *ly_, double *lz_);
 
 /* wholebody_step.c: `steps` cascade steps of the whole-body layer (kinematics.wholebody.step_kernel) and, where
-   residuals is not NULL, the evaluation at the last configuration; returns 0, or -1 where its scratch could not be
+   residuals is not NULL, the evaluation at the last configuration, where saved is not NULL what the last step's
+   backward reads; and that backward w.r.t. the tasks' targets. Each returns 0, or -1 where its scratch could not be
    allocated */
 long wholebody_step_float(long n, long threads, long steps, const long long *plan, const double *settings,
                           const void *const *arrays, const void *const *targets, const long long *strides,
                           const float *q, float *q_next, float *dq, signed char *status,
-                          unsigned char *active_in, signed char *active_bounds, float *residuals, float *violations);
+                          unsigned char *active_in, signed char *active_bounds, float *residuals, float *violations,
+                          double *saved);
+long wholebody_step_backward_float(long n, long threads, const long long *plan, const double *settings,
+                                   const void *const *arrays, const void *const *targets, const long long *strides,
+                                   const float *q, const float *dq, const double *saved, const signed char *status,
+                                   const float *grad_q_next, const float *grad_dq, void *const *grad_targets,
+                                   const long long *target_sizes);
 long wholebody_step_double(long n, long threads, long steps, const long long *plan, const double *settings,
                            const void *const *arrays, const void *const *targets, const long long *strides,
                            const double *q, double *q_next, double *dq, signed char *status,
                            unsigned char *active_in, signed char *active_bounds, double *residuals,
-                           double *violations);
+                           double *violations, double *saved);
+long wholebody_step_backward_double(long n, long threads, const long long *plan, const double *settings,
+                                    const void *const *arrays, const void *const *targets, const long long *strides,
+                                    const double *q, const double *dq, const double *saved, const signed char *status,
+                                    const double *grad_q_next, const double *grad_dq, void *const *grad_targets,
+                                    const long long *target_sizes);
 
 #endif

@@ -783,39 +783,37 @@ DISPATCH void KERNEL(qp_polish_structured)(long nb, long threads, long n, long m
    as that matrix weighs each stationarity row (1 free, 0 fixed); ly (nb, me), lz (nb, mi) (0 on inactive rows).
    params = (elastic). Returns 0, or -1 where its scratch could not be allocated. */
 static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me, long mi, long refinements,
-                                              long p_stride,
+                                              long p_stride, long r_, const REAL *restrict p_, const REAL *restrict U_,
                                  const REAL *restrict params,
                                  const REAL *restrict P_, const REAL *restrict A_, const REAL *restrict G_,
                                  const REAL *restrict flags_, const REAL *restrict exact_, const REAL *restrict g_,
                                  REAL *restrict ls_, REAL *restrict lx_, REAL *restrict ly_, REAL *restrict lz_) {
     const REAL d = params[0], rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
     KERNEL(qp_workspace) W;
-    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, 0, 0)) return -1; /* out of memory: -1, for the caller */
+    if (!KERNEL(qp_workspace_take)(&W, n, me, mi, p_ ? r_ : 0, p_ ? r_ : 0)) return -1; /* out of memory: -1 */
     KERNEL(qp_factors) F = W.F;
     REAL *rhs = W.rhs, *D = W.D, *nu = W.nu, *res_g = W.res_g, *sol_dr = W.sol_dr, *solr = W.solr, *sol = W.sol;
-    REAL *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *P = W.P, *fr = W.fr, *c = W.c;
+    REAL *res_f = W.res_f, *dx = W.dx, *M_eq = W.M_eq, *fr = W.fr, *c = W.c, *ux = W.extra;
     long *kind = W.kind, *free_ = W.free_;
     int full_factored = -1; /* as in qp_polish_rows */
     for (long r = lo; r < hi; r++) {
         const REAL *A = A_ + r * me * n, *G = G_ + r * mi * n, *act = flags_ + r * (mi + 2 * n), *g = g_ + r * n;
-        const REAL *Pr = P, *Ar = A;
-        KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, P);
+        /* a structured Hessian's products and blocks go through p and U (no P), as in qp_polish_rows */
+        const KERNEL(qp_structure) H = {p_ ? p_ + r * n : 0, p_ ? U_ + r * n * r_ : 0, r_};
+        if (!H.p) KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, W.P);
+        const REAL *P = H.p ? 0 : W.P, *Pr = P, *Ar = A;
         long nf = KERNEL(qp_free_variables)(n, act + mi, act + mi + n, 0, 0, free_, c); /* c: 0, unused */
-        const KERNEL(qp_structure) dense = {0, 0, 0};
         int factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, W.Pr, W.Ar, &Pr, &Ar, M_eq, d, rel,
-                                              &full_factored, &dense);
+                                              &full_factored, &H);
         KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, 0, G, 0, act, free_, c, rhs, D, kind);
-        KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1, &dense, free_);
+        KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1, &H, free_);
         for (long a = 0; a < nf; a++) fr[a] = g[free_[a]];
         KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, exact_[r] > 0 ? refinements : 0, nf + me + mi, sol_dr, solr,
-                                 W.unit_nu, res_f, res_g, dx, nu, &dense, free_, 0);
+                                 W.unit_nu, res_f, res_g, dx, nu, &H, free_, ux);
         KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol); /* u (0 on fixed variables), nu_y, nu_z */
         REAL *ls = ls_ + r * n, *lx = lx_ + r * n;
         for (long i = 0; i < n; i++) lx[i] = g[i]; /* fixed: g - P u - A^T nu_y - G^T nu_z */
-        for (long i = 0; i < n; i++) {
-            const REAL ui = sol[i], *restrict pi = P + i * n;
-            IVDEP for (long j = 0; j < n; j++) lx[j] -= pi[j] * ui;
-        }
+        KERNEL(qp_hessian_product)(&H, P, W.all_, n, sol, -1, lx, ux);
         for (long k = 0; k < me + mi; k++) {
             const REAL nk = sol[n + k], *restrict ck = k < me ? A + k * n : G + (k - me) * n;
             if (nk != 0) IVDEP for (long j = 0; j < n; j++) lx[j] -= ck[j] * nk;
@@ -836,8 +834,23 @@ DISPATCH long KERNEL(qp_adjoint)(long nb, long threads, long n, long me, long mi
                                  REAL *restrict lz_) {
     long result;
     COUNTED_ROWS_IN_PARALLEL(result, nb, threads, 16, KERNEL(qp_adjoint_rows)(lo, hi, n, me, mi, refinements, p_stride,
-                                                                             params, P_, A_, G_, flags_, exact_, g_,
-                                                                             ls_, lx_, ly_, lz_));
+                                                                             0, 0, 0, params, P_, A_, G_, flags_,
+                                                                             exact_, g_, ls_, lx_, ly_, lz_));
+    return result;
+}
+
+/* qp_adjoint for a structured Hessian, each row's P = diag(p_) + U_ U_^T (p_ (nb, n), U_ (nb, n, r)), solved as
+   qp_polish_structured solves the polish's systems: the same adjoint up to rounding. */
+DISPATCH long KERNEL(qp_adjoint_structured)(long nb, long threads, long n, long me, long mi, long refinements, long r,
+                                            const REAL *restrict params, const REAL *restrict p_,
+                                            const REAL *restrict U_, const REAL *restrict A_, const REAL *restrict G_,
+                                            const REAL *restrict flags_, const REAL *restrict exact_,
+                                            const REAL *restrict g_, REAL *restrict ls_, REAL *restrict lx_,
+                                            REAL *restrict ly_, REAL *restrict lz_) {
+    long result;
+    COUNTED_ROWS_IN_PARALLEL(result, nb, threads, 16, KERNEL(qp_adjoint_rows)(lo, hi, n, me, mi, refinements, n * n, r,
+                                                                             p_, U_, params, 0, A_, G_, flags_, exact_,
+                                                                             g_, ls_, lx_, ly_, lz_));
     return result;
 }
 

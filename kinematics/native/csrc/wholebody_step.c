@@ -34,6 +34,9 @@ enum { WB_ORIGIN, WB_REVOLUTE, WB_MULTIPLIER, WB_OFFSET, WB_COLUMN, WB_PARENT, W
 #define WB_TREE_TILE 32 /* TREE_TILE in tree.c: the Jacobian kernels' scratch per row */
 #define WB_INACTIVE 1e3 /* kinematics.wholebody.constraints.support_polygon.INACTIVE */
 #define WB_CHUNK 32     /* rows per chunk of a thread's share (wb_rows) */
+/* what a step saves per row and level for its backward: the final active set's flags (mi + 2 nv), whether the
+   original system's point was kept (1), the level's solution x (nv) */
+#define WB_SAVED_PER_LEVEL(nv, mi) ((mi) + 3 * (nv) + 1)
 #endif
 
 /* One row's configuration moved by dq (free_flyer.integrate on the base, a sum on the joints), in double. */
@@ -71,6 +74,64 @@ static void KERNEL(wb_integrate)(long nq, long floating, const REAL *restrict q,
         out[3] = (REAL)(nx / norm), out[4] = (REAL)(ny / norm), out[5] = (REAL)(nz / norm), out[6] = (REAL)(nw / norm);
     }
     for (long j = 0; j < nq - joints; j++) out[joints + j] = (REAL)(q[joints + j] + (double)dq[tangent + j]);
+}
+
+/* One row's wb_integrate backward w.r.t. dq: out (nv) += (d out / d dq)^T g for the gradient g (nq) on its output, in
+   double, the derivative of free_flyer.integrate's formula (the series' on their branch) on the base. */
+static void KERNEL(wb_integrate_vjp)(long nq, long floating, const REAL *restrict q, const REAL *restrict dq,
+                                     const REAL *restrict g, double *restrict out) {
+    long joints = floating ? 7 : 0, tangent = floating ? 6 : 0;
+    for (long j = 0; j < nq - joints; j++) out[tangent + j] += (double)g[joints + j];
+    if (!floating) return;
+    double qx = q[3], qy = q[4], qz = q[5], qw = q[6], w[3] = {dq[3], dq[4], dq[5]}, v[3] = {dq[0], dq[1], dq[2]};
+    double t2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2], t = sqrt(t2), b, c, hs, hc, db, dc, dhs, dhc; /* d./d(t^2) */
+    if (t < (sizeof(REAL) == 4 ? 0.2 : 1e-2)) {
+        b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0, db = -1.0 / 24.0 + t2 / 360.0;
+        c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0, dc = -1.0 / 120.0 + t2 / 2520.0;
+        hs = 0.5 - t2 / 48.0 + t2 * t2 / 3840.0, dhs = -1.0 / 48.0 + t2 / 1920.0;
+        hc = 1.0 - t2 / 8.0 + t2 * t2 / 384.0, dhc = -1.0 / 8.0 + t2 / 192.0;
+    } else {
+        double sn = sin(t), cs = cos(t), hsn = sin(0.5 * t), hcs = cos(0.5 * t);
+        b = (1.0 - cs) / (t * t), db = (t * sn - 2.0 * (1.0 - cs)) / (2.0 * t2 * t2);
+        c = (t - sn) / (t * t * t), dc = ((1.0 - cs) * t - 3.0 * (t - sn)) / (2.0 * t2 * t2 * t);
+        hs = hsn / t, dhs = (0.5 * t * hcs - hsn) / (2.0 * t2 * t);
+        hc = hcs, dhc = -hsn / (4.0 * t);
+    }
+#define WB_CROSS(x, y, o) (o[0] = x[1] * y[2] - x[2] * y[1], o[1] = x[2] * y[0] - x[0] * y[2], o[2] = x[0] * y[1] - x[1] * y[0])
+    /* position: p + R(q) s, s = v + b a + c w x a, a = w x v; gs = R^T g_p */
+    double s = 2.0 / (qx * qx + qy * qy + qz * qz + qw * qw);
+    double xs = qx * s, ys = qy * s, zs = qz * s, wxs = qw * xs, wys = qw * ys, wzs = qw * zs;
+    double xx = qx * xs, xy = qx * ys, xz = qx * zs, yy = qy * ys, yz = qy * zs, zz = qz * zs;
+    double R[9] = {1.0 - (yy + zz), xy - wzs, xz + wys, xy + wzs, 1.0 - (xx + zz), yz - wxs, xz - wys, yz + wxs,
+                   1.0 - (xx + yy)};
+    double gs[3], a[3], wa[3], wg[3], wwg[3], vg[3], ag[3], gw[3], vgw[3];
+    for (int i = 0; i < 3; i++) gs[i] = R[i] * g[0] + R[3 + i] * g[1] + R[6 + i] * g[2];
+    WB_CROSS(w, v, a);
+    WB_CROSS(w, a, wa);
+    WB_CROSS(w, gs, wg);
+    WB_CROSS(w, wg, wwg);
+    WB_CROSS(v, gs, vg);
+    WB_CROSS(a, gs, ag);
+    WB_CROSS(gs, w, gw);
+    WB_CROSS(v, gw, vgw);
+    double ga = gs[0] * a[0] + gs[1] * a[1] + gs[2] * a[2], gwa = gs[0] * wa[0] + gs[1] * wa[1] + gs[2] * wa[2];
+    double grad_w[3];
+    for (int i = 0; i < 3; i++) {
+        out[i] += gs[i] - b * wg[i] + c * wwg[i]; /* (I + b W + c W^2)^T gs */
+        grad_w[i] = 2.0 * w[i] * (db * ga + dc * gwa) + b * vg[i] + c * (ag[i] + vgw[i]);
+    }
+    /* quaternion: n / |n|, n = q * (hs w, hc) */
+    double px = hs * w[0], py = hs * w[1], pz = hs * w[2], pw = hc;
+    double nx = qw * px + qx * pw + qy * pz - qz * py, ny = qw * py - qx * pz + qy * pw + qz * px;
+    double nz = qw * pz + qx * py - qy * px + qz * pw, nw = qw * pw - qx * px - qy * py - qz * pz;
+    double norm = sqrt(nx * nx + ny * ny + nz * nz + nw * nw), o[4] = {nx / norm, ny / norm, nz / norm, nw / norm};
+    double go = o[0] * g[3] + o[1] * g[4] + o[2] * g[5] + o[3] * g[6], gn[4];
+    for (int i = 0; i < 4; i++) gn[i] = ((double)g[3 + i] - o[i] * go) / norm;
+    double ge[4] = {qw * gn[0] + qz * gn[1] - qy * gn[2] - qx * gn[3], -qz * gn[0] + qw * gn[1] + qx * gn[2] - qy * gn[3],
+                    qy * gn[0] - qx * gn[1] + qw * gn[2] - qz * gn[3], qx * gn[0] + qy * gn[1] + qz * gn[2] + qw * gn[3]};
+    double gew = ge[0] * w[0] + ge[1] * w[1] + ge[2] * w[2];
+    for (int i = 0; i < 3; i++) out[3 + i] += grad_w[i] + hs * ge[i] + 2.0 * w[i] * (dhs * gew + dhc * ge[3]);
+#undef WB_CROSS
 }
 
 /* P += v v^T (where P is given) over v's nonzero entries (a posture row touches one), c -= v r; returns the count
@@ -119,10 +180,38 @@ static void KERNEL(wb_pose_error)(const REAL *restrict target, const REAL *restr
 
 typedef struct {
     REAL *nodes, *poses, *jacobians, *work, *com, *com_jacobian, *q;
-    double *A, *b, *G, *h, *lb, *ub, *J, *r, *P, *p, *U, *c, *dq, *Ak, *bk, *sol, *w, *flags, *rows, *guess, *previous;
+    double *A, *b, *G, *h, *lb, *ub, *J, *r, *P, *p, *U, *c, *dq, *kept, *Ak, *bk, *sol, *w, *flags, *rows, *guess;
+    double *previous;
     double *retry_problem, *interior, *retry_out;
     long *nonzero, *retry;
 } KERNEL(wb_scratch);
+
+/* Row i's level Hessian from its mk weighted rows J (and with r its linear term S->c = -J^T r): with rank < 0 the
+   dense S->P = J^T J + damping_sq I, else diag(S->p) + S->U S->U^T: a row touching one variable adds to p, any other is
+   a column of U (only a frame's or the centre of mass's row touches more than one, and the level has `rank` of those),
+   the damping in p. */
+static void KERNEL(wb_level_hessian)(long nv, long mk, const double *J, const double *r, double damping_sq, long rank,
+                                     KERNEL(wb_scratch) *S, long i) {
+    double *P = rank >= 0 ? 0 : S->P + i * nv * nv, *c = S->c + i * nv, *p = S->p + i * nv;
+    double *U = S->U + i * nv * (rank > 0 ? rank : 0);
+    for (long e = 0; e < nv; e++) c[e] = 0, p[e] = damping_sq;
+    if (rank < 0) {
+        for (long e = 0; e < nv * nv; e++) P[e] = 0;
+        for (long j = 0; j < mk; j++) KERNEL(wb_gram_row)(nv, J + j * nv, r ? r[j] : 0, S->nonzero, P, c);
+        for (long e = 0; e < nv; e++) P[e * nv + e] += damping_sq;
+        return;
+    }
+    for (long e = 0; e < nv * rank; e++) U[e] = 0;
+    for (long j = 0, u = 0; j < mk; j++) {
+        const double *row = J + j * nv;
+        long touched = KERNEL(wb_gram_row)(nv, row, r ? r[j] : 0, S->nonzero, 0, c);
+        if (touched == 1) p[S->nonzero[0]] += row[S->nonzero[0]] * row[S->nonzero[0]];
+        if (touched > 1) {
+            for (long e = 0; e < nv; e++) U[e * rank + u] = row[e];
+            u++;
+        }
+    }
+}
 
 /* The tree's pass at the configurations of S->q (n rows): the nodes, the pose of every frame read and, where the plan
    reads it, the centre of mass; with `jacobians`, the frames' and the centre of mass's Jacobians too. */
@@ -370,7 +459,7 @@ static void KERNEL(wb_sizes)(const long long *plan, long n, size_t *reals, size_
     size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv
                      + (size_t)nv * (1 + rank);
     size_t per_row = (size_t)me * nv + me + (size_t)mi * nv + mi + 2 * nv /* A, b, G, h, lb, ub */
-                     + (size_t)total_rows * (nv + 1) + (size_t)nv * nv + 2 * nv  /* J, r, P, c, dq */
+                     + (size_t)total_rows * (nv + 2) + (size_t)nv * nv + 2 * nv  /* J, r, kept, P, c, dq */
                      + (size_t)nv * (1 + rank)                                   /* p, U */
                      + (size_t)most_eq * (nv + 1) + N + nv + 2 * F + 4          /* Ak, bk, sol, w, flags, previous, rows */
                      + 2 * mi + 4 * nv + problem                                /* guess, the rows left */
@@ -379,57 +468,70 @@ static void KERNEL(wb_sizes)(const long long *plan, long n, size_t *reals, size_
     *longs = (size_t)nv + n + 1;
 }
 
-/* `steps` cascade steps of rows [lo, hi), in the scratch wb_sizes counts for hi - lo rows (or more). */
-static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan, const double *settings,
-                             const void *const *arrays, const void *const *targets, const long long *strides,
-                             const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
-                             unsigned char *active_in, signed char *active_bounds, REAL *residuals, REAL *violations,
-                             REAL *real_block, double *block, long *longs) {
-    long n = hi - lo, m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV];
-    long floating = plan[WB_FLOATING], levels = plan[WB_LEVELS], frames = plan[WB_FRAMES], me = plan[WB_ME];
-    long mi = plan[WB_MI], F = mi + 2 * nv;
-    const long long *frame = plan + WB_HEADER, *level_rows = frame + 2 * frames;
-    long total_rows = 0;
+/* The scratch of n rows laid out in the blocks wb_sizes counts; returns the doubles' end (what follows is the
+   caller's). */
+static double *KERNEL(wb_layout)(long n, const long long *plan, REAL *real_block, double *block, long *longs,
+                                 KERNEL(wb_scratch) *S) {
+    long m = plan[WB_M], nq = plan[WB_NQ], nv = plan[WB_NV], levels = plan[WB_LEVELS], frames = plan[WB_FRAMES];
+    long me = plan[WB_ME], mi = plan[WB_MI], F = mi + 2 * nv, total_rows = 0;
+    const long long *level_rows = plan + WB_HEADER + 2 * frames;
     for (long k = 0; k < levels; k++) total_rows += level_rows[k];
     long most_eq = me + total_rows; /* the last level's equalities: the constraints' and every level's above */
     long N = nv + most_eq + mi, most_rank = KERNEL(wb_most_rank)(plan);
     size_t problem = (size_t)nv * nv + nv + (size_t)most_eq * nv + most_eq + (size_t)mi * nv + mi + 2 * nv
                      + (size_t)nv * (1 + most_rank);
-    KERNEL(wb_scratch) S;
     REAL *at = real_block;
-    S.nodes = at, at += (m + 1) * 12 * n;
-    S.poses = at, at += frames * n * 16;
-    S.jacobians = at, at += frames * n * 6 * nv;
-    S.com = at, at += 3 * n;
-    S.com_jacobian = at, at += 3 * nv * n;
-    S.q = at, at += nq * n;
-    S.work = at;
+    S->nodes = at, at += (m + 1) * 12 * n;
+    S->poses = at, at += frames * n * 16;
+    S->jacobians = at, at += frames * n * 6 * nv;
+    S->com = at, at += 3 * n;
+    S->com_jacobian = at, at += 3 * nv * n;
+    S->q = at, at += nq * n;
+    S->work = at;
     double *d = block;
-    S.A = d, d += n * me * nv;
-    S.b = d, d += n * me;
-    S.G = d, d += n * mi * nv;
-    S.h = d, d += n * mi;
-    S.lb = d, d += n * nv;
-    S.ub = d, d += n * nv;
-    S.J = d, d += n * total_rows * nv;
-    S.r = d, d += n * total_rows;
-    S.P = d, d += n * nv * nv;
-    S.p = d, d += n * nv;
-    S.U = d, d += n * nv * most_rank;
-    S.c = d, d += n * nv;
-    S.dq = d, d += n * nv;
-    S.Ak = d, d += n * most_eq * nv;
-    S.bk = d, d += n * most_eq;
-    S.sol = d, d += n * N;
-    S.w = d, d += n * nv;
-    S.flags = d, d += n * F;
-    S.previous = d, d += n * F;
-    S.rows = d, d += n * 4;
-    S.guess = d, d += n * (2 * mi + 4 * nv);
-    S.retry_problem = d, d += n * problem;
-    S.interior = d, d += n * (nv + most_eq + 2 * mi + 4 * nv);
-    S.retry_out = d;
-    S.nonzero = longs, S.retry = longs + nv;
+    S->A = d, d += n * me * nv;
+    S->b = d, d += n * me;
+    S->G = d, d += n * mi * nv;
+    S->h = d, d += n * mi;
+    S->lb = d, d += n * nv;
+    S->ub = d, d += n * nv;
+    S->J = d, d += n * total_rows * nv;
+    S->r = d, d += n * total_rows;
+    S->P = d, d += n * nv * nv;
+    S->p = d, d += n * nv;
+    S->U = d, d += n * nv * most_rank;
+    S->c = d, d += n * nv;
+    S->dq = d, d += n * nv;
+    S->kept = d, d += n * total_rows;
+    S->Ak = d, d += n * most_eq * nv;
+    S->bk = d, d += n * most_eq;
+    S->sol = d, d += n * N;
+    S->w = d, d += n * nv;
+    S->flags = d, d += n * F;
+    S->previous = d, d += n * F;
+    S->rows = d, d += n * 4;
+    S->guess = d, d += n * (2 * mi + 4 * nv);
+    S->retry_problem = d, d += n * problem;
+    S->interior = d, d += n * (nv + most_eq + 2 * mi + 4 * nv);
+    S->retry_out = d, d += n * (N + nv + F + 4);
+    S->nonzero = longs, S->retry = longs + nv;
+    return d;
+}
+
+/* `steps` cascade steps of rows [lo, hi), in the scratch wb_sizes counts for hi - lo rows (or more). */
+static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan, const double *settings,
+                             const void *const *arrays, const void *const *targets, const long long *strides,
+                             const REAL *q0, REAL *q_out, REAL *dq_out, signed char *status,
+                             unsigned char *active_in, signed char *active_bounds, REAL *residuals, REAL *violations,
+                             double *saved, REAL *real_block, double *block, long *longs) {
+    long n = hi - lo, nq = plan[WB_NQ], nv = plan[WB_NV];
+    long floating = plan[WB_FLOATING], levels = plan[WB_LEVELS], frames = plan[WB_FRAMES], me = plan[WB_ME];
+    long mi = plan[WB_MI], F = mi + 2 * nv;
+    const long long *level_rows = plan + WB_HEADER + 2 * frames;
+    long total_rows = 0;
+    for (long k = 0; k < levels; k++) total_rows += level_rows[k];
+    KERNEL(wb_scratch) S;
+    KERNEL(wb_layout)(n, plan, real_block, block, longs, &S);
     signed char *status_here = status + lo * levels, *bounds_here = active_bounds + lo * nv;
     unsigned char *in_here = active_in + lo * mi;
     for (long e = 0; e < n * nq; e++) S.q[e] = q0[lo * nq + e];
@@ -447,36 +549,16 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
             long rank = KERNEL(wb_low_rank)(plan, k);
             rank = rank + me_k + mi <= nv ? rank : -1;
             for (long i = 0; i < n; i++) {
-                double *P = rank >= 0 ? 0 : S.P + i * nv * nv, *c = S.c + i * nv, *p = S.p + i * nv;
-                double *U = S.U + i * nv * (rank > 0 ? rank : 0);
-                const double *J = S.J + (i * total_rows + start) * nv, *r = S.r + i * total_rows + start;
-                for (long e = 0; e < nv; e++) c[e] = 0, p[e] = damping_sq;
-                if (rank < 0) {
-                    for (long e = 0; e < nv * nv; e++) P[e] = 0;
-                    for (long j = 0; j < mk; j++) KERNEL(wb_gram_row)(nv, J + j * nv, r[j], S.nonzero, P, c);
-                    for (long e = 0; e < nv; e++) P[e * nv + e] += damping_sq;
-                } else { /* a row touching one variable adds to p, any other is a column of U: only a frame's or the
-                            centre of mass's row touches more than one, and the level has `rank` of those */
-                    for (long e = 0; e < nv * rank; e++) U[e] = 0;
-                    for (long j = 0, u = 0; j < mk; j++) {
-                        const double *row = J + j * nv;
-                        long touched = KERNEL(wb_gram_row)(nv, row, r[j], S.nonzero, 0, c);
-                        if (touched == 1) p[S.nonzero[0]] += row[S.nonzero[0]] * row[S.nonzero[0]];
-                        if (touched > 1) {
-                            for (long e = 0; e < nv; e++) U[e * rank + u] = row[e];
-                            u++;
-                        }
-                    }
-                }
+                KERNEL(wb_level_hessian)(nv, mk, S.J + (i * total_rows + start) * nv, S.r + i * total_rows + start,
+                                         damping_sq, rank, &S, i);
                 double *Ak = S.Ak + i * me_k * nv, *bk = S.bk + i * me_k;
                 for (long e = 0; e < me * nv; e++) Ak[e] = S.A[i * me * nv + e];
                 for (long e = 0; e < me; e++) bk[e] = S.b[i * me + e];
-                /* what the levels above achieved: their rows at the step so far (dq) */
+                /* what the levels above achieved: their rows at the step each of them handed over */
                 for (long j = 0; j < kept; j++) {
                     const double *row = S.J + (i * total_rows + j) * nv;
-                    double value = 0;
-                    for (long e = 0; e < nv; e++) Ak[(me + j) * nv + e] = row[e], value += row[e] * S.dq[i * nv + e];
-                    bk[me + j] = value;
+                    for (long e = 0; e < nv; e++) Ak[(me + j) * nv + e] = row[e];
+                    bk[me + j] = S.kept[i * total_rows + j];
                 }
                 /* the active-set steps' start: the level above's active set, or the empty one */
                 double *g = S.guess;
@@ -511,6 +593,18 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
                 }
                 status_here[i * levels + k] = (signed char)code;
                 for (long e = 0; e < F; e++) S.previous[i * F + e] = flags[e];
+                for (long j = start; j < start + mk && k + 1 < levels; j++) { /* what this level achieved */
+                    const double *row = S.J + (i * total_rows + j) * nv;
+                    double value = 0;
+                    for (long e = 0; e < nv; e++) value += row[e] * dq[e];
+                    S.kept[i * total_rows + j] = value;
+                }
+                if (saved) { /* what the backward reads of this level: its active set, which system, its solution */
+                    double *keep = saved + (lo + i) * levels * WB_SAVED_PER_LEVEL(nv, mi) + k * WB_SAVED_PER_LEVEL(nv, mi);
+                    for (long e = 0; e < F; e++) keep[e] = flags[e];
+                    keep[F] = S.rows[4 * i + 3];
+                    for (long e = 0; e < nv; e++) keep[F + 1 + e] = x[e];
+                }
             }
             kept += mk;
         }
@@ -530,22 +624,170 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     }
 }
 
+/* The backward of one step of rows [lo, hi) (their step dq, their forward saved in `saved`, WB_SAVED_PER_LEVEL values
+   per level, their levels' statuses in `status`) w.r.t. the tasks' targets, for the upstream gradients grad_q_next and
+   grad_dq: the gradient the torch composition's autograd gives (kinematics.wholebody.cascade, kinematics.qp.gradient),
+   step by step in reverse. The integration's derivative w.r.t. the step (wb_integrate_vjp), then level by level the
+   selection (its solution where SOLVED; else the level above's step, or for the first
+   level its solution clamped to the step's bounds, a tie's gradient halved as torch.maximum's and torch.minimum's),
+   each level's adjoint solve on its final active set (qp_adjoint, as solve_qp's backward), the level's linear term
+   c = -J^T r to its residuals r, what a level achieved (J_j dq_j, an equality of every level below) to that level's
+   step, and each residual row r = gain cost e to its task's error and target: a frame's through pose_error_vjp, a
+   centre of mass's and a posture's directly. Writes each wanted target's gradient (grad_targets[t] not NULL:
+   contiguous, one target's shape per row); returns 0, or -1 where an adjoint solve had no scratch. */
+static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, const double *settings,
+                                      const void *const *arrays, const void *const *targets,
+                                      const long long *strides, const REAL *q0, const REAL *dq,
+                                      const double *saved, const signed char *status, const REAL *grad_q_next,
+                                      const REAL *grad_dq, void *const *grad_targets,
+                                      const long long *target_sizes, REAL *real_block, double *block, long *longs) {
+    long n = hi - lo, nq = plan[WB_NQ], nv = plan[WB_NV];
+    long levels = plan[WB_LEVELS], frames = plan[WB_FRAMES], me = plan[WB_ME], mi = plan[WB_MI], F = mi + 2 * nv;
+    const long long *level_rows = plan + WB_HEADER + 2 * frames, *record = level_rows + levels;
+    long total_rows = 0, level_start[64];
+    for (long k = 0; k < levels; k++) level_start[k] = total_rows, total_rows += level_rows[k];
+    long most_eq = me + total_rows, per_level = WB_SAVED_PER_LEVEL(nv, mi);
+    KERNEL(wb_scratch) S;
+    double *d = KERNEL(wb_layout)(n, plan, real_block, block, longs, &S);
+    double *gD = d, *gx = gD + n * levels * nv, *ls = gx + n * nv, *lx = ls + n * nv, *ly = lx + n * nv;
+    double *lz = ly + n * most_eq, *flags = lz + n * mi, *exact = flags + n * F, *grad_r = exact + n;
+    for (long e = 0; e < n * nq; e++) S.q[e] = q0[lo * nq + e];
+    KERNEL(wb_tree_pass)(n, plan, arrays, &S, 1);
+    for (long i = 0; i < n; i++)
+        KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows);
+    for (long e = 0; e < n * levels * nv; e++) gD[e] = 0;
+    for (long i = 0; i < n; i++) { /* the step's gradient: its own and through q_next = integrate(q, dq) */
+        double *g = gD + (i * levels + levels - 1) * nv;
+        for (long e = 0; e < nv; e++) g[e] = (double)grad_dq[(lo + i) * nv + e];
+        KERNEL(wb_integrate_vjp)(nq, plan[WB_FLOATING], q0 + (lo + i) * nq, dq + (lo + i) * nv,
+                                 grad_q_next + (lo + i) * nq, g);
+    }
+    double damping_sq = settings[WB_DAMPING] * settings[WB_DAMPING], elastic = settings[WB_ELASTIC];
+    long refinements = plan[WB_REFINEMENTS] > 2 ? plan[WB_REFINEMENTS] : 2; /* as solve_qp's backward */
+    for (long k = levels - 1; k >= 0; k--) {
+        long start = level_start[k], mk = level_rows[k], me_k = me + start;
+        long rank = KERNEL(wb_low_rank)(plan, k); /* the Hessian as the forward gave it to the polish */
+        rank = rank + me_k + mi <= nv ? rank : -1;
+        for (long i = 0; i < n; i++) {
+            double *Ak = S.Ak + i * me_k * nv, *g = gD + (i * levels + k) * nv;
+            const double *J = S.J + i * total_rows * nv, *keep = saved + ((lo + i) * levels + k) * per_level;
+            KERNEL(wb_level_hessian)(nv, mk, J + start * nv, 0, damping_sq, rank, &S, i);
+            for (long e = 0; e < me * nv; e++) Ak[e] = S.A[i * me * nv + e];
+            for (long e = 0; e < start * nv; e++) Ak[me * nv + e] = J[e];
+            for (long e = 0; e < F; e++) flags[i * F + e] = keep[e];
+            exact[i] = keep[F];
+            int solved = status[(lo + i) * levels + k] == 0;
+            if (k == 0 && !solved) { /* the least-violation step clamped: min(max(x, lb), ub) */
+                const double *x = keep + F + 1, *lb = S.lb + i * nv, *ub = S.ub + i * nv;
+                for (long e = 0; e < nv; e++) {
+                    double low = x[e] > lb[e] ? x[e] : lb[e];
+                    double up = low < ub[e] ? 1.0 : low == ub[e] ? 0.5 : 0.0;
+                    double down = x[e] > lb[e] ? 1.0 : x[e] == lb[e] ? 0.5 : 0.0;
+                    gx[i * nv + e] = g[e] * up * down;
+                }
+            } else {
+                for (long e = 0; e < nv; e++) gx[i * nv + e] = solved ? g[e] : 0.0;
+                if (!solved) { /* the level above's step was handed on */
+                    double *above = gD + (i * levels + k - 1) * nv;
+                    for (long e = 0; e < nv; e++) above[e] += g[e];
+                }
+            }
+        }
+        long code = rank >= 0 ? qp_adjoint_structured_double(n, 1, nv, me_k, mi, refinements, rank, &elastic, S.p, S.U,
+                                                             S.Ak, S.G, flags, exact, gx, ls, lx, ly, lz)
+                              : qp_adjoint_double(n, 1, nv, me_k, mi, refinements, nv * nv, &elastic, S.P, S.Ak, S.G,
+                                                  flags, exact, gx, ls, lx, ly, lz);
+        if (code < 0) return -1;
+        for (long i = 0; i < n; i++) {
+            const double *J = S.J + i * total_rows * nv, *l = ls + i * nv, *y = ly + i * me_k;
+            for (long j = start; j < start + mk; j++) { /* c = -J^T r: d/dr = J l_s */
+                double value = 0;
+                for (long e = 0; e < nv; e++) value += J[j * nv + e] * l[e];
+                grad_r[i * total_rows + j] = value;
+            }
+            for (long a = 0, j = 0; a < k; a++) /* b = J_a dq_a of every level a above: d/d(dq_a) = J_a^T l_y */
+                for (long end = level_start[a] + level_rows[a]; j < end; j++) {
+                    double *g = gD + (i * levels + a) * nv, v = y[me + j];
+                    for (long e = 0; e < nv; e++) g[e] += J[j * nv + e] * v;
+                }
+        }
+    }
+    long level_fill[64];
+    for (long k = 0; k < levels; k++) level_fill[k] = level_start[k];
+    for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD) { /* the residuals' rows to the targets */
+        long type = record[WB_TYPE], t = record[WB_TARGET], level = record[WB_LEVEL];
+        if (type != WB_FRAME_TASK && type != WB_COM_TASK && type != WB_POSTURE_TASK) continue;
+        const double *param = settings + record[WB_PARAM];
+        long first = record[WB_FIRST], count = record[WB_COUNT], size = target_sizes[t], rows = level_fill[level];
+        level_fill[level] += record[WB_ROWS]; /* the block's rows, in wb_assemble's order */
+        if (!grad_targets[t]) continue;
+        for (long i = 0; i < n; i++) {
+            long fill = rows;
+            REAL *out = (REAL *)grad_targets[t] + (lo + i) * size, error[6] = {0, 0, 0, 0, 0, 0};
+            for (long e = 0; e < size; e++) out[e] = 0;
+            for (long j = 0; j < count; j++) {
+                double cost = param[1 + j];
+                if (!(cost > 0)) continue; /* a row of zero cost asks nothing */
+                REAL value = (REAL)(grad_r[i * total_rows + fill++] * (param[0] * cost));
+                if (type == WB_FRAME_TASK) error[first + j] = value;
+                else out[j] = value; /* target - com, target - q */
+            }
+            if (type == WB_FRAME_TASK) { /* position rows: target - p; rotation rows: log(R_target R^T) */
+                const REAL *target = (const REAL *)targets[t] + (lo + i) * strides[t];
+                const REAL *pose = S.poses + (record[WB_FRAME] * n + i) * 16;
+                REAL tr[9], r[9], grad_tr[9], grad_r_unused[9];
+                for (int a = 0; a < 3; a++)
+                    for (int c = 0; c < 3; c++) tr[3 * a + c] = target[4 * a + c], r[3 * a + c] = pose[4 * a + c];
+                KERNEL(pose_error_vjp)(1, tr, r, error + 3, grad_tr, grad_r_unused, (REAL)settings[WB_SMALL_SIN_SQ],
+                                       (REAL)settings[WB_NEAR_PI_COS]);
+                for (int a = 0; a < 3; a++) {
+                    for (int c = 0; c < 3; c++) out[4 * a + c] = grad_tr[3 * a + c];
+                    out[4 * a + 3] = error[a];
+                }
+            }
+        }
+    }
+    return 0;
+}
+
 /* The batch in chunks of WB_CHUNK rows, each thread taking the next chunk when it is done with its last: the rows are
    independent, every step of theirs included, so a chunk's scratch (taken once per thread) bounds the memory whatever
    the batch and stays in cache between its steps, and a thread slowed by another process on its core takes fewer
-   chunks instead of holding the others up. Returns 0, or -1 where a thread could not allocate its scratch. */
-DISPATCH long KERNEL(wholebody_step)(long n, long threads, long steps, const long long *restrict plan,
-                                     const double *restrict settings, const void *const *arrays,
-                                     const void *const *targets, const long long *restrict strides,
-                                     const REAL *restrict q, REAL *restrict q_next, REAL *restrict dq,
-                                     signed char *restrict status, unsigned char *restrict active_in,
-                                     signed char *restrict active_bounds, REAL *restrict residuals,
-                                     REAL *restrict violations) {
-    long chunks = (n + WB_CHUNK - 1) / WB_CHUNK, next = 0, failed = 0;
+   chunks instead of holding the others up. `backward` selects the work: the forward's steps (wb_chunk) or one step's
+   backward (wb_backward_chunk, with `extra` more doubles per row of scratch). Returns 0, or -1 where a thread could
+   not allocate its scratch or a chunk failed. */
+typedef struct {
+    long steps;
+    const long long *plan;
+    const double *settings;
+    const void *const *arrays, *const *targets;
+    const long long *strides;
+    const REAL *q;
+    REAL *q_next, *dq, *residuals, *violations;
+    signed char *status, *active_bounds;
+    unsigned char *active_in;
+    double *saved;
+    /* the backward's */
+    const double *saved_in;
+    const signed char *status_in;
+    const REAL *dq_in, *grad_q_next, *grad_dq;
+    void *const *grad_targets;
+    const long long *target_sizes;
+} KERNEL(wb_job);
+
+static long KERNEL(wb_in_chunks)(long n, long threads, const KERNEL(wb_job) *job, int backward) {
+    const long long *plan = job->plan;
+    long chunks = (n + WB_CHUNK - 1) / WB_CHUNK, next = 0, failed = 0, rows = n < WB_CHUNK ? n : WB_CHUNK;
     long team = threads < chunks ? threads : chunks;
     (void)team; /* without OpenMP: one thread */
     size_t reals, doubles, longs;
-    KERNEL(wb_sizes)(plan, n < WB_CHUNK ? n : WB_CHUNK, &reals, &doubles, &longs);
+    KERNEL(wb_sizes)(plan, rows, &reals, &doubles, &longs);
+    if (backward) {
+        long nv = plan[WB_NV], mi = plan[WB_MI], levels = plan[WB_LEVELS], total_rows = 0;
+        for (long k = 0; k < levels; k++) total_rows += plan[WB_HEADER + 2 * plan[WB_FRAMES] + k];
+        doubles += (size_t)rows * ((size_t)levels * nv + 3 * nv + plan[WB_ME] + total_rows + mi + mi + 2 * nv + 1
+                                   + total_rows);
+    }
 #ifdef _OPENMP
 #pragma omp parallel num_threads(team > 1 ? team : 1)
 #endif
@@ -564,13 +806,52 @@ DISPATCH long KERNEL(wholebody_step)(long n, long threads, long steps, const lon
                 chunk = next++;
                 if (chunk >= chunks) break;
                 long lo = chunk * WB_CHUNK, hi = lo + WB_CHUNK < n ? lo + WB_CHUNK : n;
-                KERNEL(wb_chunk)(lo, hi, steps, plan, settings, arrays, targets, strides, q, q_next, dq, status,
-                                 active_in, active_bounds, residuals, violations, real_block, block, long_block);
+                if (backward) {
+                    if (KERNEL(wb_backward_chunk)(lo, hi, plan, job->settings, job->arrays, job->targets, job->strides,
+                                                  job->q, job->dq_in, job->saved_in, job->status_in,
+                                                  job->grad_q_next, job->grad_dq,
+                                                  job->grad_targets, job->target_sizes, real_block, block,
+                                                  long_block) < 0) {
+                        ATOMIC_WRITE failed = 1;
+                    }
+                } else {
+                    KERNEL(wb_chunk)(lo, hi, job->steps, plan, job->settings, job->arrays, job->targets, job->strides,
+                                     job->q, job->q_next, job->dq, job->status, job->active_in, job->active_bounds,
+                                     job->residuals, job->violations, job->saved, real_block, block, long_block);
+                }
             }
         }
         free(real_block), free(block), free(long_block);
     }
     return failed ? -1 : 0;
+}
+
+/* `steps` steps from q; with `saved` not NULL, what the last step's backward reads (WB_SAVED_PER_LEVEL values per row
+   and level). */
+DISPATCH long KERNEL(wholebody_step)(long n, long threads, long steps, const long long *restrict plan,
+                                     const double *restrict settings, const void *const *arrays,
+                                     const void *const *targets, const long long *restrict strides,
+                                     const REAL *restrict q, REAL *restrict q_next, REAL *restrict dq,
+                                     signed char *restrict status, unsigned char *restrict active_in,
+                                     signed char *restrict active_bounds, REAL *restrict residuals,
+                                     REAL *restrict violations, double *restrict saved) {
+    KERNEL(wb_job) job = {steps, plan, settings, arrays, targets, strides, q, q_next, dq, residuals, violations, status,
+                          active_bounds, active_in, saved, 0, 0, 0, 0, 0, 0, 0};
+    return KERNEL(wb_in_chunks)(n, threads, &job, 0);
+}
+
+/* One step's backward from q to its step dq (wb_backward_chunk): the gradients of the wanted targets (grad_targets[t]
+   not NULL, target_sizes[t] values per row) for the upstream gradients grad_q_next (n x nq) and grad_dq (n x nv). */
+DISPATCH long KERNEL(wholebody_step_backward)(long n, long threads, const long long *restrict plan,
+                                              const double *restrict settings, const void *const *arrays,
+                                              const void *const *targets, const long long *restrict strides,
+                                              const REAL *restrict q, const REAL *restrict dq,
+                                              const double *restrict saved, const signed char *restrict status,
+                                              const REAL *restrict grad_q_next, const REAL *restrict grad_dq,
+                                              void *const *grad_targets, const long long *restrict target_sizes) {
+    KERNEL(wb_job) job = {1, plan, settings, arrays, targets, strides, q, 0, 0, 0, 0, 0, 0, 0, 0, saved, status, dq,
+                          grad_q_next, grad_dq, grad_targets, target_sizes};
+    return KERNEL(wb_in_chunks)(n, threads, &job, 1);
 }
 
 #endif /* REAL */

@@ -104,3 +104,37 @@ def test_the_structured_polish_reads_each_rows_own_structure():
         alone = _polish_structured(*(t[row : row + 1] for t in problem), tuple(t[row : row + 1] for t in guess), 12)
         for a, b in zip(together, alone, strict=True):
             assert torch.equal(a[row : row + 1], b)
+
+
+def _adjoint(kernel_name, hessian, A, G, flags, exact, g, r=None):
+    nb, n = g.shape
+    me, mi = A.shape[1], G.shape[1]
+    kernel = loader.compiled(kernel_name, (g,), ((nb, n),))
+    outs = [torch.empty(nb, k, dtype=torch.float64) for k in (n, n, me, mi)]
+    params = torch.tensor([ELASTIC], dtype=torch.float64)
+    tensors = (params, *hessian, A, G, flags, exact, g, *outs)
+    counts = (r,) if r is not None else (n * n,)
+    assert kernel(nb, 1, n, me, mi, 2, *counts, *(t.contiguous().data_ptr() for t in tensors)) == 0
+    return outs
+
+
+@pytest.mark.parametrize(
+    ("r", "tiny_p"),
+    [(3, False), (0, False), (3, True)],
+    ids=["low-rank", "diagonal", "pivot-too-small"],
+)
+def test_the_structured_adjoint_equals_the_dense_one(r, tiny_p):
+    """solve_qp's backward solve (``qp_adjoint``) for the polish's final active sets, through diag(p) + U U^T
+    (``qp_adjoint_structured``, the whole-body step's backward): the same (ls, lx, ly, lz) to 1e-10, on rows whose
+    original point was kept and on rows given the elastic system (exact = 0)."""
+    nb, n, me, mi = 64, 20, 4, 6
+    P, p, U, q, A, b, G, h, lb, ub = _problem(nb, n, me, mi, r, seed=20 + r + 10 * tiny_p, tiny_p=tiny_p)
+    _, _, flags, rows = _polish(P, q, A, b, G, h, lb, ub, _empty_guess(nb, n, mi), steps=12)
+    exact = rows[:, 3].clone()
+    exact[::5] = 0.0
+    g = torch.randn(nb, n, generator=torch.Generator().manual_seed(r), dtype=torch.float64)
+    dense = _adjoint("qp_adjoint", (P,), A, G, flags, exact, g)
+    structured = _adjoint("qp_adjoint_structured", (p, U), A, G, flags, exact, g, r=r)
+    assert flags[:, mi:].sum() > 0 and float(dense[2].abs().max()) > 0
+    for a, b in zip(structured, dense, strict=True):
+        torch.testing.assert_close(a, b, rtol=0, atol=1e-10 * (1 + float(b.abs().max())))

@@ -8,18 +8,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from wholebody_support import G1, HAND, LEFT_HAND, every_kind_layer, every_kind_targets, tree_of
 
-import assets
-from kinematics import KinematicTree, native
+from kinematics import native
 from kinematics.wholebody import (
-    ComInSupportPolygon,
-    ComTask,
-    ConfigurationLimit,
-    Contact,
-    FrameTask,
-    PostureTask,
     RelativeFrameTask,
-    StepLimit,
     WholeBodyIKCfg,
     WholeBodyIKLayer,
     standing_problem,
@@ -27,55 +20,10 @@ from kinematics.wholebody import (
     step_plan,
 )
 
-G1 = assets.G1
-HAND, LEFT_HAND = G1.frames["right_hand"], G1.frames["left_hand"]
-
-
-def tree_of(dtype: torch.dtype) -> KinematicTree:
-    return KinematicTree.from_urdf(G1.urdf_text(), floating_base=True, dtype=dtype)
-
 
 @pytest.fixture(scope="module")
-def g1() -> KinematicTree:
+def g1():
     return tree_of(torch.float64)
-
-
-def every_kind_layer(tree: KinematicTree, cfg: WholeBodyIKCfg | None = None) -> WholeBodyIKLayer:
-    """Three levels with every task and constraint the plan encodes, zero-cost rows among them."""
-    soles = {c.link: c.corners for c in G1.contacts.values()}
-    anchors = {c.link: role for role, c in G1.contacts.items()}
-    max_step = torch.full((tree.nv,), 0.1, dtype=torch.float64)
-    max_step[:6] = 0.05
-    constraints = [
-        *(Contact(role, c.link) for role, c in G1.contacts.items()),
-        ComInSupportPolygon(soles, margin=0.02, anchors=anchors),
-        ConfigurationLimit(gain=0.8),
-        StepLimit(max_step),
-    ]
-    levels = [
-        [FrameTask("right_hand", HAND, position_cost=[1.0, 1.0, 0.5], orientation_cost=[0.2, 0.0, 0.2], gain=0.7)],
-        [FrameTask("left_hand", LEFT_HAND, kind="position", gain=0.5), ComTask(cost=[0.3, 0.3, 0.0], gain=0.5)],
-        [PostureTask(tree, cost=[0.0 if i % 7 == 0 else 1e-2 for i in range(len(tree.joint_names))], gain=0.5)],
-    ]
-    return WholeBodyIKLayer(tree, levels, constraints, cfg)
-
-
-def every_kind_targets(tree: KinematicTree, batch: int, seed: int, reach: float = 0.25):
-    """Targets for ``every_kind_layer`` at ``batch`` rows: the feet where they stand, the hands and the CoM moved at
-    random (by up to ``reach`` m: some out of reach), the posture at the reference."""
-    generator = torch.Generator().manual_seed(seed)
-    q_stand = standing_problem(tree, G1).q_stand
-    state = tree.forward_kinematics(q_stand)
-    out = {role: tree.frame_pose(state, c.link).expand(batch, 4, 4) for role, c in G1.contacts.items()}
-    for name, frame in (("right_hand", HAND), ("left_hand", LEFT_HAND)):
-        T = tree.frame_pose(state, frame).expand(batch, 4, 4).clone()
-        T[:, :3, 3] += reach * (2 * torch.rand(batch, 3, generator=generator, dtype=torch.float64) - 1).to(T.dtype)
-        out[name] = T
-    out["com"] = tree.center_of_mass(state) + 0.05 * torch.randn(batch, 3, generator=generator).to(q_stand.dtype)
-    out["posture"] = q_stand[tree.base_nq :].expand(batch, -1)
-    seed_q = q_stand.expand(batch, -1).clone()
-    seed_q[:, 7:] += 0.05 * torch.randn(batch, tree.nv - 6, generator=generator).to(q_stand.dtype)
-    return out, seed_q
 
 
 def both_paths(layer, targets, q, steps):

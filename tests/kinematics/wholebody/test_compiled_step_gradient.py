@@ -1,0 +1,174 @@
+"""A step's compiled backward (``step_kernel.compiled_step_with_gradient``, ``native.wholebody_step_backward``):
+where autograd records a graph to the tasks' targets alone, ``layer.step`` runs the compiled step and its compiled
+backward, whose gradient is the torch composition's (float64 to 1e-10, float32 to its rounding) on every kind of task
+and constraint the plan encodes, unsolved levels included, and the derivative finite differences give; a graph to
+anything else takes the torch composition."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from wholebody_support import G1, HAND, every_kind_layer, every_kind_targets, tree_of
+
+from kinematics import native
+from kinematics.errors import UnsupportedTransformError
+from kinematics.wholebody import WholeBodyIKCfg, standing_problem, step_plan
+
+TASK_TARGETS = ("right_hand", "left_hand", "com", "posture")
+
+
+@pytest.fixture(scope="module")
+def g1():
+    return tree_of(torch.float64)
+
+
+def flat_targets(layer, targets, batch: int) -> dict[str, torch.Tensor]:
+    return layer._targets(targets, torch.Size([batch]))
+
+
+def gradients(layer, q, flat, names, weights, compiled: bool):
+    """The gradients w.r.t. the targets ``names`` of ``<q_next, w_q> + <dq, w_dq>`` after one step: through
+    ``layer.step`` (``compiled``: it must take the compiled backward) or the torch composition."""
+    leaves = {name: flat[name].clone().requires_grad_(True) for name in names}
+    targets = {**flat, **leaves}
+    prepared = layer.prepare(targets)
+    if compiled:
+        q_next, step = layer.step(q, targets, prepared=prepared)
+        assert type(q_next.grad_fn).__name__ == "_CompiledStepBackward"
+        dq = step.dq
+    else:
+        q_next, dq, *_ = layer.reference_steps(q, step_plan.kernel_inputs(layer, targets, prepared), 1)
+    loss = (q_next * weights[0]).sum() + (dq * weights[1]).sum()
+    return torch.autograd.grad(loss, [leaves[name] for name in names])
+
+
+def random_weights(q, nv: int, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+    return tuple(torch.randn(*shape, generator=generator, dtype=torch.float64).to(q.dtype)
+                 for shape in (q.shape, (q.shape[0], nv)))  # fmt: skip
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_compiled_gradient_is_the_torch_compositions_in_float64(g1, seed) -> None:
+    """Three levels, zero-cost rows, every task's target at once; reaches up to 0.35 m leave some levels unsolved (the
+    first level's clamped step, a lower level handing on the step above it) and no active-set steps for seed 0, 3."""
+    layer = every_kind_layer(g1, WholeBodyIKCfg(qp_active_set_steps=seed % 3, qp_refinements=1 + seed % 2))
+    targets, q = every_kind_targets(g1, 10, seed, reach=0.15 + 0.04 * seed)
+    flat = flat_targets(layer, targets, 10)
+    with torch.no_grad():
+        status = layer.step(q, flat)[1].level_status
+    assert (status != 0).any() or seed == 0
+    weights = random_weights(q, g1.nv, seed)
+    compiled = gradients(layer, q, flat, TASK_TARGETS, weights, True)
+    reference = gradients(layer, q, flat, TASK_TARGETS, weights, False)
+    for a, b in zip(compiled, reference, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
+        assert b.abs().max() > 0
+
+
+def test_float32_gives_the_torch_compositions_gradient_to_its_rounding() -> None:
+    tree = tree_of(torch.float32)
+    layer = every_kind_layer(tree)
+    targets, q = every_kind_targets(tree, 8, 2, reach=0.3)
+    flat = flat_targets(layer, targets, 8)
+    weights = random_weights(q, tree.nv, 2)
+    compiled = gradients(layer, q, flat, TASK_TARGETS, weights, True)
+    reference = gradients(layer, q, flat, TASK_TARGETS, weights, False)
+    scale = max(float(b.abs().max()) for b in reference)  # the posture's gradient here is about 1e-16 of the hand's
+    for a, b in zip(compiled, reference, strict=True):
+        assert a.dtype is torch.float32
+        torch.testing.assert_close(a, b, atol=1e-6 * scale, rtol=0)
+
+
+def test_the_gradient_is_the_derivative_finite_differences_give(g1) -> None:
+    """The standing problem (hand level, posture level), hand targets 10-20 cm away: central differences of the
+    compiled step in float64 on every entry of the hand's target and the posture's. The step is the QPs' solution to
+    their tolerance (1e-9 relative), so the differences use a step of 1e-4 (their error: about 1e-7)."""
+    problem = standing_problem(g1, G1, hand_orientation_cost=0.3)
+    layer, batch = problem.layer, 3
+    hand = g1.frame_pose(problem.q_stand, HAND).expand(batch, 4, 4).clone()
+    hand[:, :3, 3] += torch.tensor([[0.1, 0.05, 0.1], [0.15, -0.1, 0.0], [0.0, 0.1, -0.1]], dtype=torch.float64)
+    flat = flat_targets(layer, {**problem.fixed_targets, "right_hand": hand}, batch)
+    q = problem.q_stand.expand(batch, -1)
+    weights = random_weights(q, g1.nv, 7)
+    analytic = gradients(layer, q, flat, ("right_hand", "posture"), weights, True)
+    prepared = layer.prepare(flat)
+
+    def loss(name, value):
+        with torch.no_grad():
+            q_next, step = layer.step(q, {**flat, name: value}, prepared=prepared)
+        return float((q_next * weights[0]).sum() + (step.dq * weights[1]).sum())
+
+    eps = 1e-4
+    for name, gradient in zip(("right_hand", "posture"), analytic, strict=True):
+        base = flat[name].contiguous()
+        entries = range(12) if name == "right_hand" else range(base.shape[-1])  # a pose's last row is not read
+        for row in range(batch):
+            for k in entries:
+                plus, minus = base.clone(), base.clone()
+                plus[row].view(-1)[k] += eps
+                minus[row].view(-1)[k] -= eps
+                numeric = (loss(name, plus) - loss(name, minus)) / (2 * eps)
+                assert abs(numeric - float(gradient[row].reshape(-1)[k])) < 1e-6 * (1 + abs(numeric)), (name, row, k)
+
+
+def test_a_target_shared_by_the_batch_gets_the_sum_of_its_rows(g1) -> None:
+    layer = every_kind_layer(g1)
+    targets, q = every_kind_targets(g1, 6, 4)
+    shared = targets["right_hand"][0].clone().requires_grad_(True)  # (4, 4), broadcast over the batch
+    weights = random_weights(q, g1.nv, 4)
+    q_next, step = layer.step(q, {**flat_targets(layer, {**targets, "right_hand": shared.detach()}, 6),
+                                  "right_hand": shared.expand(6, 4, 4)})  # fmt: skip
+    assert type(q_next.grad_fn).__name__ == "_CompiledStepBackward"
+    (gradient,) = torch.autograd.grad((q_next * weights[0]).sum() + (step.dq * weights[1]).sum(), shared)
+    flat = flat_targets(layer, {**targets, "right_hand": shared.detach()}, 6)
+    (rows,) = gradients(layer, q, flat, ("right_hand",), weights, False)
+    torch.testing.assert_close(gradient, rows.sum(0), atol=1e-10, rtol=0)
+
+
+def test_a_graph_to_anything_but_the_tasks_targets_takes_the_torch_composition(g1) -> None:
+    problem = standing_problem(g1, G1)
+    layer, q = problem.layer, problem.q_stand.expand(2, -1)
+    flat = flat_targets(layer, {**problem.fixed_targets, "right_hand": g1.frame_pose(problem.q_stand, HAND)}, 2)
+    hand = flat["right_hand"].clone().requires_grad_(True)
+    foot = next(name for name in layer.target_names if name not in layer.tasks)
+    anchor = flat[foot].clone().requires_grad_(True)
+    for inputs, seed in (({"right_hand": hand}, q.clone().requires_grad_(True)), ({foot: anchor}, q),
+                         ({"right_hand": hand, foot: anchor}, q)):  # fmt: skip
+        q_next, _ = layer.step(seed, {**flat, **inputs})
+        assert type(q_next.grad_fn).__name__ != "_CompiledStepBackward"
+    with torch.no_grad():
+        q_next, _ = layer.step(q, {**flat, "right_hand": hand})
+    assert q_next.grad_fn is None
+
+
+def test_two_threads_give_the_bits_of_one_and_a_disabled_library_the_references_gradient(g1) -> None:
+    layer = every_kind_layer(g1)
+    targets, q = every_kind_targets(g1, 70, 9)
+    flat = flat_targets(layer, targets, 70)
+    weights = random_weights(q, g1.nv, 9)
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        one = gradients(layer, q, flat, TASK_TARGETS, weights, True)
+        torch.set_num_threads(2)
+        two = gradients(layer, q, flat, TASK_TARGETS, weights, True)
+    finally:
+        torch.set_num_threads(threads)
+    for a, b in zip(one, two, strict=True):
+        assert torch.equal(a, b)
+    leaf = flat["right_hand"].clone().requires_grad_(True)
+    q_next, _ = layer.step(q, {**flat, "right_hand": leaf})
+    with native.disabled():  # gone between the forward and the backward: the torch composition's gradient
+        (gradient,) = torch.autograd.grad((q_next * weights[0]).sum(), leaf)
+    (expected,) = gradients(layer, q, flat, ("right_hand",), (weights[0], torch.zeros_like(weights[1])), False)
+    torch.testing.assert_close(gradient, expected, atol=1e-6, rtol=0)
+
+
+def test_second_order_gradients_are_refused_with_a_typed_error(g1) -> None:
+    problem = standing_problem(g1, G1)
+    flat = flat_targets(problem.layer, {**problem.fixed_targets, "right_hand": g1.frame_pose(problem.q_stand, HAND)}, 1)
+    hand = flat["right_hand"].clone().requires_grad_(True)
+    q_next, _ = problem.layer.step(problem.q_stand[None], {**flat, "right_hand": hand})
+    with pytest.raises(UnsupportedTransformError):
+        torch.autograd.grad(q_next.sum(), hand, create_graph=True)
