@@ -40,7 +40,7 @@ def wholebody_step(
     int8, active_inequalities (B, m_in) bool, active_bounds (B, nv) int8)`` (the last step's), then, with
     ``evaluate``, the residuals ``(B, residual_width)`` and violations ``(B, n_constraints)`` at ``q_next`` (else
     ``(B, 0)`` each), or ``None``; with ``save``, one more output: what ``wholebody_step_backward`` reads of the last
-    step (float64, ``(B, n_levels * saved_per_level)``). Each target
+    step (float64, ``(B, saved_size(plan))``). Each target
     is ``(B, *shape)`` of its ``plan.target_specs`` entry; a target whose rows are neither one apart nor all one (batch
     stride 0) is copied."""
     found = _targets(plan, q, targets, recording=torch.is_grad_enabled())
@@ -56,7 +56,7 @@ def wholebody_step(
     active_bounds = torch.empty(n, nv, dtype=torch.int8)
     residuals = loader.empty(n, plan.residual_width if evaluate else 0, dtype=q.dtype)
     violations = loader.empty(n, plan.n_constraints if evaluate else 0, dtype=q.dtype)
-    saved = loader.empty(n, plan.n_levels * saved_per_level(plan) if save else 0, dtype=torch.float64)
+    saved = loader.empty(n, saved_size(plan) if save else 0, dtype=torch.float64)
     outputs = (q_next, dq, status, active_inequalities, active_bounds, residuals, violations)
     code = kernel(
         n, torch.get_num_threads(), steps, plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
@@ -68,10 +68,11 @@ def wholebody_step(
     return (*outputs, saved) if save else outputs
 
 
-def saved_per_level(plan: StepPlan) -> int:
-    """What a step saves per row and level for its backward (``WB_SAVED_PER_LEVEL``): the final active set's flags
-    (``m_in + 2 nv``), which system's point was kept (1), the level's solution (``nv``)."""
-    return plan.n_inequalities + 3 * plan.nv + 1
+def saved_size(plan: StepPlan) -> int:
+    """What a step saves per row for its backward, in float64 values (``WB_SAVED_DOUBLES``): the first level's
+    solution (``nv``), then per level, as bytes, its final active set's flags (``m_in + 2 nv``) and which system's
+    point was kept (1)."""
+    return plan.nv + (plan.n_levels * (plan.n_inequalities + 2 * plan.nv + 1) + 7) // 8
 
 
 def wholebody_step_backward(

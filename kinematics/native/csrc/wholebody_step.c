@@ -34,9 +34,9 @@ enum { WB_ORIGIN, WB_REVOLUTE, WB_MULTIPLIER, WB_OFFSET, WB_COLUMN, WB_PARENT, W
 #define WB_TREE_TILE 32 /* TREE_TILE in tree.c: the Jacobian kernels' scratch per row */
 #define WB_INACTIVE 1e3 /* kinematics.wholebody.constraints.support_polygon.INACTIVE */
 #define WB_CHUNK 32     /* rows per chunk of a thread's share (wb_rows) */
-/* what a step saves per row and level for its backward: the final active set's flags (mi + 2 nv), whether the
-   original system's point was kept (1), the level's solution x (nv) */
-#define WB_SAVED_PER_LEVEL(nv, mi) ((mi) + 3 * (nv) + 1)
+/* what a step saves per row for its backward, in doubles: the first level's solution x (nv), then per level, as
+   bytes, its final active set's flags (mi + 2 nv) and whether the original system's point was kept (1) */
+#define WB_SAVED_DOUBLES(nv, mi, levels) ((nv) + ((levels) * ((mi) + 2 * (nv) + 1) + 7) / 8)
 #endif
 
 /* One row's configuration moved by dq (free_flyer.integrate on the base, a sum on the joints), in double. */
@@ -183,15 +183,30 @@ typedef struct {
     double *A, *b, *G, *h, *lb, *ub, *J, *r, *P, *p, *U, *c, *dq, *kept, *Ak, *bk, *sol, *w, *flags, *rows, *guess;
     double *previous;
     double *retry_problem, *interior, *retry_out;
-    long *nonzero, *retry;
+    long *nonzero, *retry, *column; /* column: per level row, the one variable a posture's row touches (-1: more) */
 } KERNEL(wb_scratch);
+
+/* The variable each of the levels' rows touches where it touches one whatever the configuration (a posture's row:
+   its joint's), -1 for the others, in wb_assemble's order (a row of zero cost left out): column (the levels' rows). */
+static void KERNEL(wb_row_columns)(const long long *plan, const double *settings, long *column) {
+    long frames = plan[WB_FRAMES], levels = plan[WB_LEVELS], base_nv = plan[WB_BASE_NV], fill[64];
+    const long long *level_rows = plan + WB_HEADER + 2 * frames, *record = level_rows + levels;
+    for (long k = 0, start = 0; k < levels && k < 64; k++) fill[k] = start, start += level_rows[k];
+    for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD) {
+        long type = record[WB_TYPE], level = record[WB_LEVEL];
+        if (type != WB_FRAME_TASK && type != WB_COM_TASK && type != WB_POSTURE_TASK) continue;
+        const double *param = settings + record[WB_PARAM];
+        for (long j = 0; j < record[WB_COUNT]; j++)
+            if (param[1 + j] > 0) column[fill[level]++] = type == WB_POSTURE_TASK ? base_nv + j : -1;
+    }
+}
 
 /* Row i's level Hessian from its mk weighted rows J (and with r its linear term S->c = -J^T r): with rank < 0 the
    dense S->P = J^T J + damping_sq I, else diag(S->p) + S->U S->U^T: a row touching one variable adds to p, any other is
    a column of U (only a frame's or the centre of mass's row touches more than one, and the level has `rank` of those),
-   the damping in p. */
-static void KERNEL(wb_level_hessian)(long nv, long mk, const double *J, const double *r, double damping_sq, long rank,
-                                     KERNEL(wb_scratch) *S, long i) {
+   the damping in p. column: the rows' wb_row_columns, whose rows of one variable skip the search for it. */
+static void KERNEL(wb_level_hessian)(long nv, long mk, const double *J, const double *r, const long *column,
+                                     double damping_sq, long rank, KERNEL(wb_scratch) *S, long i) {
     double *P = rank >= 0 ? 0 : S->P + i * nv * nv, *c = S->c + i * nv, *p = S->p + i * nv;
     double *U = S->U + i * nv * (rank > 0 ? rank : 0);
     for (long e = 0; e < nv; e++) c[e] = 0, p[e] = damping_sq;
@@ -204,6 +219,12 @@ static void KERNEL(wb_level_hessian)(long nv, long mk, const double *J, const do
     for (long e = 0; e < nv * rank; e++) U[e] = 0;
     for (long j = 0, u = 0; j < mk; j++) {
         const double *row = J + j * nv;
+        if (column[j] >= 0) { /* a posture's row: its one variable */
+            long e = column[j];
+            c[e] -= row[e] * (r ? r[j] : 0);
+            p[e] += row[e] * row[e];
+            continue;
+        }
         long touched = KERNEL(wb_gram_row)(nv, row, r ? r[j] : 0, S->nonzero, 0, c);
         if (touched == 1) p[S->nonzero[0]] += row[S->nonzero[0]] * row[S->nonzero[0]];
         if (touched > 1) {
@@ -315,10 +336,11 @@ static void KERNEL(wb_level_qp)(long n, const long long *plan, const double *set
     }
 }
 
-/* The constraint rows and every level's weighted rows of row i (global row g) at the configuration of S->q. */
+/* The constraint rows and every level's weighted rows of row i (global row g) at the configuration of S->q; without
+   `errors` the frames' pose errors are left out (0 in the rows' right-hand sides: the backward reads the matrices). */
 static void KERNEL(wb_assemble)(long i, long g, long n, const long long *plan, const double *settings,
                                 const void *const *arrays, const void *const *targets, const long long *strides,
-                                KERNEL(wb_scratch) *S, long total_rows) {
+                                KERNEL(wb_scratch) *S, long total_rows, int errors) {
     long nv = plan[WB_NV], nq = plan[WB_NQ], base_nv = plan[WB_BASE_NV], base_nq = plan[WB_FLOATING] ? 7 : 0;
     long me = plan[WB_ME], mi = plan[WB_MI], blocks = plan[WB_BLOCKS], frames = plan[WB_FRAMES];
     long levels = plan[WB_LEVELS];
@@ -341,8 +363,8 @@ static void KERNEL(wb_assemble)(long i, long g, long n, const long long *plan, c
         const REAL *jacobian = f >= 0 ? S->jacobians + (f * n + i) * 6 * nv : 0;
         if (type == WB_FRAME_TASK || type == WB_COM_TASK || type == WB_POSTURE_TASK) {
             long level = record[WB_LEVEL], first = record[WB_FIRST], count = record[WB_COUNT];
-            REAL error[6];
-            if (type == WB_FRAME_TASK) KERNEL(wb_pose_error)(target, pose, settings, error);
+            REAL error[6] = {0, 0, 0, 0, 0, 0};
+            if (type == WB_FRAME_TASK && errors) KERNEL(wb_pose_error)(target, pose, settings, error);
             if (type == WB_COM_TASK)
                 for (int a = 0; a < 3; a++) error[a] = target[a] - com[a];
             double gain = param[0];
@@ -361,8 +383,8 @@ static void KERNEL(wb_assemble)(long i, long g, long n, const long long *plan, c
                 }
             }
         } else if (type == WB_CONTACT) {
-            REAL error[6];
-            KERNEL(wb_pose_error)(target, pose, settings, error);
+            REAL error[6] = {0, 0, 0, 0, 0, 0};
+            if (errors) KERNEL(wb_pose_error)(target, pose, settings, error);
             for (int a = 0; a < 6; a++, eq++) {
                 for (long e = 0; e < nv; e++) A[eq * nv + e] = (double)jacobian[a * nv + e];
                 b[eq] = (double)error[a];
@@ -465,7 +487,7 @@ static void KERNEL(wb_sizes)(const long long *plan, long n, size_t *reals, size_
                      + 2 * mi + 4 * nv + problem                                /* guess, the rows left */
                      + nv + most_eq + 2 * mi + 4 * nv + N + nv + F + 4;         /* their interior point and polish */
     *doubles = (size_t)n * per_row;
-    *longs = (size_t)nv + n + 1;
+    *longs = (size_t)nv + n + 1 + total_rows;
 }
 
 /* The scratch of n rows laid out in the blocks wb_sizes counts; returns the doubles' end (what follows is the
@@ -514,7 +536,7 @@ static double *KERNEL(wb_layout)(long n, const long long *plan, REAL *real_block
     S->retry_problem = d, d += n * problem;
     S->interior = d, d += n * (nv + most_eq + 2 * mi + 4 * nv);
     S->retry_out = d, d += n * (N + nv + F + 4);
-    S->nonzero = longs, S->retry = longs + nv;
+    S->nonzero = longs, S->retry = longs + nv, S->column = S->retry + n + 1;
     return d;
 }
 
@@ -532,6 +554,7 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     for (long k = 0; k < levels; k++) total_rows += level_rows[k];
     KERNEL(wb_scratch) S;
     KERNEL(wb_layout)(n, plan, real_block, block, longs, &S);
+    KERNEL(wb_row_columns)(plan, settings, S.column);
     signed char *status_here = status + lo * levels, *bounds_here = active_bounds + lo * nv;
     unsigned char *in_here = active_in + lo * mi;
     for (long e = 0; e < n * nq; e++) S.q[e] = q0[lo * nq + e];
@@ -539,7 +562,7 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     for (long step = 0; step < steps; step++) {
         KERNEL(wb_tree_pass)(n, plan, arrays, &S, 1);
         for (long i = 0; i < n; i++)
-            KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows);
+            KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows, 1);
         /* the levels */
         double damping_sq = settings[WB_DAMPING] * settings[WB_DAMPING];
         for (long k = 0, start = 0, kept = 0; k < levels; start += level_rows[k], k++) {
@@ -550,7 +573,7 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
             rank = rank + me_k + mi <= nv ? rank : -1;
             for (long i = 0; i < n; i++) {
                 KERNEL(wb_level_hessian)(nv, mk, S.J + (i * total_rows + start) * nv, S.r + i * total_rows + start,
-                                         damping_sq, rank, &S, i);
+                                         S.column + start, damping_sq, rank, &S, i);
                 double *Ak = S.Ak + i * me_k * nv, *bk = S.bk + i * me_k;
                 for (long e = 0; e < me * nv; e++) Ak[e] = S.A[i * me * nv + e];
                 for (long e = 0; e < me; e++) bk[e] = S.b[i * me + e];
@@ -599,11 +622,12 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
                     for (long e = 0; e < nv; e++) value += row[e] * dq[e];
                     S.kept[i * total_rows + j] = value;
                 }
-                if (saved) { /* what the backward reads of this level: its active set, which system, its solution */
-                    double *keep = saved + (lo + i) * levels * WB_SAVED_PER_LEVEL(nv, mi) + k * WB_SAVED_PER_LEVEL(nv, mi);
-                    for (long e = 0; e < F; e++) keep[e] = flags[e];
-                    keep[F] = S.rows[4 * i + 3];
-                    for (long e = 0; e < nv; e++) keep[F + 1 + e] = x[e];
+                if (saved) { /* what the backward reads of this level: its active set, which system (and solution) */
+                    double *keep = saved + (lo + i) * WB_SAVED_DOUBLES(nv, mi, levels);
+                    unsigned char *bytes = (unsigned char *)(keep + nv) + k * (F + 1);
+                    for (long e = 0; e < F; e++) bytes[e] = flags[e] > 0;
+                    bytes[F] = S.rows[4 * i + 3] > 0;
+                    for (long e = 0; e < nv && k == 0; e++) keep[e] = x[e];
                 }
             }
             kept += mk;
@@ -624,8 +648,8 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     }
 }
 
-/* The backward of one step of rows [lo, hi) (their step dq, their forward saved in `saved`, WB_SAVED_PER_LEVEL values
-   per level, their levels' statuses in `status`) w.r.t. the tasks' targets, for the upstream gradients grad_q_next and
+/* The backward of one step of rows [lo, hi) (their step dq, their forward saved in `saved`, WB_SAVED_DOUBLES values
+   per row, their levels' statuses in `status`) w.r.t. the tasks' targets, for the upstream gradients grad_q_next and
    grad_dq: the gradient the torch composition's autograd gives (kinematics.wholebody.cascade, kinematics.qp.gradient),
    step by step in reverse. The integration's derivative w.r.t. the step (wb_integrate_vjp), then level by level the
    selection (its solution where SOLVED; else the level above's step, or for the first
@@ -646,15 +670,16 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
     const long long *level_rows = plan + WB_HEADER + 2 * frames, *record = level_rows + levels;
     long total_rows = 0, level_start[64];
     for (long k = 0; k < levels; k++) level_start[k] = total_rows, total_rows += level_rows[k];
-    long most_eq = me + total_rows, per_level = WB_SAVED_PER_LEVEL(nv, mi);
+    long most_eq = me + total_rows, per_row = WB_SAVED_DOUBLES(nv, mi, levels);
     KERNEL(wb_scratch) S;
     double *d = KERNEL(wb_layout)(n, plan, real_block, block, longs, &S);
+    KERNEL(wb_row_columns)(plan, settings, S.column);
     double *gD = d, *gx = gD + n * levels * nv, *ls = gx + n * nv, *lx = ls + n * nv, *ly = lx + n * nv;
     double *lz = ly + n * most_eq, *flags = lz + n * mi, *exact = flags + n * F, *grad_r = exact + n;
     for (long e = 0; e < n * nq; e++) S.q[e] = q0[lo * nq + e];
     KERNEL(wb_tree_pass)(n, plan, arrays, &S, 1);
     for (long i = 0; i < n; i++)
-        KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows);
+        KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows, 0);
     for (long e = 0; e < n * levels * nv; e++) gD[e] = 0;
     for (long i = 0; i < n; i++) { /* the step's gradient: its own and through q_next = integrate(q, dq) */
         double *g = gD + (i * levels + levels - 1) * nv;
@@ -670,15 +695,16 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
         rank = rank + me_k + mi <= nv ? rank : -1;
         for (long i = 0; i < n; i++) {
             double *Ak = S.Ak + i * me_k * nv, *g = gD + (i * levels + k) * nv;
-            const double *J = S.J + i * total_rows * nv, *keep = saved + ((lo + i) * levels + k) * per_level;
-            KERNEL(wb_level_hessian)(nv, mk, J + start * nv, 0, damping_sq, rank, &S, i);
+            const double *J = S.J + i * total_rows * nv, *keep = saved + (lo + i) * per_row;
+            const unsigned char *bytes = (const unsigned char *)(keep + nv) + k * (F + 1);
+            KERNEL(wb_level_hessian)(nv, mk, J + start * nv, 0, S.column + start, damping_sq, rank, &S, i);
             for (long e = 0; e < me * nv; e++) Ak[e] = S.A[i * me * nv + e];
             for (long e = 0; e < start * nv; e++) Ak[me * nv + e] = J[e];
-            for (long e = 0; e < F; e++) flags[i * F + e] = keep[e];
-            exact[i] = keep[F];
+            for (long e = 0; e < F; e++) flags[i * F + e] = bytes[e];
+            exact[i] = bytes[F];
             int solved = status[(lo + i) * levels + k] == 0;
             if (k == 0 && !solved) { /* the least-violation step clamped: min(max(x, lb), ub) */
-                const double *x = keep + F + 1, *lb = S.lb + i * nv, *ub = S.ub + i * nv;
+                const double *x = keep, *lb = S.lb + i * nv, *ub = S.ub + i * nv;
                 for (long e = 0; e < nv; e++) {
                     double low = x[e] > lb[e] ? x[e] : lb[e];
                     double up = low < ub[e] ? 1.0 : low == ub[e] ? 0.5 : 0.0;
@@ -702,7 +728,9 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
             const double *J = S.J + i * total_rows * nv, *l = ls + i * nv, *y = ly + i * me_k;
             for (long j = start; j < start + mk; j++) { /* c = -J^T r: d/dr = J l_s */
                 double value = 0;
-                for (long e = 0; e < nv; e++) value += J[j * nv + e] * l[e];
+                if (S.column[j] >= 0) value = J[j * nv + S.column[j]] * l[S.column[j]]; /* a posture's row */
+                else
+                    for (long e = 0; e < nv; e++) value += J[j * nv + e] * l[e];
                 grad_r[i * total_rows + j] = value;
             }
             for (long a = 0, j = 0; a < k; a++) /* b = J_a dq_a of every level a above: d/d(dq_a) = J_a^T l_y */
@@ -826,7 +854,7 @@ static long KERNEL(wb_in_chunks)(long n, long threads, const KERNEL(wb_job) *job
     return failed ? -1 : 0;
 }
 
-/* `steps` steps from q; with `saved` not NULL, what the last step's backward reads (WB_SAVED_PER_LEVEL values per row
+/* `steps` steps from q; with `saved` not NULL, what the last step's backward reads (WB_SAVED_DOUBLES values per row
    and level). */
 DISPATCH long KERNEL(wholebody_step)(long n, long threads, long steps, const long long *restrict plan,
                                      const double *restrict settings, const void *const *arrays,
