@@ -390,16 +390,16 @@ static QP_INLINE void KERNEL(qp_reduce_equalities)(KERNEL(qp_factors) *F, const 
     }
     long r = F->r, e = r + me;
     if (factored && e) {
-        for (long k = 0; k < me; k++) /* A_F read in order */
-            for (long a = 0; a < nf; a++) F->V[a * F->stride + r + k] = (*Ar)[k * nf + a];
-        if (F->diagonal) { /* U_F's columns first, every column divided by L */
+        if (F->diagonal) { /* U_F's columns first, then A_F's, every column divided by L, V written row by row */
             for (long a = 0; a < nf; a++) {
                 REAL *restrict va = F->V + a * F->stride;
-                const REAL *restrict ua = r ? U + free_[a] * r : 0, inv = 1 / F->L[a];
+                const REAL *restrict ua = r ? U + free_[a] * r : 0, *restrict column = *Ar + a, inv = 1 / F->L[a];
                 for (long k = 0; k < r; k++) va[k] = ua[k] * inv;
-                for (long k = r; k < e; k++) va[k] *= inv;
+                for (long k = 0; k < me; k++) va[r + k] = column[k * nf] * inv;
             }
         } else {
+            for (long k = 0; k < me; k++) /* A_F read in order */
+                for (long a = 0; a < nf; a++) F->V[a * F->stride + r + k] = (*Ar)[k * nf + a];
             KERNEL(qp_lower_solve_columns)(F->L, F->V, nf, F->stride, 0, me);
         }
         KERNEL(qp_gram_rows)(F->V, M_eq, nf, F->stride, e, 0, e);
@@ -477,15 +477,16 @@ static QP_INLINE int KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL 
     long n = F->n, m = F->m, stride = F->stride, r = F->r, s = r + m, e = r + me; /* s: the Schur complement's size */
     F->dense = !factored;
     if (!F->dense) {
-        for (long i = 0; i < n; i++)
-            for (long k = me; k < m; k++) F->V[i * stride + r + k] = F->C[k * n + i];
-        if (F->diagonal)
+        if (F->diagonal) /* the active inequalities' columns, divided by L */
             for (long i = 0; i < n; i++) {
                 const REAL inv = 1 / F->L[i];
-                for (long k = e; k < s; k++) F->V[i * stride + k] *= inv;
+                for (long k = me; k < m; k++) F->V[i * stride + r + k] = F->C[k * n + i] * inv;
             }
-        else
+        else {
+            for (long i = 0; i < n; i++)
+                for (long k = me; k < m; k++) F->V[i * stride + r + k] = F->C[k * n + i];
             KERNEL(qp_lower_solve_columns)(F->L, F->V, n, stride, me, m);
+        }
         KERNEL(qp_gram_rows)(F->V, F->M, n, stride, s, e, s);
         for (long k = 0; k < e; k++)
             for (long l = 0; l <= k; l++) F->M[k * s + l] = M_eq[k * e + l];
