@@ -25,6 +25,8 @@ OUT_POINTERS = "void * const *"  # an array of addresses written through
 VOID = "void"
 
 _ARGS_THEN = (LONG,) * 5 + (IN,)  # ik_*: (dof, n, threads, iterations, clamp, params)
+# wholebody_*'s arguments after (n, threads[, steps]): plan, settings, arrays, targets, strides, q
+_WB_READS = (INDEX, DOUBLES_IN, POINTERS, POINTERS, INDEX, IN)
 
 # name: (return type, argument types), in csrc/kernels.h's order
 KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -63,48 +65,8 @@ KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     # reads (NULL: nothing); the backward (n, threads, plan, settings, arrays, targets, strides, q, dq, saved,
     # statuses, the gradients on q_next and dq) -> each wanted target's gradient (an address per target, NULL: not
     # wanted), its sizes
-    "wholebody_step": (
-        LONG,
-        (
-            LONG,
-            LONG,
-            LONG,
-            INDEX,
-            DOUBLES_IN,
-            POINTERS,
-            POINTERS,
-            INDEX,
-            IN,
-            OUT,
-            OUT,
-            INT8,
-            BYTES,
-            INT8,
-            OUT,
-            OUT,
-            DOUBLES_OUT,
-        ),
-    ),  # fmt: skip
-    "wholebody_step_backward": (
-        LONG,
-        (
-            LONG,
-            LONG,
-            INDEX,
-            DOUBLES_IN,
-            POINTERS,
-            POINTERS,
-            INDEX,
-            IN,
-            IN,
-            DOUBLES_IN,
-            INT8_IN,
-            IN,
-            IN,
-            OUT_POINTERS,
-            INDEX,
-        ),
-    ),  # fmt: skip
+    "wholebody_step": (LONG, (LONG, LONG, LONG, *_WB_READS, OUT, OUT, INT8, BYTES, INT8, OUT, OUT, DOUBLES_OUT)),
+    "wholebody_step_backward": (LONG, (LONG, LONG, *_WB_READS, IN, DOUBLES_IN, INT8_IN, IN, IN, OUT_POINTERS, INDEX)),
 }
 # not per type: identity.c
 PLAIN: dict[str, tuple[str, tuple[str, ...]]] = {"kinematics_native_source_hash": ("const char *", ())}

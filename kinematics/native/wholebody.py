@@ -43,7 +43,7 @@ def wholebody_step(
     step (float64, ``(B, saved_size(plan))``). Each target
     is ``(B, *shape)`` of its ``plan.target_specs`` entry; a target whose rows are neither one apart nor all one (batch
     stride 0) is copied."""
-    found = _targets(plan, q, targets, recording=torch.is_grad_enabled())
+    found = _bind(plan, q, targets, recording=torch.is_grad_enabled())
     if found is None:
         return None
     kernel, held, pointers, stride_array = found
@@ -89,7 +89,7 @@ def wholebody_step_backward(
     saved output) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq`` ``(B, nv)``, the gradient
     ``(B, *shape)`` of each target where ``wanted`` (a task's target only), ``None`` elsewhere; or ``None`` where the
     kernel is not there."""
-    found = _targets(plan, q, targets, recording=False, name="wholebody_step_backward")
+    found = _bind(plan, q, targets, recording=False, name="wholebody_step_backward")
     if found is None:
         return None
     kernel, held, pointers, stride_array = found
@@ -109,8 +109,8 @@ def wholebody_step_backward(
     return grads
 
 
-def _targets(plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], recording: bool,
-             name: str = "wholebody_step"):  # fmt: skip
+def _bind(plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], recording: bool,
+          name: str = "wholebody_step"):  # fmt: skip
     """The kernel ``name`` for ``q`` and what it reads of ``targets`` (held tensors, their addresses and row
     strides), or ``None`` where the kernel or a target is not what the plan reads."""
     if q.ndim != 2 or len(targets) != len(plan.target_specs) or q.dtype is not plan.held[0].dtype:

@@ -648,6 +648,15 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     }
 }
 
+/* The doubles per row wb_backward_chunk takes after the step's scratch (wb_layout): each level's step gradient
+   (levels nv), the adjoint's right-hand side and its four outputs (3 nv + the most equalities + mi), the flags (mi + 2
+   nv), the exact flag (1), the residuals' gradient (the levels' rows). */
+static size_t KERNEL(wb_backward_doubles)(const long long *plan) {
+    long nv = plan[WB_NV], mi = plan[WB_MI], levels = plan[WB_LEVELS], total_rows = 0;
+    for (long k = 0; k < levels; k++) total_rows += plan[WB_HEADER + 2 * plan[WB_FRAMES] + k];
+    return (size_t)levels * nv + 3 * nv + (plan[WB_ME] + total_rows) + mi + (mi + 2 * nv) + 1 + total_rows;
+}
+
 /* The backward of one step of rows [lo, hi) (their step dq, their forward saved in `saved`, WB_SAVED_DOUBLES values
    per row, their levels' statuses in `status`) w.r.t. the tasks' targets, for the upstream gradients grad_q_next and
    grad_dq: the gradient the torch composition's autograd gives (kinematics.wholebody.cascade, kinematics.qp.gradient),
@@ -674,6 +683,7 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
     KERNEL(wb_scratch) S;
     double *d = KERNEL(wb_layout)(n, plan, real_block, block, longs, &S);
     KERNEL(wb_row_columns)(plan, settings, S.column);
+    /* the rest of the scratch, as wb_backward_doubles counts it */
     double *gD = d, *gx = gD + n * levels * nv, *ls = gx + n * nv, *lx = ls + n * nv, *ly = lx + n * nv;
     double *lz = ly + n * most_eq, *flags = lz + n * mi, *exact = flags + n * F, *grad_r = exact + n;
     for (long e = 0; e < n * nq; e++) S.q[e] = q0[lo * nq + e];
@@ -810,12 +820,7 @@ static long KERNEL(wb_in_chunks)(long n, long threads, const KERNEL(wb_job) *job
     (void)team; /* without OpenMP: one thread */
     size_t reals, doubles, longs;
     KERNEL(wb_sizes)(plan, rows, &reals, &doubles, &longs);
-    if (backward) {
-        long nv = plan[WB_NV], mi = plan[WB_MI], levels = plan[WB_LEVELS], total_rows = 0;
-        for (long k = 0; k < levels; k++) total_rows += plan[WB_HEADER + 2 * plan[WB_FRAMES] + k];
-        doubles += (size_t)rows * ((size_t)levels * nv + 3 * nv + plan[WB_ME] + total_rows + mi + mi + 2 * nv + 1
-                                   + total_rows);
-    }
+    if (backward) doubles += (size_t)rows * KERNEL(wb_backward_doubles)(plan);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(team > 1 ? team : 1)
 #endif
