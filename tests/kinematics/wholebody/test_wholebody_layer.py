@@ -21,6 +21,7 @@ from kinematics.wholebody import (
     cascade_step,
     standing_problem,
 )
+from kinematics.wholebody import layer as layer_module
 from kinematics.wholebody.cascade import constraint_rows, weighted_rows
 
 G1 = assets.G1
@@ -195,6 +196,31 @@ def test_unrolled_and_implicit_gradients_agree(g1) -> None:
     for row in range(2):
         cosine = torch.nn.functional.cosine_similarity(grads["unrolled"][row], grads["implicit"][row], dim=0)
         assert cosine > 0.99, (row, cosine, grads)
+
+
+@pytest.mark.parametrize("anchors", [False, True], ids=["targets", "targets-and-anchors"])
+def test_the_implicit_backward_forms_the_step_derivative_or_iterates_with_the_same_products(
+    g1, monkeypatch, anchors
+) -> None:
+    problem = standing_problem(g1, G1, cfg=WholeBodyIKCfg(iterations=12, gradient="implicit"))
+    targets = hand_targets(g1, problem, OFFSETS[:3])
+    weights = torch.linspace(-1, 1, g1.nq, dtype=torch.float64)
+    names = ["right_hand", "posture", *(("left_foot",) if anchors else ())]  # an anchor: the torch step's VJP
+
+    def gradients() -> list[torch.Tensor]:
+        leaves = {n: targets[n].clone().requires_grad_(True) for n in names}
+        (problem.layer.solve({**targets, **leaves}, problem.q_stand).q * weights).sum().backward()
+        return [leaves[n].grad for n in names]
+
+    formed = gradients()  # 3 rows: M formed, one row per graph chunk of 35 rows
+    monkeypatch.setattr(layer_module, "JACOBIAN_GRAPH_ROWS", g1.nv)
+    chunked = gradients()
+    monkeypatch.setattr(layer_module, "JACOBIAN_MAX_BATCH", 0)
+    iterated = gradients()
+    for a, b, c in zip(formed, chunked, iterated, strict=True):
+        assert a.abs().max() > 1e-3
+        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
+        torch.testing.assert_close(a, c, atol=1e-10, rtol=0)
 
 
 def test_one_cascade_step_passes_gradcheck_wrt_the_hand_target(g1, problem) -> None:
