@@ -41,7 +41,9 @@ METHODS = {
     "(forward kinematics again, every task's residual and success, every constraint's violation), no graph",
     "solve": "a full solve of `iterations` steps, no graph",
     "solve+bwd.unrolled": "the same with autograd through every step, then backward to the hand target",
-    "solve+bwd.implicit": "forward without a graph, backward by the implicit adjoint (one step's graph)",
+    "solve+bwd.implicit": "forward without a graph, backward by the implicit adjoint (one step's graph: up to batch "
+    "128 each row's step derivative formed by batched reverse passes, above it one vector-Jacobian product per "
+    "adjoint iteration)",
     "pink.loop": "pink.solve_ik (daqp) per configuration, one step: feet as frame tasks (pink has no equality "
     "contacts), CoM task, hand frame task, posture, configuration limits; no support-polygon constraint",
 }
