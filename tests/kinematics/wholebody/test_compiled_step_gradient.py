@@ -112,6 +112,40 @@ def test_the_gradient_is_the_derivative_finite_differences_give(g1) -> None:
                 assert abs(numeric - float(gradient[row].reshape(-1)[k])) < 1e-6 * (1 + abs(numeric)), (name, row, k)
 
 
+def test_where_the_constraints_determine_a_level_the_gradient_is_the_exact_problems(g1) -> None:
+    """Row 0 of the three-level layer's seed 1: on the posture level the 22 equality rows (the feet, the hands' and
+    the CoM's kept rows) and 13 active bounds fix all 35 variables, so the exact step does not depend on the posture's
+    target and its gradient is about 0. With one refinement the forward's step keeps a trace of its elastic solve,
+    whose derivative central differences then see (about 6e-5 here, 16x the gradient); with two, the step is the
+    exact problem's to the differences' error, and they agree with the gradient on every entry of the hand's target
+    and the posture's."""
+    layer = every_kind_layer(g1, WholeBodyIKCfg(qp_active_set_steps=2, qp_refinements=2))
+    targets, q = every_kind_targets(g1, 4, 1, reach=0.2)
+    flat = flat_targets(layer, targets, 4)
+    prepared = layer.prepare(flat)
+    with torch.no_grad():
+        step = layer.step(q, flat, prepared=prepared)[1]
+    assert (step.level_status[0] == 0).all() and int((step.active_bounds[0] != 0).sum()) + 22 == g1.nv
+    weights = random_weights(q, g1.nv, 0)
+    hand_gradient, posture_gradient = gradients(layer, q, flat, ("right_hand", "posture"), weights, True)
+    assert posture_gradient[0].abs().max() < 1e-5 * hand_gradient[0].abs().max()
+
+    def loss(name, value):
+        with torch.no_grad():
+            q_next, step = layer.step(q, {**flat, name: value}, prepared=prepared)
+        return float((q_next * weights[0]).sum() + (step.dq * weights[1]).sum())
+
+    eps = 1e-5
+    for name, gradient in (("right_hand", hand_gradient), ("posture", posture_gradient)):
+        base = flat[name].contiguous()
+        for k in range(12) if name == "right_hand" else range(base.shape[-1]):
+            plus, minus = base.clone(), base.clone()
+            plus[0].view(-1)[k] += eps
+            minus[0].view(-1)[k] -= eps
+            numeric = (loss(name, plus) - loss(name, minus)) / (2 * eps)
+            assert abs(numeric - float(gradient[0].reshape(-1)[k])) < 2e-6 * (1 + abs(numeric)), (name, k, numeric)
+
+
 def test_a_target_shared_by_the_batch_gets_the_sum_of_its_rows(g1) -> None:
     layer = every_kind_layer(g1)
     targets, q = every_kind_targets(g1, 6, 4)
