@@ -362,6 +362,7 @@ class _ImplicitSolve(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_q: torch.Tensor):
         q_star, *targets = ctx.saved_tensors
+        q_star = q_star.detach()  # the forward's output: unpacked, it carries this Function's graph
         layer, tree = ctx.layer, ctx.layer.tree
         fixed = {n: t.detach() for n, t in zip(ctx.names, targets, strict=True)}
         with torch.enable_grad():
