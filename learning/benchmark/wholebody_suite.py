@@ -143,7 +143,9 @@ def _memory(tree: KinematicTree, problem, targets: dict, counts=(16, 128)) -> li
                     layer.solve({**targets, HAND: hand}, problem.q_stand).q.sum().backward()
 
             run()  # once before: what the first call allocates for good (caches, pools) is not the backward's
-            rows.append({"gradient": gradient, "iterations": iterations, "peak_bytes": rss_peak_delta_hwm(run)})
+            # the least of three calls' peaks: the allocator's state adds a few MiB to some calls, never takes any off
+            peak = min(rss_peak_delta_hwm(run) for _ in range(3))
+            rows.append({"gradient": gradient, "iterations": iterations, "peak_bytes": peak})
     return rows
 
 
@@ -204,7 +206,7 @@ def run(
     notes += [
         f"{dtype_name}, {iterations} iterations per solve; the full solve is timed up to batch {full_solve_max_batch}.",
         "pink.loop runs at most 64 configurations of the batch, float64; ratio = pink per row / ours per row.",
-        f"memory: peak resident growth of one forward+backward at batch {memory_batch}.",
+        f"memory: peak resident growth of one forward+backward at batch {memory_batch} (the least of three calls).",
         "control loop: `learning.benchmark.control_loop` (one step per tick at batch 1, the hand target on a 5 cm "
         "circle, the polygon prepared once).",
         "contention: `learning.benchmark.contention` (a child process per OpenMP wait policy, one busy Python "
