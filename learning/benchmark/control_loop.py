@@ -4,6 +4,10 @@ last tick left the robot, towards a hand target that moves along a circle (a con
 Each tick is timed on its own, so the row reports the distribution a controller's deadline meets (p50, p99, the
 worst), not a mean. The support polygon is prepared once (``WholeBodyIKLayer.prepare``: the feet are held where they
 stand), as a controller does; everything else happens every tick.
+
+Beside it, ``fixed_work`` times the same number of ticks of a fixed piece of Python work calibrated to the step's
+median: the machine's own spread at that tick length (a virtual machine's pauses, interrupts, frequency changes),
+against which the step's p99 / p50 is read.
 """
 
 from __future__ import annotations
@@ -28,9 +32,33 @@ def hand_circle(T_world_start: torch.Tensor, tick: int) -> torch.Tensor:
     return T
 
 
+def _count_to(n: int) -> int:
+    total = 0
+    for i in range(n):
+        total += i
+    return total
+
+
+def fixed_work(median_s: float, steps: int) -> dict:
+    """``steps`` ticks of one fixed piece of Python work (a counting loop) whose length is calibrated to
+    ``median_s``: its p50 and p99, seconds."""
+    probe = 20_000
+    per_count = min(_timed(_count_to, probe) for _ in range(20)) / probe
+    count = max(1, round(median_s / per_count))
+    seconds = np.array([_timed(_count_to, count) for _ in range(steps)])
+    return {"p50_s": float(np.percentile(seconds, 50)), "p99_s": float(np.percentile(seconds, 99))}
+
+
+def _timed(fn, *args) -> float:
+    start = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - start
+
+
 def run(problem, hand: str, steps: int = 10_000, warmup: int = 50) -> dict:
     """Time ``steps`` ticks of ``problem.layer.step`` at batch 1 (after ``warmup`` untimed ones): the seconds of
-    each tick's step, summarised as p50, p99, max and mean."""
+    each tick's step, summarised as p50, p99, max and mean; then ``steps`` ticks of ``fixed_work`` of the same
+    median (``fixed_work``: its p50 and p99)."""
     layer, tree = problem.layer, problem.layer.tree
     q = problem.q_stand[None].clone()
     T_world_start = tree.frame_pose(q, layer.tasks[hand].frame)
@@ -45,11 +73,13 @@ def run(problem, hand: str, steps: int = 10_000, warmup: int = 50) -> dict:
             if tick >= 0:
                 seconds[tick] = time.perf_counter() - start
     final_error = float((targets[hand][..., :3, 3] - tree.frame_pose(q, layer.tasks[hand].frame)[..., :3, 3]).norm())
+    p50 = float(np.percentile(seconds, 50))
     return {
         "steps": steps,
-        "p50_s": float(np.percentile(seconds, 50)),
+        "p50_s": p50,
         "p99_s": float(np.percentile(seconds, 99)),
         "max_s": float(seconds.max()),
         "mean_s": float(seconds.mean()),
         "final_hand_error_m": final_error,
+        "fixed_work": fixed_work(p50, steps),
     }

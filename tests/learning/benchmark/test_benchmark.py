@@ -130,7 +130,8 @@ def test_wholebody_targets_read_one_runs_numbers():
                row(1, "step", "pink.loop", 400.0), row(1, "solve", "ours", 4000.0)]  # fmt: skip
     memory = [{"gradient": "implicit", "iterations": 16, "peak_bytes": 2_000_000},
               {"gradient": "implicit", "iterations": 128, "peak_bytes": 2_100_000}]  # fmt: skip
-    loop = {"steps": 100, "p50_s": 4e-4, "p99_s": 1e-3, "max_s": 2e-3, "mean_s": 5e-4, "final_hand_error_m": 1e-3}
+    loop = {"steps": 100, "p50_s": 4e-4, "p99_s": 1e-3, "max_s": 2e-3, "mean_s": 5e-4, "final_hand_error_m": 1e-3,
+            "fixed_work": {"p50_s": 4e-4, "p99_s": 6e-4}}  # fmt: skip
     shared = [{"batch": 1024, "omp_wait_policy": "PASSIVE", "quiet_per_row_s": 1e-5, "busy_per_row_s": 2e-5,
                "ratio": 2.0, "threads": 2},
               {"batch": 1024, "omp_wait_policy": "unset", "quiet_per_row_s": 1e-5, "busy_per_row_s": 4e-5,
@@ -153,5 +154,8 @@ def test_wholebody_targets_read_one_runs_numbers():
            "goals": goals(results, memory, loop, shared)}  # fmt: skip
     report = markdown(doc)
     assert "## Targets" in report and "| NOT met |" in report
-    assert "| 400 µs | 1 ms | 2 ms | 500 µs | 1.00 mm |" in report
+    assert "| 400 µs | 1 ms | 2.5× | 2 ms | 500 µs | 1.00 mm |" in report
+    assert "| 400 µs | 600 µs | 1.5× |" in report  # the fixed work's
+    detail = next(g["detail"] for g in doc["goals"] if g["goal"].startswith("control loop"))
+    assert detail == "p99 / p50; fixed work of the same median: 1.50"
     assert "| 1024 | unset | 10 µs | 40 µs | 4" in report
