@@ -12,9 +12,9 @@ Gradients (``cfg.gradient``):
   backward solves the adjoint equation ``u = g + M^T u`` in tangent coordinates, ``M`` the derivative of one step
   at ``q*`` (``cfg.implicit_iterations`` fixed-point iterations; ``M^T u`` through a single step's graph, or with
   ``M`` formed once for small batches, see ``JACOBIAN_MAX_BATCH``), then applies the step's derivative w.r.t. the
-  targets. Memory is one step's graph (of at most ``JACOBIAN_GRAPH_ROWS`` rows where ``M`` is formed), whatever
-  the iteration count; the seed gets no gradient (the fixed point does not depend on it to first order). Exact in
-  the limit on converged rows.
+  targets. Memory is one step's graph whatever the iteration count (where ``M`` is formed, of ``nv`` copies of each
+  row up to ``JACOBIAN_GRAPH_ROWS`` rows: several times the batch's graph, see ``JACOBIAN_MAX_BATCH``); the seed
+  gets no gradient (the fixed point does not depend on it to first order). Exact in the limit on converged rows.
 """
 
 from __future__ import annotations
@@ -46,7 +46,9 @@ GRADIENTS = ("unrolled", "implicit")
 # batched through one step's graph of at most JACOBIAN_GRAPH_ROWS rows), then iterates with M; above, each iteration
 # is a vector-Jacobian product through one step's graph of the batch. The same products either way; the first pays
 # the graph's per-op overhead once instead of once per iteration (7x at batch 1 on the G1), the second does less
-# arithmetic where the batch already amortises that overhead (measured on the G1: equal near 200 rows).
+# arithmetic where the batch already amortises that overhead (measured on the G1: equal near 200 rows). The first
+# holds a graph nv times the batch's (up to JACOBIAN_GRAPH_ROWS rows): on the G1 about 24 MiB at batch 8 against
+# the iteration's 1, and about 110 MiB at batch 128 against 19 (fewer graph rows were slower: about 1.6x at 256).
 JACOBIAN_MAX_BATCH = 128
 JACOBIAN_GRAPH_ROWS = 1024
 
@@ -364,18 +366,19 @@ class _ImplicitSolve(torch.autograd.Function):
         q_star, *targets = ctx.saved_tensors
         q_star = q_star.detach()  # the forward's output: unpacked, it carries this Function's graph
         layer, tree = ctx.layer, ctx.layer.tree
-        fixed = {n: t.detach() for n, t in zip(ctx.names, targets, strict=True)}
+        detached = {n: t.detach() for n, t in zip(ctx.names, targets, strict=True)}
+        form_jacobian = 0 < q_star.shape[0] <= JACOBIAN_MAX_BATCH
         with torch.enable_grad():
             delta = q_star.new_zeros(q_star.shape[0], tree.nv).requires_grad_(True)
             q = tree.integrate(q_star, delta)
-            (g_delta,) = torch.autograd.grad(q, delta, grad_q, retain_graph=True)  # dL/d(tangent at q*)
-            if q_star.shape[0] <= JACOBIAN_MAX_BATCH:
-                M = _step_jacobian(layer, q_star, fixed)
+            (g_delta,) = torch.autograd.grad(q, delta, grad_q, retain_graph=not form_jacobian)  # dL/d(tangent at q*)
+            if form_jacobian:
+                M = _step_jacobian(layer, q_star, detached)
 
                 def transposed_product(u: torch.Tensor) -> torch.Tensor:
                     return (M.mT @ u[..., None])[..., 0]
             else:
-                psi = tree.difference(q_star, layer.step(q, fixed)[0])  # the step map in tangent coordinates at q*
+                psi = tree.difference(q_star, layer.step(q, detached)[0])  # the step map in tangent coordinates at q*
 
                 def transposed_product(u: torch.Tensor) -> torch.Tensor:
                     return torch.autograd.grad(psi, delta, u, retain_graph=True)[0]

@@ -227,7 +227,7 @@ def run(
     }
 
 
-def _floor(loop: dict | None) -> str:
+def _fixed_work_note(loop: dict | None) -> str:
     """The control loop's fixed work's p99 / p50 (the machine's spread at the step's median), for a goal's detail."""
     fixed = (loop or {}).get("fixed_work")
     return f"; fixed work of the same median: {fixed['p99_s'] / fixed['p50_s']:.2f}" if fixed else ""
@@ -248,7 +248,7 @@ def goals(results: list[dict], memory: list[dict], loop: dict | None = None, sha
         goal("one cascade step at batch 1: at least as fast as pink.solve_ik", ratio(single_pink, single), 1, True,
               "pink.loop per row / ours per row"),
         goal("control loop at batch 1: p99 of a step < 2x its p50", None if not loop else loop["p99_s"] / loop["p50_s"],
-              2, False, "p99 / p50" + _floor(loop)),
+              2, False, "p99 / p50" + _fixed_work_note(loop)),
         goal("one cascade step at batch 1024: <= 10 us per row", None if step is None else step * 1e6, 10, False),
         goal("one cascade step at batch 1024: >= 20x faster per row than pink's loop", ratio(pink, step), 20, True,
               "pink.loop per row / ours per row"),
@@ -323,8 +323,8 @@ def markdown(doc: dict) -> str:
         )  # fmt: skip
         if loop.get("fixed_work"):
             fixed = loop["fixed_work"]
-            lines += ["", f"The machine's spread at that tick length ({loop['steps']} ticks of a fixed piece of "
-                      "Python work calibrated to the step's median):", ""]  # fmt: skip
+            lines += ["", "The machine's spread at that tick length (a fixed piece of Python work calibrated to the "
+                      "step's median, timed after each tick's step):", ""]  # fmt: skip
             lines.append(
                 _table(["p50", "p99", "p99 / p50"],
                        [[fmt_time(fixed["p50_s"]), fmt_time(fixed["p99_s"]), fmt_x(fixed["p99_s"] / fixed["p50_s"])]])

@@ -212,15 +212,28 @@ def test_the_implicit_backward_forms_the_step_derivative_or_iterates_with_the_sa
         (problem.layer.solve({**targets, **leaves}, problem.q_stand).q * weights).sum().backward()
         return [leaves[n].grad for n in names]
 
-    formed = gradients()  # 3 rows: M formed, one row per graph chunk of 35 rows
-    monkeypatch.setattr(layer_module, "JACOBIAN_GRAPH_ROWS", g1.nv)
-    chunked = gradients()
+    formed = gradients()  # 3 rows: M formed, the 3 rows' 105 copies in one graph
+    chunked = []
+    for rows_per_chunk in (2, 1):  # chunks of 2 rows then 1, and of 1 row each
+        monkeypatch.setattr(layer_module, "JACOBIAN_GRAPH_ROWS", rows_per_chunk * g1.nv)
+        chunked.append(gradients())
     monkeypatch.setattr(layer_module, "JACOBIAN_MAX_BATCH", 0)
     iterated = gradients()
-    for a, b, c in zip(formed, chunked, iterated, strict=True):
+    for i, a in enumerate(formed):
         assert a.abs().max() > 1e-3
-        torch.testing.assert_close(a, b, atol=1e-12, rtol=0)
-        torch.testing.assert_close(a, c, atol=1e-10, rtol=0)
+        for b in chunked:
+            torch.testing.assert_close(a, b[i], atol=1e-12, rtol=0)
+        torch.testing.assert_close(a, iterated[i], atol=1e-10, rtol=0)
+
+
+def test_the_implicit_backward_of_an_empty_batch_is_empty(g1) -> None:
+    problem = standing_problem(g1, G1, cfg=WholeBodyIKCfg(iterations=2, gradient="implicit"))
+    targets = hand_targets(g1, problem, OFFSETS[:1])
+    hand = targets["right_hand"][:0].clone().requires_grad_(True)  # no rows; the other targets broadcast
+    q = problem.layer.solve({**targets, "right_hand": hand}, problem.q_stand).q
+    assert q.shape == (0, g1.nq)
+    q.sum().backward()
+    assert hand.grad.shape == (0, 4, 4)
 
 
 def test_one_cascade_step_passes_gradcheck_wrt_the_hand_target(g1, problem) -> None:

@@ -38,13 +38,8 @@ def test_the_control_loop_times_every_tick_and_the_hand_follows(problem) -> None
     assert math.isfinite(row["mean_s"])
     # the target moves 0.16 mm a tick and the hand's gain is 0.5: it trails by a fraction of a millimetre
     assert row["final_hand_error_m"] < 1e-3
-    fixed = row["fixed_work"]
-    assert 0 < fixed["p50_s"] <= fixed["p99_s"]
-
-
-def test_the_fixed_work_is_calibrated_to_the_median_it_is_given() -> None:
-    medians = [control_loop.fixed_work(median, 200)["p50_s"] for median in (1e-4, 4e-4)]
-    assert 2 < medians[1] / medians[0] < 8  # four times the work, within a noisy machine's spread
+    # the fixed work is calibrated to the warm-up's median step: the same length within a noisy machine's spread
+    assert 0.25 < row["fixed_work"]["p50_s"] / row["p50_s"] < 4
 
 
 @pytest.mark.slow
