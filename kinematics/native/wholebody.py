@@ -46,6 +46,7 @@ def wholebody_step(
     found = _bind(plan, q, targets, recording=torch.is_grad_enabled())
     if found is None:
         return None
+    # held: the targets the addresses point into (copies among them), alive until the call returns
     kernel, held, pointers, stride_array = found
     n, nq = q.shape
     q = q.contiguous()
@@ -92,6 +93,7 @@ def wholebody_step_backward(
     found = _bind(plan, q, targets, recording=False, name="wholebody_step_backward")
     if found is None:
         return None
+    # held: the targets the addresses point into (copies among them), alive until the call returns
     kernel, held, pointers, stride_array = found
     n = q.shape[0]
     grads = [loader.empty(n, *spec[0], dtype=q.dtype) if want else None

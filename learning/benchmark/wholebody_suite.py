@@ -3,10 +3,10 @@ in the support polygon, one hand frame task, posture, joint and step limits; 35 
 pink's per-configuration solve loop on the closest problem pink can state.
 
 Measured per row: one cascade step (``WholeBodyIKLayer.step``: forward kinematics, the cascade, the integration;
-forward compiled and as the torch composition, and forward+backward compiled and as the torch composition), a solve of that one step through ``solve`` (the inputs checked and the result
-evaluated too), a full solve of ``iterations`` steps (forward; forward+backward unrolled; forward+backward
-implicit), and the peak resident memory of the implicit and unrolled backward at 16 and 128 iterations. pink's
-loop times ``pink.solve_ik`` alone, on a configuration whose kinematics pink computed once, before the loop.
+forward compiled and as the torch composition, and forward+backward compiled and as the torch composition), a
+solve of that one step through ``solve`` (the inputs checked and the result evaluated too), a full solve of
+``iterations`` steps (forward; forward+backward unrolled; forward+backward implicit), and the peak resident memory of
+the implicit and unrolled backward at 16 and 128 iterations. pink's loop times ``pink.solve_ik`` alone, on a configuration whose kinematics pink computed once, before the loop.
 """
 
 from __future__ import annotations
