@@ -220,11 +220,19 @@ class WholeBodyIKLayer(nn.Module):
         return self._steps(q, targets, prepared, 1, False)[:2]
 
     def _steps(self, q: torch.Tensor, targets, prepared, steps: int, evaluate: bool):
-        """``(q, CascadeStep, residuals, violations)`` after ``steps`` steps (``CASCADE_STEPS``)."""
+        """``(q, CascadeStep, residuals, violations)`` after ``steps`` steps (``CASCADE_STEPS``). Where autograd
+        records a graph that the compiled step and backward take (``step_kernel.compiled_step_with_gradient``), step
+        after step through them, the evaluation by the torch composition."""
         inputs = step_plan.kernel_inputs(self, targets, prepared)
-        if steps == 1 and not evaluate and (out := step_kernel.compiled_step_with_gradient(self, q, inputs)):
-            return out[0], CascadeStep(*out[1:5]), None, None
-        out = step_kernel.CASCADE_STEPS(step_kernel.key(self), q, inputs, steps, evaluate)
+        done, step = 0, None
+        while done < steps and (out := step_kernel.compiled_step_with_gradient(self, q, inputs)):
+            q, step, done = out[0], CascadeStep(*out[1:5]), done + 1
+        if done == steps:
+            residuals = violations = None
+            if evaluate:
+                residuals, violations = self._evaluation(q, targets, prepared)
+            return q, step, residuals, violations
+        out = step_kernel.CASCADE_STEPS(step_kernel.key(self), q, inputs, steps - done, evaluate)
         return out[0], CascadeStep(*out[1:5]), out[5], out[6]
 
     def reference_steps(self, q: torch.Tensor, inputs: list[torch.Tensor], steps: int, evaluate: bool = False):

@@ -8,12 +8,14 @@ after step), which every device, dtype, autograd (the unrolled and the implicit 
 on the CPU, where the layer has a plan (``step_plan.build``), one compiled call computes all the steps
 (``kinematics.native.wholebody``). The kernel's schema names the layer by a key (``key``): a layer is not a tensor.
 
-``compiled_step_with_gradient`` is one step recording a graph to the tasks' targets alone (``q`` without one: a
-policy's targets for a measured configuration), compiled both ways: the step, and its backward
+``compiled_step_with_gradient`` is one step recording a graph to the tasks' targets and ``q`` (a contact's anchors
+and the prepared polygon without one), compiled both ways: the step, and its backward
 (``native.wholebody_step_backward``: each level's adjoint solve on its final active set, the hand-over between levels
-and the tasks' errors, in reverse), which gives the torch composition's gradient. A graph to ``q`` (an unrolled
-solve's later steps, the implicit adjoint) needs the kinematics' second derivatives, which the compiled backward does
-not have: the torch composition records it.
+and the tasks' errors, in reverse), which gives the torch composition's gradient. For ``q``, that backward also takes
+each level's QP's matrices' gradients to the kinematics the step read (the frames' poses and Jacobians, the centre of
+mass and its Jacobian) and ``q`` itself (the posture, the limits); their derivative w.r.t. ``q`` (second derivatives
+of the kinematics) and the integration's are taken by autograd through the tree's torch functions
+(``_configuration_gradient``), a graph of the kinematics alone.
 """
 
 from __future__ import annotations
@@ -71,33 +73,33 @@ CASCADE_STEPS.implement("cpu", _cpu)
 
 
 def compiled_step_with_gradient(layer, q: torch.Tensor, inputs: list[torch.Tensor]):
-    """``CASCADE_STEPS``' outputs for one step (no evaluation) where autograd records a graph to some of the tasks'
-    targets (the first ``len(layer.tasks)`` of ``inputs``) and to nothing else, on the compiled path both ways; or
-    ``None`` where that does not apply (no graph, a graph to ``q``, a contact's anchor or a prepared polygon, no plan,
-    a transform active, the kernel not there)."""
-    if not torch.is_grad_enabled() or q.requires_grad or transforms_active():
+    """``CASCADE_STEPS``' outputs for one step (no evaluation) where autograd records a graph to ``q`` or some of the
+    tasks' targets (the first ``len(layer.tasks)`` of ``inputs``) and to nothing else, on the compiled path both ways;
+    or ``None`` where that does not apply (no graph, a graph to a contact's anchor or a prepared polygon, no plan, a
+    transform active, the kernel not there)."""
+    if not torch.is_grad_enabled() or transforms_active():
         return None
     wanted = [t.requires_grad for t in inputs]
     tasks = len(layer.tasks)
-    if not any(wanted[:tasks]) or any(wanted[tasks:]):
+    if not (q.requires_grad or any(wanted[:tasks])) or any(wanted[tasks:]):
         return None
     plan = plan_of(layer)
     if plan is None:
         return None
     with torch.no_grad():
-        computed = native.wholebody_step(plan, q, inputs, 1, False, save=True)
+        computed = native.wholebody_step(plan, q.detach(), inputs, 1, False, save=True)
     if computed is None:
         return None
-    q_next, dq = _CompiledStep.apply(layer, plan, q, computed, *inputs)
+    q_next, dq = _CompiledStep.apply(layer, plan, computed, q, *inputs)
     return q_next, dq, *computed[2:5]
 
 
 class _CompiledStep(torch.autograd.Function):
-    """``apply(layer, plan, q, computed, *inputs) -> (q_next, dq)``: the compiled step's outputs ``computed`` (with
-    what its backward reads), differentiable w.r.t. the tasks' targets among ``inputs``."""
+    """``apply(layer, plan, computed, q, *inputs) -> (q_next, dq)``: the compiled step's outputs ``computed`` (with
+    what its backward reads), differentiable w.r.t. ``q`` and the tasks' targets among ``inputs``."""
 
     @staticmethod
-    def forward(ctx, layer, plan, q, computed, *inputs):
+    def forward(ctx, layer, plan, computed, q, *inputs):
         ctx.layer, ctx.plan = layer, plan
         ctx.save_for_backward(q, computed[1], computed[2], computed[-1], *inputs)  # dq, the statuses, the saved
         return computed[0], computed[1]
@@ -106,13 +108,48 @@ class _CompiledStep(torch.autograd.Function):
     @first_order
     def backward(ctx, grad_q_next, grad_dq):
         q, dq, status, saved, *inputs = ctx.saved_tensors
-        layer, wanted = ctx.layer, ctx.needs_input_grad[4:]
-        grads = native.wholebody_step_backward(ctx.plan, q, inputs, (dq, status, saved), grad_q_next, grad_dq, wanted)
-        if grads is None:  # the library went away since the forward (native.disabled()): the reference's gradient
+        layer, plan, wanted, want_q = ctx.layer, ctx.plan, ctx.needs_input_grad[4:], ctx.needs_input_grad[3]
+        if grad_q_next is None:
+            grad_q_next = torch.zeros_like(q)
+        if grad_dq is None:
+            grad_dq = torch.zeros_like(dq)
+        found = native.wholebody_step_backward(
+            plan, q, inputs, (dq, status, saved), grad_q_next, grad_dq, wanted, kinematics=want_q
+        )
+        if found is None:  # the library went away since the forward (native.disabled()): the reference's gradient
             with torch.enable_grad():
+                q_leaf = q.detach().requires_grad_(want_q)
                 leaves = [t.detach().requires_grad_(want) for t, want in zip(inputs, wanted, strict=True)]
-                out = layer.reference_steps(q, leaves, 1)
-                found = iter(torch.autograd.grad((out[0], out[1]), [t for t in leaves if t.requires_grad],
-                                                 (grad_q_next, grad_dq), allow_unused=True))  # fmt: skip
-            grads = [next(found) if want else None for want in wanted]
-        return None, None, None, None, *grads
+                out = layer.reference_steps(q_leaf, leaves, 1)
+                asked = [t for t in (q_leaf, *leaves) if t.requires_grad]
+                found = iter(torch.autograd.grad((out[0], out[1]), asked, (grad_q_next, grad_dq), allow_unused=True))
+            grad_q = next(found) if want_q else None
+            return None, None, None, grad_q, *(next(found) if want else None for want in wanted)
+        grads, grad_kinematics = found
+        grad_q = _configuration_gradient(layer, plan, q, dq, grad_q_next, grad_kinematics) if want_q else None
+        return None, None, None, grad_q, *grads
+
+
+def _configuration_gradient(layer, plan, q, dq, grad_q_next, grad_kinematics):
+    """The step's gradient w.r.t. ``q`` from the compiled backward's ``grad_kinematics`` (``native.kinematics_size``'s
+    layout): the kinematics' derivative w.r.t. ``q`` and the integration's (``q_next = integrate(q, dq)`` at the
+    step ``dq``), by autograd through the tree's torch functions, plus what the step read of ``q`` itself."""
+    tree, nv, frames = layer.tree, plan.nv, len(plan.frame_names)
+    poses, jacobians, com, com_jacobian, direct = grad_kinematics.split(
+        [16 * frames, 6 * nv * frames, 3, 3 * nv, plan.nq], -1
+    )
+    with torch.enable_grad():
+        leaf = q.detach().requires_grad_(True)
+        state = tree.forward_kinematics(leaf, validate=False)
+        outputs, grads = [tree.integrate(leaf, dq.detach())], [grad_q_next]
+        for f, name in enumerate(plan.frame_names):
+            outputs += [tree.frame_pose(state, name), tree.frame_jacobian(state, name)]
+            grads += [
+                poses[:, 16 * f : 16 * (f + 1)].reshape(-1, 4, 4),
+                jacobians[:, 6 * nv * f : 6 * nv * (f + 1)].reshape(-1, 6, nv),
+            ]
+        if plan.uses_com:
+            outputs += [tree.center_of_mass(state), tree.com_jacobian(state)]
+            grads += [com, com_jacobian.reshape(-1, 3, nv)]
+        (grad,) = torch.autograd.grad(outputs, leaf, grads)
+    return grad + direct

@@ -156,11 +156,15 @@ def build(layer) -> StepPlan | None:
         arrays=arrays,
         held=held,
         target_specs=tuple(specs),
+        nq=tree.nq,
         nv=tree.nv,
         n_levels=len(layer.levels),
         n_inequalities=inequalities,
         residual_width=residual_width,
         n_constraints=len(layer.constraints),
+        most_equalities=equalities + sum(level_rows),
+        frame_names=tuple(frames),
+        uses_com=uses_com,
     )
 
 

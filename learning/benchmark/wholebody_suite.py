@@ -35,8 +35,11 @@ METHODS = {
     "on other devices and for a layer the compiled plan does not encode)",
     "step+bwd": "the same step with autograd to the hand target (q without a graph: the compiled step and its compiled "
     "backward), then backward",
-    "step+bwd.torch": "the same through the torch composition (what autograd records where q carries a graph: an "
-    "unrolled solve's later steps, the implicit adjoint's step)",
+    "step+bwd.q": "the same step with autograd to q and the hand target (an unrolled solve's later steps, the implicit "
+    "adjoint's step): the compiled step and backward, the kinematics' derivative w.r.t. q by autograd through the "
+    "tree's torch functions",
+    "step+bwd.torch": "the step with autograd to q and the hand target through the torch composition (what autograd "
+    "recorded there before the compiled backward took q)",
     "solve.1": "WholeBodyIKLayer.solve with one iteration: the step above, the inputs checked and the result evaluated "
     "(forward kinematics again, every task's residual and success, every constraint's violation), no graph",
     "solve": "a full solve of `iterations` steps, no graph",
@@ -81,11 +84,17 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
             layer.step(q, {**flat, HAND: hand})[0].sum().backward()
         return hand.grad
 
+    def configuration_step_backward():
+        hand, q_leaf = flat[HAND].clone().requires_grad_(True), q.clone().requires_grad_(True)
+        with torch.enable_grad():
+            layer.step(q_leaf, {**flat, HAND: hand})[0].sum().backward()
+        return hand.grad
+
     def torch_step_backward():
-        hand = flat[HAND].clone().requires_grad_(True)
+        hand, q_leaf = flat[HAND].clone().requires_grad_(True), q.clone().requires_grad_(True)
         with torch.enable_grad():
             inputs = step_plan.kernel_inputs(layer, {**flat, HAND: hand}, prepared)
-            layer.reference_steps(q, inputs, 1)[0].sum().backward()
+            layer.reference_steps(q_leaf, inputs, 1)[0].sum().backward()
         return hand.grad
 
     prepared = layer.prepare(flat)
@@ -94,6 +103,7 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
         "step": lambda: layer.step(q, flat),
         "step.torch": lambda: layer.reference_steps(q, inputs, 1),
         "step+bwd": step_backward,
+        "step+bwd.q": configuration_step_backward,
         "step+bwd.torch": torch_step_backward,
         "solve.1": lambda: layer.solve(targets, seed, iterations=1),
     }
@@ -282,6 +292,7 @@ def markdown(doc: dict) -> str:
             "step",
             "step.torch",
             "step+bwd",
+            "step+bwd.q",
             "step+bwd.torch",
             "solve.1",
             "solve",

@@ -34,9 +34,12 @@ enum { WB_ORIGIN, WB_REVOLUTE, WB_MULTIPLIER, WB_OFFSET, WB_COLUMN, WB_PARENT, W
 #define WB_TREE_TILE 32 /* TREE_TILE in tree.c: the Jacobian kernels' scratch per row */
 #define WB_INACTIVE 1e3 /* kinematics.wholebody.constraints.support_polygon.INACTIVE */
 #define WB_CHUNK 32     /* rows per chunk of a thread's share (wb_rows) */
-/* what a step saves per row for its backward, in doubles: the first level's solution x (nv), then per level, as
-   bytes, its final active set's flags (mi + 2 nv) and whether the original system's point was kept (1) */
-#define WB_SAVED_DOUBLES(nv, mi, levels) ((nv) + ((levels) * ((mi) + 2 * (nv) + 1) + 7) / 8)
+/* what a step saves per row for its backward, in doubles: per level its solution [x; y; z] (x: nv, y: the level's
+   equalities' multipliers, at most `most_eq`, z: mi), then per level, as bytes, its final active set's flags (mi + 2
+   nv) and whether the original system's point was kept (1) */
+#define WB_SOLUTION_DOUBLES(nv, most_eq, mi) ((nv) + (most_eq) + (mi))
+#define WB_SAVED_DOUBLES(nv, most_eq, mi, levels) \
+    ((levels) * WB_SOLUTION_DOUBLES(nv, most_eq, mi) + ((levels) * ((mi) + 2 * (nv) + 1) + 7) / 8)
 #endif
 
 /* One row's configuration moved by dq (free_flyer.integrate on the base, a sum on the joints), in double. */
@@ -622,12 +625,14 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
                     for (long e = 0; e < nv; e++) value += row[e] * dq[e];
                     S.kept[i * total_rows + j] = value;
                 }
-                if (saved) { /* what the backward reads of this level: its active set, which system (and solution) */
-                    double *keep = saved + (lo + i) * WB_SAVED_DOUBLES(nv, mi, levels);
-                    unsigned char *bytes = (unsigned char *)(keep + nv) + k * (F + 1);
+                if (saved) { /* what the backward reads of this level: its solution, active set and system */
+                    long most_eq = me + total_rows, L = WB_SOLUTION_DOUBLES(nv, most_eq, mi);
+                    double *keep = saved + (lo + i) * WB_SAVED_DOUBLES(nv, most_eq, mi, levels), *solution = keep + k * L;
+                    unsigned char *bytes = (unsigned char *)(keep + levels * L) + k * (F + 1);
                     for (long e = 0; e < F; e++) bytes[e] = flags[e] > 0;
                     bytes[F] = S.rows[4 * i + 3] > 0;
-                    for (long e = 0; e < nv && k == 0; e++) keep[e] = x[e];
+                    for (long e = 0; e < nv + me_k; e++) solution[e] = x[e];
+                    for (long e = 0; e < mi; e++) solution[nv + most_eq + e] = x[nv + me_k + e];
                 }
             }
             kept += mk;
@@ -648,49 +653,116 @@ static void KERNEL(wb_chunk)(long lo, long hi, long steps, const long long *plan
     }
 }
 
+/* The values per row of what the configuration's gradient reads of the kinematics (wb_backward_chunk's
+   grad_kinematics): each frame's pose (16, a 4 x 4 pose's row-major entries) and Jacobian (6 nv), the centre of mass (3)
+   and its Jacobian (3 nv), then q itself (nq: the posture's errors and the configuration limits). */
+static long KERNEL(wb_kinematics_size)(const long long *plan) {
+    long nv = plan[WB_NV];
+    return plan[WB_FRAMES] * (16 + 6 * nv) + 3 + 3 * nv + plan[WB_NQ];
+}
+
 /* The doubles per row wb_backward_chunk takes after the step's scratch (wb_layout): each level's step gradient
    (levels nv), the adjoint's right-hand side and its four outputs (3 nv + the most equalities + mi), the flags (mi + 2
-   nv), the exact flag (1), the residuals' gradient (the levels' rows). */
+   nv), the exact flag (1), the residuals' gradient (the levels' rows); for the configuration's gradient the levels'
+   rows' (their rows times nv), the contacts' rows' (me (nv + 1)), the inequalities' (mi (nv + 1)), the bounds' (2 nv),
+   each level's step (levels nv) and the kinematics' (wb_kinematics_size). */
 static size_t KERNEL(wb_backward_doubles)(const long long *plan) {
-    long nv = plan[WB_NV], mi = plan[WB_MI], levels = plan[WB_LEVELS], total_rows = 0;
+    long nv = plan[WB_NV], mi = plan[WB_MI], me = plan[WB_ME], levels = plan[WB_LEVELS], total_rows = 0;
     for (long k = 0; k < levels; k++) total_rows += plan[WB_HEADER + 2 * plan[WB_FRAMES] + k];
-    return (size_t)levels * nv + 3 * nv + (plan[WB_ME] + total_rows) + mi + (mi + 2 * nv) + 1 + total_rows;
+    return (size_t)levels * nv + 3 * nv + (me + total_rows) + mi + (mi + 2 * nv) + 1 + total_rows
+           + (size_t)total_rows * nv + (size_t)me * (nv + 1) + (size_t)mi * (nv + 1) + 2 * nv + (size_t)levels * nv
+           + KERNEL(wb_kinematics_size)(plan);
+}
+
+/* out[i] += a[i] u + b[i] w over rows i < rows of length nv: a rank-two update of row-major rows */
+static void KERNEL(wb_outer_pair)(long rows, long nv, const double *a, const double *u, const double *b,
+                                  const double *w, double *out) {
+    for (long i = 0; i < rows; i++)
+        for (long e = 0; e < nv; e++) out[i * nv + e] += a[i] * u[e] + b[i] * w[e];
+}
+
+/* torch.maximum's (sign 1) or torch.minimum's (sign -1) share of the gradient for its first argument x against y */
+static double KERNEL(wb_extremum_share)(double x, double y, double sign) {
+    return sign * (x - y) > 0 ? 1.0 : x == y ? 0.5 : 0.0;
+}
+
+/* A frame's pose error (position target - p, rotation log(R_target R^T)) to the pose: grad_pose (4 x 4) += the
+   pose's gradient for the error's gradient grad_error (6). */
+static void KERNEL(wb_pose_error_to_pose)(const REAL *target, const REAL *pose, const double *grad_error,
+                                          const double *settings, double *grad_pose) {
+    REAL tr[9], r[9], g[3], grad_tr[9], grad_r[9];
+    for (int a = 0; a < 3; a++) {
+        for (int c = 0; c < 3; c++) tr[3 * a + c] = target[4 * a + c], r[3 * a + c] = pose[4 * a + c];
+        g[a] = (REAL)grad_error[3 + a];
+        grad_pose[4 * a + 3] -= grad_error[a];
+    }
+    KERNEL(pose_error_vjp)(1, tr, r, g, grad_tr, grad_r, (REAL)settings[WB_SMALL_SIN_SQ], (REAL)settings[WB_NEAR_PI_COS]);
+    for (int a = 0; a < 3; a++)
+        for (int c = 0; c < 3; c++) grad_pose[4 * a + c] += (double)grad_r[3 * a + c];
 }
 
 /* The backward of one step of rows [lo, hi) (their step dq, their forward saved in `saved`, WB_SAVED_DOUBLES values
-   per row, their levels' statuses in `status`) w.r.t. the tasks' targets, for the upstream gradients grad_q_next and
-   grad_dq: the gradient the torch composition's autograd gives (kinematics.wholebody.cascade, kinematics.qp.gradient),
-   step by step in reverse. The integration's derivative w.r.t. the step (wb_integrate_vjp), then level by level the
-   selection (its solution where SOLVED; else the level above's step, or for the first
-   level its solution clamped to the step's bounds, a tie's gradient halved as torch.maximum's and torch.minimum's),
-   each level's adjoint solve on its final active set (qp_adjoint, as solve_qp's backward), the level's linear term
-   c = -J^T r to its residuals r, what a level achieved (J_j dq_j, an equality of every level below) to that level's
-   step, and each residual row r = gain cost e to its task's error and target: a frame's through pose_error_vjp, a
-   centre of mass's and a posture's directly. Writes each wanted target's gradient (grad_targets[t] not NULL:
-   contiguous, one target's shape per row); returns 0, or -1 where an adjoint solve had no scratch. */
+   per row, their levels' statuses in `status`) w.r.t. the tasks' targets and, where grad_kinematics is not NULL, what
+   the step read of the configuration, for the upstream gradients grad_q_next and grad_dq: the gradient the torch
+   composition's autograd gives (kinematics.wholebody.cascade, kinematics.qp.gradient), step by step in reverse. The
+   integration's derivative w.r.t. the step (wb_integrate_vjp), then level by level the selection (its solution where
+   SOLVED; else the level above's step, or for the first level its solution clamped to the step's bounds, a tie's
+   gradient halved as torch.maximum's and torch.minimum's), each level's adjoint solve on its final active set
+   (qp_adjoint, as solve_qp's backward), the level's linear term c = -J^T r to its residuals r, what a level achieved
+   (J_j dq_j, an equality of every level below) to that level's step, and each residual row r = gain cost e to its
+   task's error and target: a frame's through pose_error_vjp, a centre of mass's and a posture's directly. Writes each
+   wanted target's gradient (grad_targets[t] not NULL: contiguous, one target's shape per row).
+
+   With grad_kinematics, also each level's QP's matrices' gradients (solve_qp's: P, A, G and the bounds, from the
+   level's saved solution and multipliers), taken to the rows they were built from (the levels' weighted rows, the
+   contacts', the support polygon's, the bounds) and from those to the kinematics they read, written per row as
+   wb_kinematics_size lays them out: what remains is the kinematics' own derivative w.r.t. the configuration (and the
+   integration's w.r.t. q, which the caller takes). Returns 0, or -1 where an adjoint solve had no scratch. */
 static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, const double *settings,
                                       const void *const *arrays, const void *const *targets,
                                       const long long *strides, const REAL *q0, const REAL *dq,
                                       const double *saved, const signed char *status, const REAL *grad_q_next,
                                       const REAL *grad_dq, void *const *grad_targets,
-                                      const long long *target_sizes, REAL *real_block, double *block, long *longs) {
-    long n = hi - lo, nq = plan[WB_NQ], nv = plan[WB_NV];
+                                      const long long *target_sizes, REAL *grad_kinematics, REAL *real_block,
+                                      double *block, long *longs) {
+    long n = hi - lo, nq = plan[WB_NQ], nv = plan[WB_NV], base_nv = plan[WB_BASE_NV];
+    long base_nq = plan[WB_FLOATING] ? 7 : 0;
     long levels = plan[WB_LEVELS], frames = plan[WB_FRAMES], me = plan[WB_ME], mi = plan[WB_MI], F = mi + 2 * nv;
-    const long long *level_rows = plan + WB_HEADER + 2 * frames, *record = level_rows + levels;
+    const long long *level_rows = plan + WB_HEADER + 2 * frames, *records = level_rows + levels, *record = records;
     long total_rows = 0, level_start[64];
     for (long k = 0; k < levels; k++) level_start[k] = total_rows, total_rows += level_rows[k];
-    long most_eq = me + total_rows, per_row = WB_SAVED_DOUBLES(nv, mi, levels);
+    long most_eq = me + total_rows, per_row = WB_SAVED_DOUBLES(nv, most_eq, mi, levels);
+    long L = WB_SOLUTION_DOUBLES(nv, most_eq, mi), KS = KERNEL(wb_kinematics_size)(plan);
     KERNEL(wb_scratch) S;
     double *d = KERNEL(wb_layout)(n, plan, real_block, block, longs, &S);
     KERNEL(wb_row_columns)(plan, settings, S.column);
     /* the rest of the scratch, as wb_backward_doubles counts it */
     double *gD = d, *gx = gD + n * levels * nv, *ls = gx + n * nv, *lx = ls + n * nv, *ly = lx + n * nv;
     double *lz = ly + n * most_eq, *flags = lz + n * mi, *exact = flags + n * F, *grad_r = exact + n;
+    double *gJ = grad_r + n * total_rows, *gA = gJ + n * total_rows * nv, *gb = gA + n * me * nv, *gG = gb + n * me;
+    double *gh = gG + n * mi * nv, *glb = gh + n * mi, *gub = glb + n * nv, *level_dq = gub + n * nv;
+    double *gk = level_dq + n * levels * nv;
     for (long e = 0; e < n * nq; e++) S.q[e] = q0[lo * nq + e];
     KERNEL(wb_tree_pass)(n, plan, arrays, &S, 1);
-    for (long i = 0; i < n; i++)
-        KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows, 0);
+    for (long i = 0; i < n; i++) /* the pose errors where the matrices' gradients read the residuals (c = -J^T r) */
+        KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows, grad_kinematics != 0);
     for (long e = 0; e < n * levels * nv; e++) gD[e] = 0;
+    if (grad_kinematics) {
+        for (long e = 0; e < n * (total_rows * nv + me * (nv + 1) + mi * (nv + 1) + 2 * nv); e++) gJ[e] = 0;
+        for (long i = 0; i < n; i++) { /* each level's step, as the forward selected it */
+            const double *keep = saved + (lo + i) * per_row;
+            for (long k = 0; k < levels; k++) {
+                const double *x = keep + k * L, *lb = S.lb + i * nv, *ub = S.ub + i * nv;
+                double *step = level_dq + (i * levels + k) * nv;
+                int solved = status[(lo + i) * levels + k] == 0;
+                for (long e = 0; e < nv; e++) {
+                    double v = x[e];
+                    if (k == 0 && !solved) v = v > lb[e] ? v : lb[e], v = v < ub[e] ? v : ub[e];
+                    step[e] = k == 0 || solved ? v : step[e - nv];
+                }
+            }
+        }
+    }
     for (long i = 0; i < n; i++) { /* the step's gradient: its own and through q_next = integrate(q, dq) */
         double *g = gD + (i * levels + levels - 1) * nv;
         for (long e = 0; e < nv; e++) g[e] = (double)grad_dq[(lo + i) * nv + e];
@@ -706,7 +778,7 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
         for (long i = 0; i < n; i++) {
             double *Ak = S.Ak + i * me_k * nv, *g = gD + (i * levels + k) * nv;
             const double *J = S.J + i * total_rows * nv, *keep = saved + (lo + i) * per_row;
-            const unsigned char *bytes = (const unsigned char *)(keep + nv) + k * (F + 1);
+            const unsigned char *bytes = (const unsigned char *)(keep + levels * L) + k * (F + 1);
             KERNEL(wb_level_hessian)(nv, mk, J + start * nv, 0, S.column + start, damping_sq, rank, &S, i);
             for (long e = 0; e < me * nv; e++) Ak[e] = S.A[i * me * nv + e];
             for (long e = 0; e < start * nv; e++) Ak[me * nv + e] = J[e];
@@ -717,9 +789,13 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
                 const double *x = keep, *lb = S.lb + i * nv, *ub = S.ub + i * nv;
                 for (long e = 0; e < nv; e++) {
                     double low = x[e] > lb[e] ? x[e] : lb[e];
-                    double up = low < ub[e] ? 1.0 : low == ub[e] ? 0.5 : 0.0;
-                    double down = x[e] > lb[e] ? 1.0 : x[e] == lb[e] ? 0.5 : 0.0;
+                    double up = KERNEL(wb_extremum_share)(low, ub[e], -1.0);
+                    double down = KERNEL(wb_extremum_share)(x[e], lb[e], 1.0);
                     gx[i * nv + e] = g[e] * up * down;
+                    if (grad_kinematics) { /* and to the bounds it was clamped to */
+                        gub[i * nv + e] += g[e] * KERNEL(wb_extremum_share)(ub[e], low, -1.0);
+                        glb[i * nv + e] += g[e] * up * KERNEL(wb_extremum_share)(lb[e], x[e], 1.0);
+                    }
                 }
             } else {
                 for (long e = 0; e < nv; e++) gx[i * nv + e] = solved ? g[e] : 0.0;
@@ -748,6 +824,40 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
                     double *g = gD + (i * levels + a) * nv, v = y[me + j];
                     for (long e = 0; e < nv; e++) g[e] += J[j * nv + e] * v;
                 }
+            if (!grad_kinematics) continue;
+            /* the QP's matrices (kinematics.qp.gradient): P = J^T J + damping^2 I, c = -J^T r, A = [contacts; the
+               rows above], b = [their errors; J_a dq_a], G, h and the bounds, from the level's solution [x; y; z] */
+            const double *x = saved + (lo + i) * per_row + k * L, *ye = x + nv, *z = x + nv + most_eq;
+            const double *lyi = ly + i * me_k, *lzi = lz + i * mi, *lxi = lx + i * nv, *r = S.r + i * total_rows;
+            const unsigned char *bytes = (const unsigned char *)(saved + (lo + i) * per_row + levels * L) + k * (F + 1);
+            double *gJi = gJ + i * total_rows * nv;
+            for (long j = start; j < start + mk; j++) { /* -(J l_s x^T + J x l_s^T) + r l_s^T */
+                if (S.column[j] >= 0) continue; /* a posture's row is constant */
+                const double *row = J + j * nv;
+                double a = 0, b = 0;
+                for (long e = 0; e < nv; e++) a += row[e] * l[e], b += row[e] * x[e];
+                for (long e = 0; e < nv; e++) gJi[j * nv + e] += -(a * x[e] + b * l[e]) + r[j] * l[e];
+            }
+            for (long e = 0; e < me; e++) { /* the contacts' rows: -(l_y x^T + y l_s^T), b: l_y */
+                double *row = gA + (i * me + e) * nv;
+                for (long c = 0; c < nv; c++) row[c] -= lyi[e] * x[c] + ye[e] * l[c];
+                gb[i * me + e] += lyi[e];
+            }
+            for (long j = 0, a = 0; j < start; j++) { /* the rows above: A's -(l_y x^T + y l_s^T), b = J_a dq_a's l_y dq_a^T */
+                while (j >= level_start[a] + level_rows[a]) a++; /* row j's level */
+                if (S.column[j] >= 0) continue;
+                const double *step = level_dq + (i * levels + a) * nv;
+                double v = lyi[me + j], w = ye[me + j];
+                for (long c = 0; c < nv; c++) gJi[j * nv + c] += -(v * x[c] + w * l[c]) + v * step[c];
+            }
+            for (long e = 0; e < mi; e++) gh[i * mi + e] += lzi[e];
+            KERNEL(wb_outer_pair)(mi, nv, lzi, x, z, l, gG + i * mi * nv); /* -(l_z x^T + z l_s^T), negated below */
+            for (long e = 0; e < nv; e++) { /* a variable fixed at a bound: l_x, halved between contradictory ones */
+                int upper = bytes[mi + e] > 0, lower = bytes[mi + nv + e] > 0;
+                double share = upper && lower ? 0.5 * lxi[e] : lxi[e];
+                if (upper) gub[i * nv + e] += share;
+                if (lower) glb[i * nv + e] += share;
+            }
         }
     }
     long level_fill[64];
@@ -785,6 +895,87 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
             }
         }
     }
+    if (!grad_kinematics) return 0;
+    for (long i = 0; i < n; i++) { /* the rows' gradients to the kinematics they were built from */
+        double *g = gk + i * KS, *gpose = g, *gjac = g + frames * 16, *gcom = gjac + frames * 6 * nv;
+        double *gcom_jac = gcom + 3, *gq = gcom_jac + 3 * nv;
+        const double *gJi = gJ + i * total_rows * nv, *gr = grad_r + i * total_rows;
+        const REAL *q = S.q + i * nq;
+        for (long e = 0; e < KS; e++) g[e] = 0;
+        for (long e = 0; e < mi * nv; e++) gG[i * mi * nv + e] = -gG[i * mi * nv + e];
+        long eq = 0, in = 0, fill[64], bound_blocks[8], bounds = 0;
+        for (long k = 0; k < levels; k++) fill[k] = level_start[k];
+        record = records;
+        for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD) {
+            long type = record[WB_TYPE], f = record[WB_FRAME], t = record[WB_TARGET], level = record[WB_LEVEL];
+            const double *param = settings + record[WB_PARAM];
+            const REAL *target = t >= 0 ? (const REAL *)targets[t] + (lo + i) * strides[t] : 0;
+            const REAL *pose = f >= 0 ? S.poses + (f * n + i) * 16 : 0;
+            double grad_error[6] = {0, 0, 0, 0, 0, 0};
+            if (type == WB_FRAME_TASK || type == WB_COM_TASK || type == WB_POSTURE_TASK) {
+                for (long j = 0; j < record[WB_COUNT]; j++) {
+                    double cost = param[1 + j];
+                    if (!(cost > 0)) continue;
+                    long row = fill[level]++, src = record[WB_FIRST] + j;
+                    double ge = gr[row] * (param[0] * cost); /* r = gain cost e */
+                    if (type == WB_POSTURE_TASK) {
+                        gq[base_nq + j] -= ge; /* e = target - q */
+                        continue;
+                    }
+                    double *to = type == WB_FRAME_TASK ? gjac + (f * 6 + src) * nv : gcom_jac + src * nv;
+                    for (long e = 0; e < nv; e++) to[e] += cost * gJi[row * nv + e];
+                    if (type == WB_FRAME_TASK) grad_error[src] = ge;
+                    else gcom[src] -= ge; /* e = target - com */
+                }
+                if (type == WB_FRAME_TASK) KERNEL(wb_pose_error_to_pose)(target, pose, grad_error, settings, gpose + f * 16);
+            } else if (type == WB_CONTACT) {
+                for (int a = 0; a < 6; a++, eq++) {
+                    for (long e = 0; e < nv; e++) gjac[(f * 6 + a) * nv + e] += gA[(i * me + eq) * nv + e];
+                    grad_error[a] = gb[i * me + eq];
+                }
+                KERNEL(wb_pose_error_to_pose)(target, pose, grad_error, settings, gpose + f * 16);
+            } else if (type == WB_SUPPORT_POLYGON) {
+                const REAL *normal = (const REAL *)targets[t] + (lo + i) * strides[t];
+                const unsigned char *edge = (const unsigned char *)targets[t + 2] + (lo + i) * strides[t + 2];
+                for (long j = 0; j < record[WB_ROWS]; j++, in++) {
+                    if (!edge[j]) continue; /* G = 0, h = INACTIVE */
+                    double nx = normal[2 * j], ny = normal[2 * j + 1], gh_j = gh[i * mi + in];
+                    const double *row = gG + (i * mi + in) * nv;
+                    for (long e = 0; e < nv; e++) gcom_jac[e] += nx * row[e], gcom_jac[nv + e] += ny * row[e];
+                    gcom[0] -= nx * gh_j, gcom[1] -= ny * gh_j; /* h = offset - margin - n . com */
+                }
+            } else if ((type == WB_CONFIGURATION_LIMIT || type == WB_STEP_LIMIT) && bounds < 8) {
+                bound_blocks[bounds++] = b;
+            }
+        }
+        /* the bounds: lb = max over the bounds' blocks in order (ub: min), torch.maximum's ties halved; the
+           configuration limit's gain (limit - q) to q */
+        for (long e = base_nv; e < nv && bounds; e++) {
+            for (int side = 0; side < 2; side++) {
+                double sign = side ? -1.0 : 1.0, value[8], running[8];
+                for (long u = 0; u < bounds; u++) {
+                    const long long *rec = records + bound_blocks[u] * WB_RECORD;
+                    const double *param = settings + rec[WB_PARAM];
+                    if (rec[WB_TYPE] == WB_STEP_LIMIT) {
+                        value[u] = -sign * (double)(REAL)param[e];
+                    } else {
+                        const REAL *limit = side ? arrays[WB_UPPER] : arrays[WB_LOWER];
+                        value[u] = (double)(REAL)((REAL)param[0] * (limit[e - base_nv] - q[base_nq + e - base_nv]));
+                    }
+                    running[u] = u == 0 ? value[u] : sign * (value[u] - running[u - 1]) > 0 ? value[u] : running[u - 1];
+                }
+                double grad = side ? gub[i * nv + e] : glb[i * nv + e];
+                for (long u = bounds - 1; u >= 0 && grad != 0; u--) {
+                    double share = u == 0 ? 1.0 : KERNEL(wb_extremum_share)(value[u], running[u - 1], sign);
+                    const long long *rec = records + bound_blocks[u] * WB_RECORD;
+                    if (rec[WB_TYPE] == WB_CONFIGURATION_LIMIT)
+                        gq[base_nq + e - base_nv] -= settings[rec[WB_PARAM]] * grad * share;
+                    if (u > 0) grad *= KERNEL(wb_extremum_share)(running[u - 1], value[u], sign);
+                }
+            }
+        }
+        for (long e = 0; e < KS; e++) grad_kinematics[(lo + i) * KS + e] = (REAL)g[e];
+    }
     return 0;
 }
 
@@ -811,6 +1002,7 @@ typedef struct {
     const REAL *dq_in, *grad_q_next, *grad_dq;
     void *const *grad_targets;
     const long long *target_sizes;
+    REAL *grad_kinematics;
 } KERNEL(wb_job);
 
 static long KERNEL(wb_in_chunks)(long n, long threads, const KERNEL(wb_job) *job, int backward) {
@@ -843,8 +1035,8 @@ static long KERNEL(wb_in_chunks)(long n, long threads, const KERNEL(wb_job) *job
                     if (KERNEL(wb_backward_chunk)(lo, hi, plan, job->settings, job->arrays, job->targets, job->strides,
                                                   job->q, job->dq_in, job->saved_in, job->status_in,
                                                   job->grad_q_next, job->grad_dq,
-                                                  job->grad_targets, job->target_sizes, real_block, block,
-                                                  long_block) < 0) {
+                                                  job->grad_targets, job->target_sizes, job->grad_kinematics,
+                                                  real_block, block, long_block) < 0) {
                         ATOMIC_WRITE failed = 1;
                     }
                 } else {
@@ -869,21 +1061,23 @@ DISPATCH long KERNEL(wholebody_step)(long n, long threads, long steps, const lon
                                      signed char *restrict active_bounds, REAL *restrict residuals,
                                      REAL *restrict violations, double *restrict saved) {
     KERNEL(wb_job) job = {steps, plan, settings, arrays, targets, strides, q, q_next, dq, residuals, violations, status,
-                          active_bounds, active_in, saved, 0, 0, 0, 0, 0, 0, 0};
+                          active_bounds, active_in, saved, 0, 0, 0, 0, 0, 0, 0, 0};
     return KERNEL(wb_in_chunks)(n, threads, &job, 0);
 }
 
 /* One step's backward from q to its step dq (wb_backward_chunk): the gradients of the wanted targets (grad_targets[t]
-   not NULL, target_sizes[t] values per row) for the upstream gradients grad_q_next (n x nq) and grad_dq (n x nv). */
+   not NULL, target_sizes[t] values per row) for the upstream gradients grad_q_next (n x nq) and grad_dq (n x nv) and,
+   where grad_kinematics is not NULL, those of the kinematics the step read (n x wb_kinematics_size). */
 DISPATCH long KERNEL(wholebody_step_backward)(long n, long threads, const long long *restrict plan,
                                               const double *restrict settings, const void *const *arrays,
                                               const void *const *targets, const long long *restrict strides,
                                               const REAL *restrict q, const REAL *restrict dq,
                                               const double *restrict saved, const signed char *restrict status,
                                               const REAL *restrict grad_q_next, const REAL *restrict grad_dq,
-                                              void *const *grad_targets, const long long *restrict target_sizes) {
+                                              void *const *grad_targets, const long long *restrict target_sizes,
+                                              REAL *restrict grad_kinematics) {
     KERNEL(wb_job) job = {1, plan, settings, arrays, targets, strides, q, 0, 0, 0, 0, 0, 0, 0, 0, saved, status, dq,
-                          grad_q_next, grad_dq, grad_targets, target_sizes};
+                          grad_q_next, grad_dq, grad_targets, target_sizes, grad_kinematics};
     return KERNEL(wb_in_chunks)(n, threads, &job, 1);
 }
 

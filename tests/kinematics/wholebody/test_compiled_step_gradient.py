@@ -1,8 +1,8 @@
 """A step's compiled backward (``step_kernel.compiled_step_with_gradient``, ``native.wholebody_step_backward``):
-where autograd records a graph to the tasks' targets alone, ``layer.step`` runs the compiled step and its compiled
-backward, whose gradient is the torch composition's (float64 to 1e-10, float32 to its rounding) on every kind of task
-and constraint the plan encodes, unsolved levels included, and the derivative finite differences give; a graph to
-anything else takes the torch composition."""
+where autograd records a graph to the tasks' targets and the configuration alone, ``layer.step`` runs the compiled
+step and its compiled backward, whose gradient is the torch composition's (float64 to 1e-10, float32 to its rounding)
+on every kind of task and constraint the plan encodes, unsolved levels included, and the derivative finite
+differences give; a graph to a contact's anchor takes the torch composition. An unrolled solve steps through it."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from kinematics.errors import UnsupportedTransformError
 from kinematics.wholebody import WholeBodyIKCfg, standing_problem, step_plan
 
 TASK_TARGETS = ("right_hand", "left_hand", "com", "posture")
+LEAVES = (*TASK_TARGETS, "q")  # "q": the configuration the step starts from
 
 
 @pytest.fixture(scope="module")
@@ -27,10 +28,13 @@ def flat_targets(layer, targets, batch: int) -> dict[str, torch.Tensor]:
 
 
 def gradients(layer, q, flat, names, weights, compiled: bool):
-    """The gradients w.r.t. the targets ``names`` of ``<q_next, w_q> + <dq, w_dq>`` after one step: through
-    ``layer.step`` (``compiled``: it must take the compiled backward) or the torch composition."""
-    leaves = {name: flat[name].clone().requires_grad_(True) for name in names}
+    """The gradients w.r.t. the targets ``names`` (``"q"``: the configuration) of ``<q_next, w_q> + <dq, w_dq>``
+    after one step: through ``layer.step`` (``compiled``: it must take the compiled backward) or the torch
+    composition."""
+    leaves = {name: (q if name == "q" else flat[name]).clone().requires_grad_(True) for name in names}
+    q = leaves.pop("q", q)
     targets = {**flat, **leaves}
+    leaves["q"] = q
     prepared = layer.prepare(targets)
     if compiled:
         q_next, step = layer.step(q, targets, prepared=prepared)
@@ -64,6 +68,12 @@ def test_the_compiled_gradient_is_the_torch_compositions_in_float64(g1, seed) ->
     for a, b in zip(compiled, reference, strict=True):
         torch.testing.assert_close(a, b, atol=1e-10, rtol=0)
         assert b.abs().max() > 0
+    # the configuration's, apart: with q in its graph the composition's Jacobians are no longer one matrix for the
+    # batch (the posture's), which moves its targets' gradients by up to 3e-10 (its own rounding, not the kernel's)
+    ((compiled,), (reference,)) = (gradients(layer, q, flat, ("q",), weights, c) for c in (True, False))
+    scale = float(reference.abs().max())
+    torch.testing.assert_close(compiled, reference, atol=1e-10 * scale, rtol=0)
+    assert scale > 1
 
 
 def test_float32_gives_the_torch_compositions_gradient_to_its_rounding() -> None:
@@ -72,8 +82,8 @@ def test_float32_gives_the_torch_compositions_gradient_to_its_rounding() -> None
     targets, q = every_kind_targets(tree, 8, 2, reach=0.3)
     flat = flat_targets(layer, targets, 8)
     weights = random_weights(q, tree.nv, 2)
-    compiled = gradients(layer, q, flat, TASK_TARGETS, weights, True)
-    reference = gradients(layer, q, flat, TASK_TARGETS, weights, False)
+    compiled = gradients(layer, q, flat, LEAVES, weights, True)
+    reference = gradients(layer, q, flat, LEAVES, weights, False)
     scale = max(float(b.abs().max()) for b in reference)  # the posture's gradient here is about 1e-16 of the hand's
     for a, b in zip(compiled, reference, strict=True):
         assert a.dtype is torch.float32
@@ -160,17 +170,20 @@ def test_a_target_shared_by_the_batch_gets_the_sum_of_its_rows(g1) -> None:
     torch.testing.assert_close(gradient, rows.sum(0), atol=1e-10, rtol=0)
 
 
-def test_a_graph_to_anything_but_the_tasks_targets_takes_the_torch_composition(g1) -> None:
+def test_a_graph_to_a_contacts_anchor_takes_the_torch_composition(g1) -> None:
     problem = standing_problem(g1, G1)
     layer, q = problem.layer, problem.q_stand.expand(2, -1)
     flat = flat_targets(layer, {**problem.fixed_targets, "right_hand": g1.frame_pose(problem.q_stand, HAND)}, 2)
     hand = flat["right_hand"].clone().requires_grad_(True)
     foot = next(name for name in layer.target_names if name not in layer.tasks)
     anchor = flat[foot].clone().requires_grad_(True)
-    for inputs, seed in (({"right_hand": hand}, q.clone().requires_grad_(True)), ({foot: anchor}, q),
-                         ({"right_hand": hand, foot: anchor}, q)):  # fmt: skip
+    for inputs, seed in (({foot: anchor}, q), ({"right_hand": hand, foot: anchor}, q),
+                         ({foot: anchor}, q.clone().requires_grad_(True))):  # fmt: skip
         q_next, _ = layer.step(seed, {**flat, **inputs})
         assert type(q_next.grad_fn).__name__ != "_CompiledStepBackward"
+    for inputs, seed in (({"right_hand": hand}, q.clone().requires_grad_(True)), ({}, q.clone().requires_grad_(True))):
+        q_next, _ = layer.step(seed, {**flat, **inputs})
+        assert type(q_next.grad_fn).__name__ == "_CompiledStepBackward"
     with torch.no_grad():
         q_next, _ = layer.step(q, {**flat, "right_hand": hand})
     assert q_next.grad_fn is None
@@ -184,19 +197,20 @@ def test_two_threads_give_the_bits_of_one_and_a_disabled_library_the_references_
     threads = torch.get_num_threads()
     try:
         torch.set_num_threads(1)
-        one = gradients(layer, q, flat, TASK_TARGETS, weights, True)
+        one = gradients(layer, q, flat, LEAVES, weights, True)
         torch.set_num_threads(2)
-        two = gradients(layer, q, flat, TASK_TARGETS, weights, True)
+        two = gradients(layer, q, flat, LEAVES, weights, True)
     finally:
         torch.set_num_threads(threads)
     for a, b in zip(one, two, strict=True):
         assert torch.equal(a, b)
-    leaf = flat["right_hand"].clone().requires_grad_(True)
-    q_next, _ = layer.step(q, {**flat, "right_hand": leaf})
-    with native.disabled():  # gone between the forward and the backward: the torch composition's gradient
-        (gradient,) = torch.autograd.grad((q_next * weights[0]).sum(), leaf)
-    (expected,) = gradients(layer, q, flat, ("right_hand",), (weights[0], torch.zeros_like(weights[1])), False)
-    torch.testing.assert_close(gradient, expected, atol=1e-6, rtol=0)
+    leaf, q_leaf = flat["right_hand"].clone().requires_grad_(True), q.clone().requires_grad_(True)
+    q_next, _ = layer.step(q_leaf, {**flat, "right_hand": leaf})
+    with native.disabled():  # gone between the forward and the backward: the torch composition's gradient (its QPs
+        found = torch.autograd.grad((q_next * weights[0]).sum(), (leaf, q_leaf))  # too: their torch solver's)
+    expected = gradients(layer, q, flat, ("right_hand", "q"), (weights[0], torch.zeros_like(weights[1])), False)
+    for a, b in zip(found, expected, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-6 * max(1.0, float(b.abs().max())), rtol=0)
 
 
 def test_second_order_gradients_are_refused_with_a_typed_error(g1) -> None:
@@ -206,3 +220,89 @@ def test_second_order_gradients_are_refused_with_a_typed_error(g1) -> None:
     q_next, _ = problem.layer.step(problem.q_stand[None], {**flat, "right_hand": hand})
     with pytest.raises(UnsupportedTransformError):
         torch.autograd.grad(q_next.sum(), hand, create_graph=True)
+
+
+def test_the_configurations_gradient_is_the_derivative_finite_differences_give(g1) -> None:
+    """The standing problem, hand targets 10-15 cm away, configurations off the standing one: central differences
+    (step 1e-5) of the compiled step in float64 on every entry of ``q`` (the base's quaternion too)."""
+    problem = standing_problem(g1, G1, hand_orientation_cost=0.3)
+    layer, batch = problem.layer, 2
+    hand = g1.frame_pose(problem.q_stand, HAND).expand(batch, 4, 4).clone()
+    hand[:, :3, 3] += torch.tensor([[0.1, 0.05, 0.1], [0.15, -0.1, 0.0]], dtype=torch.float64)
+    flat = flat_targets(layer, {**problem.fixed_targets, "right_hand": hand}, batch)
+    q = problem.q_stand.expand(batch, -1).clone()
+    q[:, 7:] += 0.05 * torch.randn(batch, g1.nq - 7, generator=torch.Generator().manual_seed(3), dtype=torch.float64)
+    weights = random_weights(q, g1.nv, 11)
+    (analytic,) = gradients(layer, q, flat, ("q",), weights, True)
+    prepared = layer.prepare(flat)
+
+    def loss(value):
+        with torch.no_grad():
+            q_next, step = layer.step(value, flat, prepared=prepared)
+        return float((q_next * weights[0]).sum() + (step.dq * weights[1]).sum())
+
+    eps = 1e-5
+    for row in range(batch):
+        for k in range(g1.nq):
+            plus, minus = q.clone(), q.clone()
+            plus[row, k] += eps
+            minus[row, k] -= eps
+            numeric = (loss(plus) - loss(minus)) / (2 * eps)
+            assert abs(numeric - float(analytic[row, k])) < 1e-5 * (1 + abs(numeric)), (row, k, numeric)
+
+
+@pytest.mark.parametrize("gradient", ["unrolled", "implicit"])
+def test_a_solve_steps_through_the_compiled_backward_to_the_compositions_gradient(g1, gradient) -> None:
+    """Eight steps of the three-level layer recording a graph to the hand's target: every step compiled both ways (the
+    later ones with a graph to their q). Unrolled: the torch composition's own eight steps' gradient, to 1e-8 of its
+    scale. Implicit (its step derivative now from the compiled backward): the gradient with the library disabled, all
+    torch (its QPs too: their torch solver agrees to the QP tolerance), to 1e-6."""
+    layer = every_kind_layer(g1, WholeBodyIKCfg(iterations=8, gradient=gradient, qp_active_set_steps=2))
+    targets, q = every_kind_targets(g1, 4, 5, reach=0.15)
+    flat = flat_targets(layer, targets, 4)
+    leaf = flat["right_hand"].clone().requires_grad_(True)
+    weights = random_weights(q, g1.nv, 5)[0]
+    result = layer.solve({**flat, "right_hand": leaf}, q)
+    (compiled,) = torch.autograd.grad((result.q * weights).sum(), leaf)
+    if gradient == "unrolled":
+        assert "_CompiledStepBackward" in _node_names(result.q.grad_fn)
+        inputs = step_plan.kernel_inputs(layer, {**flat, "right_hand": leaf}, layer.prepare(flat))
+        (expected,) = torch.autograd.grad((layer.reference_steps(q, inputs, 8)[0] * weights).sum(), leaf)
+        tolerance = 1e-8
+    else:
+        with native.disabled():
+            (expected,) = torch.autograd.grad((layer.solve({**flat, "right_hand": leaf}, q).q * weights).sum(), leaf)
+        tolerance = 1e-6
+    scale = float(expected.abs().max())
+    torch.testing.assert_close(compiled, expected, atol=tolerance * scale, rtol=0)
+    assert scale > 0
+
+
+def _node_names(node) -> set[str]:
+    """The type names of the autograd nodes ``node``'s graph holds."""
+    seen, frontier = {node}, [node]
+    while frontier:
+        frontier = [f for n in frontier for f, _ in n.next_functions if f is not None and f not in seen]
+        seen.update(frontier)
+    return {type(n).__name__ for n in seen}
+
+
+def test_a_configuration_limit_the_step_meets_passes_its_gradient_to_q(g1) -> None:
+    """The left arm's first five joints 1 mrad below their upper limits, the posture pulling them 0.3 rad past: the
+    step stops at the limits (bounds ``gain (upper - q)``, active), so the configuration's gradient has their share,
+    the composition's (every level solved: the feet stay on their anchors)."""
+    problem = standing_problem(g1, G1)
+    layer, batch = problem.layer, 3
+    flat = flat_targets(layer, {**problem.fixed_targets, "right_hand": g1.frame_pose(problem.q_stand, HAND)}, batch)
+    q = problem.q_stand.expand(batch, -1).clone()
+    joints = torch.tensor([15, 16, 17, 18, 19])  # the left shoulder's three, the elbow, the wrist's roll
+    q[:, 7 + joints] = g1.joint_upper[joints] - 0.001
+    posture = flat["posture"].clone()
+    posture[:, joints] = g1.joint_upper[joints] + 0.3
+    flat["posture"] = posture
+    with torch.no_grad():
+        step = layer.step(q, flat)[1]
+    assert (step.level_status == 0).all() and (step.active_bounds[:, g1.base_nv + joints] == 1).sum() >= batch * 3
+    weights = random_weights(q, g1.nv, 13)
+    ((compiled,), (reference,)) = (gradients(layer, q, flat, ("q",), weights, c) for c in (True, False))
+    torch.testing.assert_close(compiled, reference, atol=1e-10 * float(reference.abs().max()), rtol=0)
