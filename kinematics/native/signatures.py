@@ -64,7 +64,7 @@ KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     # statuses, the active inequalities and bounds, the residuals and violations (NULL: none), what the backward
     # reads (NULL: nothing); the backward (n, threads, plan, settings, arrays, targets, strides, q, dq, saved,
     # statuses, the gradients on q_next and dq) -> each wanted target's gradient (an address per target, NULL: not
-    # wanted), its sizes, the kinematics' gradient (NULL: not wanted)
+    # wanted), its sizes, the gradient w.r.t. q (NULL: not wanted)
     "wholebody_step": (LONG, (LONG, LONG, LONG, *_WB_READS, OUT, OUT, INT8, BYTES, INT8, OUT, OUT, DOUBLES_OUT)),
     "wholebody_step_backward": (
         LONG,

@@ -20,8 +20,7 @@ class StepPlan:
     float64 ``settings``, ``arrays`` (the addresses of ``held``, the tree's buffers, which it keeps alive), and per
     target what it reads of one row (``target_specs``: shape, dtype, contiguous strides, size); ``nv``, the levels'
     and inequality rows' counts, the tasks' residuals' total width and the constraints' count; the most equality rows
-    a level's QP has (the contacts' and every level's rows above the last), the frames it reads (``frame_names``, in
-    the kernel's order) and whether it reads the centre of mass."""
+    a level's QP has (the contacts' and every level's rows above the last)."""
 
     plan: torch.Tensor
     settings: torch.Tensor
@@ -35,8 +34,6 @@ class StepPlan:
     residual_width: int
     n_constraints: int
     most_equalities: int
-    frame_names: tuple[str, ...]
-    uses_com: bool
 
 
 def wholebody_step(
@@ -83,14 +80,6 @@ def saved_size(plan: StepPlan) -> int:
     return levels * (nv + plan.most_equalities + m_in) + (levels * (m_in + 2 * nv + 1) + 7) // 8
 
 
-def kinematics_size(plan: StepPlan) -> int:
-    """The values per row of ``wholebody_step_backward``'s kinematics' gradient (``wb_kinematics_size``): each frame's
-    pose (16) and Jacobian (``6 nv``), in ``frame_names``' order, the centre of mass (3) and its Jacobian (``3 nv``),
-    then the configuration's own (``nq``)."""
-    nv = plan.nv
-    return len(plan.frame_names) * (16 + 6 * nv) + 3 + 3 * nv + plan.nq
-
-
 def wholebody_step_backward(
     plan: StepPlan,
     q: torch.Tensor,
@@ -99,15 +88,13 @@ def wholebody_step_backward(
     grad_q_next: torch.Tensor,
     grad_dq: torch.Tensor,
     wanted: Sequence[bool],
-    kinematics: bool = False,
+    configuration: bool = False,
 ) -> tuple[list[torch.Tensor | None], torch.Tensor | None] | None:
     """One step's backward w.r.t. the tasks' targets (``csrc/wholebody_step.c``, ``wb_backward_chunk``): for the
     step from ``q`` for which ``wholebody_step(..., save=True)`` gave ``forward`` (its ``dq``, ``level_status`` and
     saved output) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq`` ``(B, nv)``, the gradient
-    ``(B, *shape)`` of each target where ``wanted`` (a task's target only), ``None`` elsewhere; with ``kinematics``
-    also the gradient ``(B, kinematics_size(plan))`` of the kinematics the step read at ``q`` (what remains of the
-    configuration's gradient is their derivative w.r.t. ``q`` and the integration's), else ``None``; or ``None`` where
-    the kernel is not there."""
+    ``(B, *shape)`` of each target where ``wanted`` (a task's target only), ``None`` elsewhere; with ``configuration``
+    also the gradient ``(B, nq)`` w.r.t. ``q``, else ``None``; or ``None`` where the kernel is not there."""
     found = _bind(plan, q, targets, recording=False, name="wholebody_step_backward")
     if found is None:
         return None
@@ -120,15 +107,15 @@ def wholebody_step_backward(
     sizes = torch.tensor([spec[3] for spec in plan.target_specs] or [0], dtype=torch.int64)
     dq, status, saved = (t.contiguous() for t in forward)
     q, grad_q_next, grad_dq = (t.to(q.dtype).contiguous() for t in (q, grad_q_next, grad_dq))
-    grad_kinematics = loader.empty(n, kinematics_size(plan), dtype=q.dtype) if kinematics else None
+    grad_q = loader.empty(n, plan.nq, dtype=q.dtype) if configuration else None
     code = kernel(
         n, torch.get_num_threads(), plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
         ctypes.addressof(pointers), ctypes.addressof(stride_array), q.data_ptr(), dq.data_ptr(), saved.data_ptr(),
         status.data_ptr(), grad_q_next.data_ptr(), grad_dq.data_ptr(), ctypes.addressof(addresses), sizes.data_ptr(),
-        None if grad_kinematics is None else grad_kinematics.data_ptr(),
+        None if grad_q is None else grad_q.data_ptr(),
     )  # fmt: skip
     loader.checked(code, "wholebody_step_backward")
-    return grads, grad_kinematics
+    return grads, grad_q
 
 
 def _bind(plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], recording: bool,

@@ -45,11 +45,11 @@ GRADIENTS = ("unrolled", "implicit")
 # The implicit backward: up to JACOBIAN_MAX_BATCH rows it forms each row's step derivative M (nv reverse passes
 # batched through one step's graph of at most JACOBIAN_GRAPH_ROWS rows), then iterates with M; above, each iteration
 # is a vector-Jacobian product through one step's graph of the batch. The same products either way; the first pays
-# the graph's per-op overhead once instead of once per iteration (7x at batch 1 on the G1), the second does less
-# arithmetic where the batch already amortises that overhead (measured on the G1: equal near 200 rows). The first
-# holds a graph nv times the batch's (up to JACOBIAN_GRAPH_ROWS rows): on the G1 about 24 MiB at batch 8 against
-# the iteration's 1, and about 110 MiB at batch 128 against 19 (fewer graph rows were slower: about 1.6x at 256).
-JACOBIAN_MAX_BATCH = 128
+# the step's per-call overhead once instead of once per iteration, the second does less arithmetic (32 products
+# against nv) where the batch already amortises that overhead. Measured on the G1 in float32, both through the
+# compiled step and backward: 9.9 against 40 ms at batch 1, 54 against 61 ms at 64, 90 against 76 ms at 128. The
+# first holds a graph nv times the batch's (up to JACOBIAN_GRAPH_ROWS rows): equal near 110 rows.
+JACOBIAN_MAX_BATCH = 96
 JACOBIAN_GRAPH_ROWS = 1024
 
 

@@ -12,10 +12,9 @@ on the CPU, where the layer has a plan (``step_plan.build``), one compiled call 
 and the prepared polygon without one), compiled both ways: the step, and its backward
 (``native.wholebody_step_backward``: each level's adjoint solve on its final active set, the hand-over between levels
 and the tasks' errors, in reverse), which gives the torch composition's gradient. For ``q``, that backward also takes
-each level's QP's matrices' gradients to the kinematics the step read (the frames' poses and Jacobians, the centre of
-mass and its Jacobian) and ``q`` itself (the posture, the limits); their derivative w.r.t. ``q`` (second derivatives
-of the kinematics) and the integration's are taken by autograd through the tree's torch functions
-(``_configuration_gradient``), a graph of the kinematics alone.
+each level's QP's matrices' gradients to the rows and the kinematics the step read (the frames' poses and Jacobians,
+the centre of mass and its Jacobian) and from those to ``q`` (the kinematics' second order: each joint turns its
+subtree about its axis), with the integration's derivative w.r.t. ``q``.
 """
 
 from __future__ import annotations
@@ -114,7 +113,7 @@ class _CompiledStep(torch.autograd.Function):
         if grad_dq is None:
             grad_dq = torch.zeros_like(dq)
         found = native.wholebody_step_backward(
-            plan, q, inputs, (dq, status, saved), grad_q_next, grad_dq, wanted, kinematics=want_q
+            plan, q, inputs, (dq, status, saved), grad_q_next, grad_dq, wanted, configuration=want_q
         )
         if found is None:  # the library went away since the forward (native.disabled()): the reference's gradient
             with torch.enable_grad():
@@ -125,31 +124,5 @@ class _CompiledStep(torch.autograd.Function):
                 found = iter(torch.autograd.grad((out[0], out[1]), asked, (grad_q_next, grad_dq), allow_unused=True))
             grad_q = next(found) if want_q else None
             return None, None, None, grad_q, *(next(found) if want else None for want in wanted)
-        grads, grad_kinematics = found
-        grad_q = _configuration_gradient(layer, plan, q, dq, grad_q_next, grad_kinematics) if want_q else None
+        grads, grad_q = found
         return None, None, None, grad_q, *grads
-
-
-def _configuration_gradient(layer, plan, q, dq, grad_q_next, grad_kinematics):
-    """The step's gradient w.r.t. ``q`` from the compiled backward's ``grad_kinematics`` (``native.kinematics_size``'s
-    layout): the kinematics' derivative w.r.t. ``q`` and the integration's (``q_next = integrate(q, dq)`` at the
-    step ``dq``), by autograd through the tree's torch functions, plus what the step read of ``q`` itself."""
-    tree, nv, frames = layer.tree, plan.nv, len(plan.frame_names)
-    poses, jacobians, com, com_jacobian, direct = grad_kinematics.split(
-        [16 * frames, 6 * nv * frames, 3, 3 * nv, plan.nq], -1
-    )
-    with torch.enable_grad():
-        leaf = q.detach().requires_grad_(True)
-        state = tree.forward_kinematics(leaf, validate=False)
-        outputs, grads = [tree.integrate(leaf, dq.detach())], [grad_q_next]
-        for f, name in enumerate(plan.frame_names):
-            outputs += [tree.frame_pose(state, name), tree.frame_jacobian(state, name)]
-            grads += [
-                poses[:, 16 * f : 16 * (f + 1)].reshape(-1, 4, 4),
-                jacobians[:, 6 * nv * f : 6 * nv * (f + 1)].reshape(-1, 6, nv),
-            ]
-        if plan.uses_com:
-            outputs += [tree.center_of_mass(state), tree.com_jacobian(state)]
-            grads += [com, com_jacobian.reshape(-1, 3, nv)]
-        (grad,) = torch.autograd.grad(outputs, leaf, grads)
-    return grad + direct

@@ -163,8 +163,6 @@ def build(layer) -> StepPlan | None:
         residual_width=residual_width,
         n_constraints=len(layer.constraints),
         most_equalities=equalities + sum(level_rows),
-        frame_names=tuple(frames),
-        uses_com=uses_com,
     )
 
 

@@ -140,8 +140,7 @@ long qp_adjoint_structured_double(long nb, long threads, long n, long me, long m
 
 /* wholebody_step.c: `steps` cascade steps of the whole-body layer (kinematics.wholebody.step_kernel) and, where
    residuals is not NULL, the evaluation at the last configuration, where saved is not NULL what the last step's
-   backward reads; and that backward w.r.t. the tasks' targets and, where grad_kinematics is not NULL, the kinematics
-   the step read. Each returns 0, or -1 where its scratch could not be
+   backward reads; and that backward w.r.t. the tasks' targets and, where grad_q is not NULL, the configuration q. Each returns 0, or -1 where its scratch could not be
    allocated */
 long wholebody_step_float(long n, long threads, long steps, const long long *plan, const double *settings,
                           const void *const *arrays, const void *const *targets, const long long *strides,
@@ -152,7 +151,7 @@ long wholebody_step_backward_float(long n, long threads, const long long *plan, 
                                    const void *const *arrays, const void *const *targets, const long long *strides,
                                    const float *q, const float *dq, const double *saved, const signed char *status,
                                    const float *grad_q_next, const float *grad_dq, void *const *grad_targets,
-                                   const long long *target_sizes, float *grad_kinematics);
+                                   const long long *target_sizes, float *grad_q);
 long wholebody_step_double(long n, long threads, long steps, const long long *plan, const double *settings,
                            const void *const *arrays, const void *const *targets, const long long *strides,
                            const double *q, double *q_next, double *dq, signed char *status,
@@ -162,6 +161,6 @@ long wholebody_step_backward_double(long n, long threads, const long long *plan,
                                     const void *const *arrays, const void *const *targets, const long long *strides,
                                     const double *q, const double *dq, const double *saved, const signed char *status,
                                     const double *grad_q_next, const double *grad_dq, void *const *grad_targets,
-                                    const long long *target_sizes, double *grad_kinematics);
+                                    const long long *target_sizes, double *grad_q);
 
 #endif
