@@ -10,9 +10,20 @@ import pytest
 import torch
 from wholebody_support import G1, HAND, every_kind_layer, every_kind_targets, tree_of
 
-from kinematics import native
+from assets.franka import PANDA
+from kinematics import KinematicTree, native
 from kinematics.errors import UnsupportedTransformError
-from kinematics.wholebody import WholeBodyIKCfg, standing_problem, step_plan
+from kinematics.wholebody import (
+    ComTask,
+    ConfigurationLimit,
+    FrameTask,
+    PostureTask,
+    StepLimit,
+    WholeBodyIKCfg,
+    WholeBodyIKLayer,
+    standing_problem,
+    step_plan,
+)
 
 TASK_TARGETS = ("right_hand", "left_hand", "com", "posture")
 LEAVES = (*TASK_TARGETS, "q")  # "q": the configuration the step starts from
@@ -306,3 +317,42 @@ def test_a_configuration_limit_the_step_meets_passes_its_gradient_to_q(g1) -> No
     weights = random_weights(q, g1.nv, 13)
     ((compiled,), (reference,)) = (gradients(layer, q, flat, ("q",), weights, c) for c in (True, False))
     torch.testing.assert_close(compiled, reference, atol=1e-10 * float(reference.abs().max()), rtol=0)
+
+
+def test_prismatic_and_mimic_joints_on_a_fixed_base_give_the_compositions_configuration_gradient() -> None:
+    """The Panda (a fixed base) with its finger joints (prismatic), the second a mimic of the first at multiplier 0.5
+    and offset 0.01: each finger's pose task (its chain ends in a slide, the other's through the mimic), a CoM task and
+    the posture, joint and step limits; the configuration's gradient (and the targets') is the composition's."""
+    text = PANDA.urdf_text().replace(
+        '<mimic joint="panda_finger_joint1"/>', '<mimic joint="panda_finger_joint1" multiplier="0.5" offset="0.01"/>'
+    )
+    tree = KinematicTree.from_urdf(text, dtype=torch.float64)
+    assert tree.description.multiplier[-1] == 0.5
+    levels = [
+        [
+            FrameTask("right", "panda_rightfinger", orientation_cost=0.3),
+            FrameTask("left", "panda_leftfinger", kind="position"),
+        ],
+        [ComTask("com", cost=0.5), PostureTask(tree, cost=0.1)],
+    ]
+    layer = WholeBodyIKLayer(
+        tree, levels, [ConfigurationLimit(gain=0.5), StepLimit(0.2)], WholeBodyIKCfg(qp_active_set_steps=2)
+    )
+    batch, generator = 6, torch.Generator().manual_seed(1)
+    ready = torch.tensor([*PANDA.reference_posture, 0.02], dtype=torch.float64)
+    scale = torch.tensor([0.2] * 7 + [0.01], dtype=torch.float64)
+    q = ready + scale * torch.randn(batch, 8, generator=generator, dtype=torch.float64)
+    flat = {"posture": ready.expand(batch, -1).clone()}
+    for name, frame in (("right", "panda_rightfinger"), ("left", "panda_leftfinger")):
+        flat[name] = tree.frame_pose(q, frame).clone()
+        flat[name][:, :3, 3] += 0.1 * torch.randn(batch, 3, generator=generator, dtype=torch.float64)
+    flat["com"] = tree.center_of_mass(q) + 0.05 * torch.randn(batch, 3, generator=generator, dtype=torch.float64)
+    with torch.no_grad():
+        step = layer.step(q, flat)[1]
+    assert (step.active_bounds != 0).any()
+    weights = random_weights(q, tree.nv, 1)
+    names = ("right", "left", "com", "q")
+    compiled = gradients(layer, q, flat, names, weights, True)
+    reference = gradients(layer, q, flat, names, weights, False)
+    for a, b in zip(compiled, reference, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-10 * max(1.0, float(b.abs().max())), rtol=0)
