@@ -121,7 +121,8 @@ def wholebody_step_backward(
 def _bind(plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], recording: bool,
           name: str = "wholebody_step"):  # fmt: skip
     """The kernel ``name`` for ``q`` and what it reads of ``targets`` (held tensors, their addresses and row
-    strides), or ``None`` where the kernel or a target is not what the plan reads."""
+    strides), or ``None`` where the kernel or a target is not what the plan reads (as ``loader.compiled`` does for
+    ``q``: a plain strided CPU tensor of the plan's dtype, not a negative view, without a graph where one records)."""
     if q.ndim != 2 or len(targets) != len(plan.target_specs) or q.dtype is not plan.held[0].dtype:
         return None
     n, nq = q.shape
@@ -133,6 +134,8 @@ def _bind(plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], reco
         if (
             type(target) not in loader.PLAIN
             or not target.is_cpu
+            or target.layout is not torch.strided
+            or target.is_neg()  # its memory holds the negated values
             or target.dtype is not dtype
             or target.shape[1:] != shape
             or target.shape[0] != n

@@ -47,8 +47,8 @@ GRADIENTS = ("unrolled", "implicit")
 # is a vector-Jacobian product through one step's graph of the batch. The same products either way; the first pays
 # the step's per-call overhead once instead of once per iteration, the second does less arithmetic (32 products
 # against nv) where the batch already amortises that overhead. Measured on the G1 in float32, both through the
-# compiled step and backward: 9.9 against 40 ms at batch 1, 54 against 61 ms at 64, 90 against 76 ms at 128. The
-# first holds a graph nv times the batch's (up to JACOBIAN_GRAPH_ROWS rows): equal near 110 rows.
+# compiled step and backward: 9.9 against 40 ms at batch 1, 54 against 61 ms at 64, 90 against 76 ms at 128 (equal
+# near 110 rows). The first holds a graph nv times the batch's (up to JACOBIAN_GRAPH_ROWS rows).
 JACOBIAN_MAX_BATCH = 96
 JACOBIAN_GRAPH_ROWS = 1024
 
@@ -142,6 +142,8 @@ class WholeBodyIKLayer(nn.Module):
         for owner in (*self.tasks.values(), *self.constraints):  # unknown frames fail here, not mid-solve
             for frame in owner.frames:
                 tree.frame_index(frame)
+        owners = {**self.tasks, **{c.name: c for c in self.constraints}}
+        self._target_shapes = tuple((name, tuple(owners[name].target_shape)) for name in self.target_names)
         self._register_load_state_dict_pre_hook(self._check_checkpoint)
 
     # ------------------------------------------------------------------------------------------------ inputs
@@ -210,14 +212,29 @@ class WholeBodyIKLayer(nn.Module):
         *,
         prepared: Mapping[str, object] | None = None,
     ) -> tuple[torch.Tensor, CascadeStep]:
-        """One cascade step at ``q`` ``(B, nq)`` (flat batch; targets flat too): ``(q_next, CascadeStep)``.
-        ``prepared``: ``prepare(targets)``, computed here when omitted. On the CPU one compiled call
-        (``step_kernel.CASCADE_STEPS``); where autograd records a graph to the tasks' targets alone, the compiled
-        call and its compiled backward (``step_kernel.compiled_step_with_gradient``); where it records one to
-        ``q``, a contact's anchor or the prepared polygon, the torch composition."""
+        """One cascade step at ``q`` ``(B, nq)`` (flat batch; each target ``(B, *shape)``, a ``ShapeError``
+        otherwise): ``(q_next, CascadeStep)``. ``prepared``: ``prepare(targets)``, computed here when omitted. On the
+        CPU one compiled call (``step_kernel.CASCADE_STEPS``); where autograd records a graph to ``q`` and the
+        tasks' targets, the compiled call and its compiled backward (``step_kernel.compiled_step_with_gradient``);
+        where it records one to a contact's anchor or the prepared polygon, the torch composition."""
+        _refuse_transforms()
+        self._check_step(q, targets)
         if prepared is None:
             prepared = self.prepare(targets)
         return self._steps(q, targets, prepared, 1, False)[:2]
+
+    def _check_step(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor]) -> None:
+        """``step``'s inputs: ``q`` ``(B, nq)`` and a target ``(B, *shape)`` for each of ``target_names`` (no
+        broadcast: ``solve`` broadcasts); a ``ShapeError`` that says which is not. Shapes only, a few µs."""
+        if not isinstance(q, torch.Tensor) or q.ndim != 2 or q.shape[1] != self.tree.nq:
+            found = tuple(q.shape) if isinstance(q, torch.Tensor) else type(q).__name__
+            raise ShapeError(f"step: q must be (B, {self.tree.nq}), got {found}")
+        rows = q.shape[0]
+        for name, shape in self._target_shapes:
+            target = targets.get(name)
+            if not isinstance(target, torch.Tensor) or target.shape != (rows, *shape):
+                found = tuple(target.shape) if isinstance(target, torch.Tensor) else target
+                raise ShapeError(f"step: target {name!r} must be ({rows}, {', '.join(map(str, shape))}), got {found}")
 
     def _steps(self, q: torch.Tensor, targets, prepared, steps: int, evaluate: bool):
         """``(q, CascadeStep, residuals, violations)`` after ``steps`` steps (``CASCADE_STEPS``). Where autograd
@@ -281,6 +298,7 @@ class WholeBodyIKLayer(nn.Module):
             iterations = cfg.iterations
         if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 1:
             raise ConfigError(f"iterations must be an int >= 1, got {iterations!r}")
+        _refuse_transforms()
         tree._check(seed, "seed", tree.nq)
         if seed.is_cpu:  # as forward_kinematics validates: never a device synchronisation
             tree.check_quaternion(seed)
@@ -289,10 +307,6 @@ class WholeBodyIKLayer(nn.Module):
         q = seed.expand(*batch, tree.nq).reshape(-1, tree.nq)
         wants_grad = torch.is_grad_enabled() and (q.requires_grad or any(t.requires_grad for t in flat.values()))
         if cfg.gradient == "implicit" and wants_grad:
-            if transforms_active():
-                raise UnsupportedTransformError(
-                    "gradient='implicit' supports first-order reverse-mode autograd only; use gradient='unrolled'"
-                )
             names = tuple(flat)
             q = _ImplicitSolve.apply(self, names, iterations, q, *(flat[n] for n in names))
             with torch.no_grad():
@@ -355,6 +369,16 @@ class WholeBodyIKLayer(nn.Module):
             raise CheckpointMismatchError(
                 "this whole-body layer's checkpoint was saved from another robot, task set or constraint set"
             )
+
+
+def _refuse_transforms() -> None:
+    """The layer's QPs have no forward-mode or batching rule (``solve_qp`` refuses them): refuse a ``torch.func``
+    transform or forward-mode AD at the entry, with the typed error, before anything data-dependent runs under it."""
+    if transforms_active():
+        raise UnsupportedTransformError(
+            "the whole-body layer supports first-order reverse-mode autograd only (its QPs have no forward-mode or "
+            "batching rule); torch.func transforms and forward-mode AD are unsupported"
+        )
 
 
 class _ImplicitSolve(torch.autograd.Function):

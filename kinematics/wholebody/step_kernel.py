@@ -4,7 +4,7 @@ active inequalities and active bounds and, when asked, the evaluation there (eve
 constraint's violation).
 
 Its reference is the torch composition (``kinematics.wholebody.cascade.cascade_step`` and ``tree.integrate``, step
-after step), which every device, dtype, autograd (the unrolled and the implicit gradients) and ``torch.func`` use;
+after step), which runs on every device and dtype and under autograd to a contact's anchor or the prepared polygon;
 on the CPU, where the layer has a plan (``step_plan.build``), one compiled call computes all the steps
 (``kinematics.native.wholebody``). The kernel's schema names the layer by a key (``key``): a layer is not a tensor.
 

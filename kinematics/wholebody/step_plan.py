@@ -4,7 +4,7 @@
 A plan exists where every task and constraint is one the kernel computes: ``FrameTask``, ``ComTask``,
 ``PostureTask``, ``Contact``, ``ComInSupportPolygon`` with anchors (its polygon prepared once per solve),
 ``ConfigurationLimit`` and ``StepLimit``, each of exactly that class (a subclass may compute other rows). Any other
-task or constraint, more than ``MAX_LEVELS`` levels, or a tree off the CPU or of another dtype than float32 and
+task or constraint, more than ``MAX_LEVELS`` levels or ``MAX_BOUND_BLOCKS`` limit constraints, or a tree off the CPU or of another dtype than float32 and
 float64: no plan, and the layer runs its torch composition.
 
 The kernel's targets come in ``kernel_inputs``' order: each of ``layer.target_names``' targets, then each prepared
@@ -31,6 +31,7 @@ from kinematics.wholebody.tasks.frame import FrameTask
 from kinematics.wholebody.tasks.posture import PostureTask
 
 MAX_LEVELS = 64  # the kernel's bound on the levels of one layer
+MAX_BOUND_BLOCKS = 8  # and on its ConfigurationLimit and StepLimit constraints (WB_MAX_BOUND_BLOCKS)
 
 # csrc/wholebody_step.c's block types, header and settings layout
 FRAME_TASK, COM_TASK, POSTURE_TASK, CONTACT, SUPPORT_POLYGON, CONFIGURATION_LIMIT, STEP_LIMIT = range(7)
@@ -125,6 +126,8 @@ def build(layer) -> StepPlan | None:
             record(STEP_LIMIT, -1, -1, -1, 0, limit.expand(tree.nv).tolist())
         else:
             return None
+    if sum(1 for c in layer.constraints if type(c) in (ConfigurationLimit, StepLimit)) > MAX_BOUND_BLOCKS:
+        return None
     if uses_com and tree.total_mass <= 0.0:
         return None  # the torch composition raises MissingInertialError
     held = [

@@ -34,6 +34,7 @@ enum { WB_ORIGIN, WB_REVOLUTE, WB_MULTIPLIER, WB_OFFSET, WB_COLUMN, WB_PARENT, W
 #define WB_TREE_TILE 32 /* TREE_TILE in tree.c: the Jacobian kernels' scratch per row */
 #define WB_INACTIVE 1e3 /* kinematics.wholebody.constraints.support_polygon.INACTIVE */
 #define WB_CHUNK 32     /* rows per chunk of a thread's share (wb_rows) */
+#define WB_MAX_BOUND_BLOCKS 8 /* the bounds' blocks (limits) the backward reads: step_plan.MAX_BOUND_BLOCKS */
 /* what a step saves per row for its backward, in doubles: per level its solution [x; y; z] (x: nv, y: the level's
    equalities' multipliers, at most `most_eq`, z: mi), then per level, as bytes, its final active set's flags (mi + 2
    nv) and whether the original system's point was kept (1) */
@@ -875,13 +876,15 @@ static long KERNEL(wb_kinematics_size)(const long long *plan) {
    (levels nv), the adjoint's right-hand side and its four outputs (3 nv + the most equalities + mi), the flags (mi + 2
    nv), the exact flag (1), the residuals' gradient (the levels' rows); for the configuration's gradient the levels'
    rows' (their rows times nv), the contacts' rows' (me (nv + 1)), the inequalities' (mi (nv + 1)), the bounds' (2 nv),
-   each level's step (levels nv), the kinematics' (wb_kinematics_size) and wb_kinematics_vjp's work (12 (m + 1)). */
-static size_t KERNEL(wb_backward_doubles)(const long long *plan) {
+   each level's step (levels nv), the kinematics' (wb_kinematics_size) and wb_kinematics_vjp's work (12 (m + 1)), where
+   `configuration` asks for it. */
+static size_t KERNEL(wb_backward_doubles)(const long long *plan, int configuration) {
     long nv = plan[WB_NV], mi = plan[WB_MI], me = plan[WB_ME], levels = plan[WB_LEVELS], total_rows = 0;
     for (long k = 0; k < levels; k++) total_rows += plan[WB_HEADER + 2 * plan[WB_FRAMES] + k];
-    return (size_t)levels * nv + 3 * nv + (me + total_rows) + mi + (mi + 2 * nv) + 1 + total_rows
-           + (size_t)total_rows * nv + (size_t)me * (nv + 1) + (size_t)mi * (nv + 1) + 2 * nv + (size_t)levels * nv
-           + KERNEL(wb_kinematics_size)(plan) + 12 * (plan[WB_M] + 1);
+    size_t targets = (size_t)levels * nv + 3 * nv + (me + total_rows) + mi + (mi + 2 * nv) + 1 + total_rows;
+    if (!configuration) return targets;
+    return targets + (size_t)total_rows * nv + (size_t)me * (nv + 1) + (size_t)mi * (nv + 1) + 2 * nv
+           + (size_t)levels * nv + KERNEL(wb_kinematics_size)(plan) + 12 * (plan[WB_M] + 1);
 }
 
 /* out[i] += a[i] u + b[i] w over rows i < rows of length nv: a rank-two update of row-major rows */
@@ -1113,7 +1116,7 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
         const REAL *q = S.q + i * nq;
         for (long e = 0; e < KS; e++) g[e] = 0;
         for (long e = 0; e < mi * nv; e++) gG[i * mi * nv + e] = -gG[i * mi * nv + e];
-        long eq = 0, in = 0, fill[64], bound_blocks[8], bounds = 0;
+        long eq = 0, in = 0, fill[64], bound_blocks[WB_MAX_BOUND_BLOCKS], bounds = 0;
         for (long k = 0; k < levels; k++) fill[k] = level_start[k];
         record = records;
         for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD) {
@@ -1154,7 +1157,8 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
                     for (long e = 0; e < nv; e++) gcom_jac[e] += nx * row[e], gcom_jac[nv + e] += ny * row[e];
                     gcom[0] -= nx * gh_j, gcom[1] -= ny * gh_j; /* h = offset - margin - n . com */
                 }
-            } else if ((type == WB_CONFIGURATION_LIMIT || type == WB_STEP_LIMIT) && bounds < 8) {
+            } else if (type == WB_CONFIGURATION_LIMIT || type == WB_STEP_LIMIT) {
+                if (bounds == WB_MAX_BOUND_BLOCKS) return -1; /* step_plan builds no plan with more */
                 bound_blocks[bounds++] = b;
             }
         }
@@ -1162,7 +1166,7 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
            configuration limit's gain (limit - q) to q */
         for (long e = base_nv; e < nv && bounds; e++) {
             for (int side = 0; side < 2; side++) {
-                double sign = side ? -1.0 : 1.0, value[8], running[8];
+                double sign = side ? -1.0 : 1.0, value[WB_MAX_BOUND_BLOCKS], running[WB_MAX_BOUND_BLOCKS];
                 for (long u = 0; u < bounds; u++) {
                     const long long *rec = records + bound_blocks[u] * WB_RECORD;
                     const double *param = settings + rec[WB_PARAM];
@@ -1225,7 +1229,7 @@ static long KERNEL(wb_in_chunks)(long n, long threads, const KERNEL(wb_job) *job
     (void)team; /* without OpenMP: one thread */
     size_t reals, doubles, longs;
     KERNEL(wb_sizes)(plan, rows, &reals, &doubles, &longs);
-    if (backward) doubles += (size_t)rows * KERNEL(wb_backward_doubles)(plan);
+    if (backward) doubles += (size_t)rows * KERNEL(wb_backward_doubles)(plan, job->grad_q != 0);
 #ifdef _OPENMP
 #pragma omp parallel num_threads(team > 1 ? team : 1)
 #endif

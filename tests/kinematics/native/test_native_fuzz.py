@@ -20,6 +20,7 @@ import pytest
 import torch
 import torch.autograd.forward_ad as fwAD
 from torch._subclasses.fake_tensor import FakeTensorMode
+from wholebody_support import every_kind_layer, every_kind_targets, tree_of
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer, ProjectError, native, pose_error
 from kinematics.batch_last import to_batch_last
@@ -439,3 +440,82 @@ def test_every_call_equals_the_torch_path_or_raises_a_project_error(layers, monk
             f"{counts['kernel']} reached a compiled kernel"
         )
     assert counts["value"] > CASES // 2 and counts["project error"] > 10 and counts["kernel"] > CASES // 3
+
+
+class WholeBodyCases(Cases):
+    """Whole-body cases: the G1 layer with every kind of task and constraint the compiled step encodes
+    (``wholebody_support.every_kind_layer``, float32 and float64), ``step`` on a flat batch and ``solve`` on a
+    broadcast one, every input in a random layout (rarely another dtype), ``q`` and any target (the contacts'
+    anchors too) sometimes requiring a gradient: the compiled step and backward where they apply, the torch
+    composition elsewhere, against the torch composition alone."""
+
+    def __init__(self, seed: int, wholebody: dict) -> None:
+        super().__init__(seed, {})
+        self.wholebody = wholebody
+
+    def draw(self) -> Case:
+        notes: list[str] = []
+        name = self.rng.choice(["g1-32", "g1-64", "g1-64"])
+        layer = self.wholebody[name]
+        tree, dtype = layer.tree, layer.tree.joint_lower.dtype
+        rows = self.rng.choice([1, 2, 5, 33])
+        targets, q = every_kind_targets(tree, rows, self.rng.randrange(1 << 16), reach=self.rng.choice([0.1, 0.3]))
+        q = q + 0.02 * torch.randn(q.shape, generator=self.gen, dtype=F64).to(q.dtype) * (torch.arange(tree.nq) >= 7)
+        method = self.rng.choice(["step", "step", "solve"])
+        notes += [name, method, f"B={rows}"]
+        names = list(targets)
+        inputs = [self.prepare(q, "q", dtype, notes, 1)]
+        for target_name in names:
+            inputs.append(self.prepare(targets[target_name], target_name, dtype, notes, targets[target_name].ndim - 1))
+        mode = self.mode(notes, ("plain", "dual", "vmap"))
+        iterations = self.rng.choice([1, 2, 4])
+
+        def run(q, *values):
+            given = dict(zip(names, values, strict=True))
+            if method == "step":
+                q_next, step = layer.step(q, given)
+                return [q_next, step.dq, step.level_status, step.active_inequalities, step.active_bounds]
+            result = layer.solve(given, q, iterations=iterations)
+            return [result.q, *result.residuals.values(), *result.violations.values()]
+
+        # With the library disabled the QPs run their torch solver, which agrees with the compiled one to the QP's
+        # tolerance; the levels' adjoint solves amplify that in the gradients.
+        return Case(f"WholeBodyIKLayer.{method} {notes}", run, inputs, True, mode, tolerance=1e-6)
+
+
+WHOLEBODY_CASES = 60
+
+
+def test_every_wholebody_call_equals_the_torch_path_or_raises_a_project_error(monkeypatch, capsys):
+    assert native.library() is not None, "the kernels must build here (a C compiler is installed)"
+    served = []
+    kernel = loader.compiled
+
+    def spy(*args):
+        found = kernel(*args)
+        served.append(found is not None)
+        return found
+
+    monkeypatch.setattr(loader, "compiled", spy)
+    layers = {f"g1-{32 if d == F32 else 64}": every_kind_layer(tree_of(d)) for d in (F32, F64)}
+    cases = WholeBodyCases(SEED, layers)
+    counts = {"value": 0, "project error": 0, "torch error": 0, "kernel": 0}
+    for index in range(WHOLEBODY_CASES):
+        case = cases.draw()
+        case.label = f"case {index}: {case.label}"
+        served.clear()
+        got = _outcome(case)
+        used = any(served)
+        with native.disabled():
+            want = _outcome(case)
+        _assert_same(case, got, want)
+        counts[got[0]] += 1
+        counts["kernel"] += used
+    with capsys.disabled():
+        print(
+            f"\nwhole-body fuzz: {WHOLEBODY_CASES} cases (seed {SEED}): {counts['value']} answered alike, "
+            f"{counts['project error']} raised the same ProjectError; {counts['kernel']} reached a compiled kernel"
+        )
+    # an input in another dtype (10 % each, eight inputs) or a target expanded past a batch of one is refused
+    assert counts["value"] > WHOLEBODY_CASES // 3 and counts["project error"] > 5
+    assert counts["kernel"] > WHOLEBODY_CASES // 3

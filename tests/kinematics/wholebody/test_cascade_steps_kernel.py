@@ -13,6 +13,7 @@ from wholebody_support import G1, HAND, LEFT_HAND, every_kind_layer, every_kind_
 from kinematics import native
 from kinematics.wholebody import (
     RelativeFrameTask,
+    StepLimit,
     WholeBodyIKCfg,
     WholeBodyIKLayer,
     standing_problem,
@@ -104,6 +105,23 @@ def test_shared_and_non_contiguous_targets_read_as_copies(g1) -> None:
             assert torch.equal(a, b)
 
 
+def test_a_negative_view_target_is_not_read_as_its_memory(g1) -> None:
+    """A negative view's memory holds the negated values: the kernel declines it (the reference answers), as it
+    declines a negative-view q, and the step is the one its values give."""
+    layer = every_kind_layer(g1)
+    targets, q = every_kind_targets(g1, 4, 6)
+    negative = {**targets, "left_foot": torch._neg_view(-targets["left_foot"])}
+    assert negative["left_foot"].is_neg() and torch.equal(negative["left_foot"], targets["left_foot"])
+    flat = layer._targets(negative, torch.Size([4]))
+    assert (
+        step_kernel._cpu(step_kernel.key(layer), q, step_plan.kernel_inputs(layer, flat, layer.prepare(flat)), 1, False)
+        is None
+    )
+    with torch.no_grad():
+        expected, found = layer.step(q, targets)[0], layer.step(q, negative)[0]
+    torch.testing.assert_close(found, expected, atol=1e-10, rtol=0)
+
+
 def test_two_threads_give_the_bits_of_one(g1) -> None:
     layer = every_kind_layer(g1)
     targets, q = every_kind_targets(g1, 40, 8)
@@ -146,6 +164,11 @@ def test_a_layer_the_plan_does_not_encode_runs_its_reference(g1) -> None:
     T[:3, 3] += 0.02
     result = layer.solve({**problem.fixed_targets, "hands": T}, problem.q_stand)
     assert result.residuals["hands"].norm() < 0.02
+    limits = [
+        *problem.layer.constraints,
+        *(StepLimit(0.3, name=f"limit{k}") for k in range(step_plan.MAX_BOUND_BLOCKS)),
+    ]
+    assert step_plan.build(WholeBodyIKLayer(g1, problem.layer.levels, limits)) is None  # more limits than it reads
 
 
 def test_the_plan_follows_the_layers_dtype_and_settings() -> None:

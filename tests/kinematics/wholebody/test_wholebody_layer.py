@@ -8,9 +8,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+import torch.autograd.forward_ad as fwAD
 
 import assets
-from kinematics import CheckpointMismatchError, ConfigError, FrameNotFoundError, KinematicTree, ShapeError
+from kinematics import (
+    CheckpointMismatchError,
+    ConfigError,
+    FrameNotFoundError,
+    KinematicTree,
+    ShapeError,
+    UnsupportedTransformError,
+)
 from kinematics.qp.problem import SOLVED
 from kinematics.wholebody import (
     ComTask,
@@ -270,6 +278,25 @@ def test_bad_inputs_raise_typed_errors(g1, problem) -> None:
         WholeBodyIKLayer(g1, [[ComTask("a")], [ComTask("a")]])
     with pytest.raises(ConfigError, match="gradient"):
         WholeBodyIKCfg(gradient="adjoint")
+
+
+def test_bad_step_inputs_and_transforms_raise_typed_errors(g1, problem) -> None:
+    """``step`` takes a flat batch, every target with the seed's rows (no broadcast); ``solve`` and ``step`` refuse
+    ``torch.func`` transforms and forward-mode AD at the entry (the QPs have no rule for them)."""
+    layer = problem.layer
+    flat = layer._targets(hand_targets(g1, problem, [[0.1, 0, 0], [0, 0.1, 0]]), torch.Size([2]))
+    q = problem.q_stand.expand(2, -1)
+    layer.step(q, flat)
+    with pytest.raises(ShapeError, match="q must be"):
+        layer.step(problem.q_stand, flat)
+    with pytest.raises(ShapeError, match="'right_hand' must be \\(2, 4, 4\\)"):
+        layer.step(q, {**flat, "right_hand": flat["right_hand"][:1]})
+    with pytest.raises(ShapeError, match="'posture'"):
+        layer.step(q, {k: v for k, v in flat.items() if k != "posture"})
+    with pytest.raises(UnsupportedTransformError):
+        torch.func.vmap(lambda row: layer.step(row[None], {k: v[:1] for k, v in flat.items()})[0])(q)
+    with pytest.raises(UnsupportedTransformError), fwAD.dual_level():
+        layer.solve(flat, fwAD.make_dual(q.contiguous(), torch.ones_like(q)), iterations=1)
 
 
 def test_a_checkpoint_carries_the_settings_and_refuses_another_geometry(g1, problem) -> None:
