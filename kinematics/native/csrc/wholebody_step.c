@@ -43,6 +43,23 @@ enum { WB_ORIGIN, WB_REVOLUTE, WB_MULTIPLIER, WB_OFFSET, WB_COLUMN, WB_PARENT, W
     ((levels) * WB_SOLUTION_DOUBLES(nv, most_eq, mi) + ((levels) * ((mi) + 2 * (nv) + 1) + 7) / 8)
 #endif
 
+/* free_flyer.integrate's coefficients of the rotation vector w at t2 = |w|^2: b = (1 - cos t) / t^2, c = (t - sin t) /
+   t^3, hs = sin(t / 2) / t, hc = cos(t / 2), their series below the dtype's threshold. */
+static void KERNEL(wb_exp_coefficients)(double t2, double *b, double *c, double *hs, double *hc) {
+    double t = sqrt(t2);
+    if (t < (sizeof(REAL) == 4 ? 0.2 : 1e-2)) {
+        *b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0;
+        *c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0;
+        *hs = 0.5 - t2 / 48.0 + t2 * t2 / 3840.0;
+        *hc = 1.0 - t2 / 8.0 + t2 * t2 / 384.0;
+    } else {
+        *b = (1.0 - cos(t)) / (t * t);
+        *c = (t - sin(t)) / (t * t * t);
+        *hs = sin(0.5 * t) / t;
+        *hc = cos(0.5 * t);
+    }
+}
+
 /* One row's configuration moved by dq (free_flyer.integrate on the base, a sum on the joints), in double. */
 static void KERNEL(wb_integrate)(long nq, long floating, const REAL *restrict q, const REAL *restrict dq,
                                  REAL *restrict out) {
@@ -50,18 +67,8 @@ static void KERNEL(wb_integrate)(long nq, long floating, const REAL *restrict q,
     if (floating) {
         double qx = q[3], qy = q[4], qz = q[5], qw = q[6], wx = dq[3], wy = dq[4], wz = dq[5];
         double vx = dq[0], vy = dq[1], vz = dq[2];
-        double t2 = wx * wx + wy * wy + wz * wz, t = sqrt(t2), b, c, hs, hc;
-        if (t < (sizeof(REAL) == 4 ? 0.2 : 1e-2)) {
-            b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0;
-            c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0;
-            hs = 0.5 - t2 / 48.0 + t2 * t2 / 3840.0;
-            hc = 1.0 - t2 / 8.0 + t2 * t2 / 384.0;
-        } else {
-            b = (1.0 - cos(t)) / (t * t);
-            c = (t - sin(t)) / (t * t * t);
-            hs = sin(0.5 * t) / t;
-            hc = cos(0.5 * t);
-        }
+        double b, c, hs, hc;
+        KERNEL(wb_exp_coefficients)(wx * wx + wy * wy + wz * wz, &b, &c, &hs, &hc);
         double ax = wy * vz - wz * vy, ay = wz * vx - wx * vz, az = wx * vy - wy * vx; /* w x v */
         double sx = vx + b * ax + c * (wy * az - wz * ay), sy = vy + b * ay + c * (wz * ax - wx * az);
         double sz = vz + b * az + c * (wx * ay - wy * ax);
@@ -826,18 +833,8 @@ static void KERNEL(wb_integrate_q_vjp)(long nq, long floating, const REAL *restr
     if (!floating) return;
     double qx = q[3], qy = q[4], qz = q[5], qw = q[6], wx = dq[3], wy = dq[4], wz = dq[5];
     double vx = dq[0], vy = dq[1], vz = dq[2];
-    double t2 = wx * wx + wy * wy + wz * wz, t = sqrt(t2), b, c, hs, hc;
-    if (t < (sizeof(REAL) == 4 ? 0.2 : 1e-2)) {
-        b = 0.5 - t2 / 24.0 + t2 * t2 / 720.0;
-        c = 1.0 / 6.0 - t2 / 120.0 + t2 * t2 / 5040.0;
-        hs = 0.5 - t2 / 48.0 + t2 * t2 / 3840.0;
-        hc = 1.0 - t2 / 8.0 + t2 * t2 / 384.0;
-    } else {
-        b = (1.0 - cos(t)) / (t * t);
-        c = (t - sin(t)) / (t * t * t);
-        hs = sin(0.5 * t) / t;
-        hc = cos(0.5 * t);
-    }
+    double b, c, hs, hc;
+    KERNEL(wb_exp_coefficients)(wx * wx + wy * wy + wz * wz, &b, &c, &hs, &hc);
     double ax = wy * vz - wz * vy, ay = wz * vx - wx * vz, az = wx * vy - wy * vx; /* w x v */
     double sv[3] = {vx + b * ax + c * (wy * az - wz * ay), vy + b * ay + c * (wz * ax - wx * az),
                     vz + b * az + c * (wx * ay - wy * ax)};

@@ -409,7 +409,9 @@ def layers(panda_layer, pr2_urdf, chain_of) -> dict[str, KinematicsLayer]:
     return out
 
 
-def test_every_call_equals_the_torch_path_or_raises_a_project_error(layers, monkeypatch, capsys):
+def _fuzz(cases: Cases, count: int, monkeypatch) -> dict[str, int]:
+    """Run ``count`` drawn cases with the kernels and without, asserting each pair alike; the outcomes' counts and
+    how many reached a compiled kernel."""
     assert native.library() is not None, "the kernels must build here (a C compiler is installed)"
     served = []
     kernel = loader.compiled
@@ -420,9 +422,8 @@ def test_every_call_equals_the_torch_path_or_raises_a_project_error(layers, monk
         return found
 
     monkeypatch.setattr(loader, "compiled", spy)
-    cases = Cases(SEED, layers)
     counts = {"value": 0, "project error": 0, "torch error": 0, "kernel": 0}
-    for index in range(CASES):
+    for index in range(count):
         case = cases.draw()
         case.label = f"case {index}: {case.label}"
         served.clear()
@@ -433,6 +434,11 @@ def test_every_call_equals_the_torch_path_or_raises_a_project_error(layers, monk
         _assert_same(case, got, want)
         counts[got[0]] += 1
         counts["kernel"] += used
+    return counts
+
+
+def test_every_call_equals_the_torch_path_or_raises_a_project_error(layers, monkeypatch, capsys):
+    counts = _fuzz(Cases(SEED, layers), CASES, monkeypatch)
     with capsys.disabled():
         print(
             f"\nnative fuzz: {CASES} cases (seed {SEED}): {counts['value']} answered alike, {counts['project error']} "
@@ -487,30 +493,8 @@ WHOLEBODY_CASES = 60
 
 
 def test_every_wholebody_call_equals_the_torch_path_or_raises_a_project_error(monkeypatch, capsys):
-    assert native.library() is not None, "the kernels must build here (a C compiler is installed)"
-    served = []
-    kernel = loader.compiled
-
-    def spy(*args):
-        found = kernel(*args)
-        served.append(found is not None)
-        return found
-
-    monkeypatch.setattr(loader, "compiled", spy)
     layers = {f"g1-{32 if d == F32 else 64}": every_kind_layer(tree_of(d)) for d in (F32, F64)}
-    cases = WholeBodyCases(SEED, layers)
-    counts = {"value": 0, "project error": 0, "torch error": 0, "kernel": 0}
-    for index in range(WHOLEBODY_CASES):
-        case = cases.draw()
-        case.label = f"case {index}: {case.label}"
-        served.clear()
-        got = _outcome(case)
-        used = any(served)
-        with native.disabled():
-            want = _outcome(case)
-        _assert_same(case, got, want)
-        counts[got[0]] += 1
-        counts["kernel"] += used
+    counts = _fuzz(WholeBodyCases(SEED, layers), WHOLEBODY_CASES, monkeypatch)
     with capsys.disabled():
         print(
             f"\nwhole-body fuzz: {WHOLEBODY_CASES} cases (seed {SEED}): {counts['value']} answered alike, "
