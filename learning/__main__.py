@@ -1,6 +1,7 @@
 """Command line of both experiments (``--task grasp-yaw``, the default, or ``--task counterweight``).
 
 python -m learning train --preset smoke|full [--run DIR]   # splits, teacher labels, training, evaluation
+    [--resume] [--executor local|ray] [--workers N] [--address RAY_ADDRESS]  # the job grid (docs/cluster.md)
 python -m learning evaluate --run DIR                       # re-evaluate a trained run
 python -m learning report --run DIR                         # print the split table of a run's report
 python -m learning analyse --run DIR [--out FILE]           # where the predictors lose to the teacher, per goal
@@ -21,6 +22,7 @@ from pathlib import Path
 import learning.common.threads  # noqa: F401  (before torch)
 from assets import MissingAssetError
 from kinematics.errors import ProjectError
+from learning.common.executors import EXECUTORS
 from learning.counterweight import cli as counterweight
 from learning.counterweight.config import PRESETS as COUNTERWEIGHT_PRESETS
 from learning.grasp_yaw import cli as grasp_yaw
@@ -38,6 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     train.add_argument("--run", type=Path, default=None, help="run folder (default runs/<preset>-<time>)")
     train.add_argument("--device", default=None, help="torch device (default: the preset's, cpu)")
     train.add_argument("--task", choices=TASKS, default="grasp-yaw")
+    train.add_argument("--resume", action="store_true", help="continue the run in --run: only unfinished jobs run")
+    grid = train.add_argument_group("the grid of training jobs (docs/cluster.md)")
+    grid.add_argument("--executor", choices=EXECUTORS, default="local", help="local (a process pool) or ray")
+    grid.add_argument("--workers", type=int, default=None, help="processes (local) or CPUs of an embedded Ray")
+    grid.add_argument("--address", default=None, help="a Ray cluster to join (default: $RAY_ADDRESS, else embedded)")
+    grid.add_argument("--retries", type=int, default=3, help="ray: retries of a job whose worker died (default 3)")
+    grid.add_argument("--gpus-per-job", type=float, default=1.0, help="ray: GPUs a job on a CUDA device asks for")
     for name, text in (("evaluate", "evaluate a trained run"), ("report", "print a run's split table")):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("--run", type=Path, required=True)
@@ -51,6 +60,8 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=None, help="also write FILE.json (with provenance) and FILE.md (the table)"
     )
     args = parser.parse_args(argv)
+    if args.command == "train" and args.resume and args.run is None:
+        parser.error("--resume needs the --run folder to continue")
     command = shlex.join(["python", "-m", "learning", *(sys.argv[1:] if argv is None else argv)])
     try:
         if getattr(args, "task", None) == "counterweight" or (

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
 
 from kinematics.errors import ProjectError
+from learning.common.executors import executor_from_arguments
 from learning.common.io import atomic_write_json, atomic_write_text
 from learning.common.provenance import provenance, provenance_line
+from learning.common.run_folder import RunFolder
 from learning.counterweight.config import preset
 from learning.counterweight.distribution import distribution_check
 from learning.counterweight.experiment import build_problem, evaluate_run, train_run
@@ -33,8 +36,12 @@ def _log(message: str) -> None:
 def main(args, command: str) -> int:
     if args.command == "train":
         cfg = preset(args.preset)
+        if args.workers is not None:
+            cfg = dataclasses.replace(cfg, workers=args.workers)
         run = args.run or Path("runs") / f"counterweight-{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
-        train_run(cfg, run, _log)
+        RunFolder.check(run, cfg.to_dict(), args.resume)  # before an executor starts
+        with executor_from_arguments(args, cfg.workers, _log) as executor:
+            train_run(cfg, run, _log, executor, args.resume)
         print(render_markdown(evaluate_run(run, command, _log)))
         print(f"run folder: {run}")
     elif args.command == "check-distribution":

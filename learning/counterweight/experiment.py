@@ -4,6 +4,7 @@ equal evaluations, equal wall time), evaluation of every method, report and figu
 Run folder layout::
 
     config.json  splits.pt  distribution.json  training.json
+    jobs/<phase>/<job>.pt  (each job's result, written as it arrives; what --resume reads)
     checkpoints/constant.pt  checkpoints/seed<k>/<method>.pt
     report.json  report.md  figures/*.png
 """
@@ -19,8 +20,10 @@ import torch
 
 import assets
 from kinematics.errors import ConfigError
+from learning.common.executors import Executor, make_executor
 from learning.common.io import atomic_write_json, atomic_write_text
 from learning.common.provenance import provenance
+from learning.common.run_folder import RunFolder
 from learning.counterweight.checkpoints import load_policy, save_policy
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.distribution import distribution_check
@@ -56,20 +59,41 @@ def run_key(method: str, budget: str) -> str:
     return f"{method}_{budget}" if method in ZERO_ORDER_METHODS else method
 
 
-def train_run(cfg: ExperimentCfg, run_dir: Path, log: Callable[[str], None] = print) -> dict:
-    """Splits, the diagnostics (before any training of a policy), and the protocol."""
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(run_dir / "config.json", cfg.to_dict())
+def train_run(
+    cfg: ExperimentCfg,
+    run_dir: Path,
+    log: Callable[[str], None] = print,
+    executor: Executor | None = None,
+    resume: bool = False,
+) -> dict:
+    """Splits, the diagnostics (before any training of a policy), and the protocol on ``executor`` (default: the
+    local pool of ``cfg.workers``). A new run needs an empty folder; ``resume`` continues one of the same
+    configuration, reusing what it had written (splits, diagnostics, every finished job)."""
+    folder = RunFolder(run_dir, cfg.to_dict(), resume)
+    run_dir = folder.path
     problem = build_problem(cfg)
-    splits = make_splits(cfg, problem)
-    save_splits(splits, run_dir / "splits.pt")
-    check, constant = distribution_check(problem, cfg, splits, log)
-    atomic_write_json(run_dir / "distribution.json", check)
-    save_policy(run_dir / "checkpoints" / "constant.pt", "constant", "constant", 0, cfg, problem, constant)
+    splits_path = run_dir / "splits.pt"
+    if resume and splits_path.is_file():
+        splits = load_splits(splits_path)
+    else:
+        splits = make_splits(cfg, problem)
+        save_splits(splits, splits_path)
+    distribution_path, constant_path = run_dir / "distribution.json", run_dir / "checkpoints" / "constant.pt"
+    if resume and distribution_path.is_file() and constant_path.is_file():
+        check = json.loads(distribution_path.read_text())
+    else:
+        check, constant = distribution_check(problem, cfg, splits, log)
+        save_policy(constant_path, "constant", "constant", 0, cfg, problem, constant)
+        atomic_write_json(distribution_path, check)  # last: its presence says the diagnostics are complete
     log(distribution_table(check))
     started = time.perf_counter()
-    protocol = run_protocol(cfg, splits["train"].goals, splits["validation"].goals, log)
+    own_executor = executor is None
+    executor = executor or make_executor("local", cfg.workers, log=log)
+    try:
+        protocol = run_protocol(cfg, splits["train"].goals, splits["validation"].goals, executor, folder, log)
+    finally:
+        if own_executor:
+            executor.close()
     runs: dict[str, list[dict]] = {}
     for job, trained in protocol["runs"]:
         key = run_key(job.method, job.budget)
@@ -89,6 +113,8 @@ def train_run(cfg: ExperimentCfg, run_dir: Path, log: Callable[[str], None] = pr
         "chosen": protocol["chosen"],
         "runs": runs,
         "seconds": time.perf_counter() - started,
+        "executor": executor.name,
+        "resumed": resume,
     }
     atomic_write_json(run_dir / "training.json", training)
     return training
@@ -149,6 +175,8 @@ def evaluate_run(run_dir: Path, command: str, log: Callable[[str], None] = print
         "chosen": training["chosen"],
         "training": training["runs"],
         "train_seconds": training["seconds"],
+        "train_resumed": training.get("resumed", False),
+        "executor": training.get("executor", "local"),
         "strategy": strategy,
         "torch_threads": torch.get_num_threads(),
         "provenance": provenance(command),

@@ -10,137 +10,109 @@ layer-evaluation budget and at its wall time.
 3. Equal time: each zero-order method for each seed again, for as many seconds as the gradient trainer of that
    seed took.
 
-Jobs run on ``cfg.workers`` processes side by side, one torch thread each (``workers=1``: in this process), so
-every method's seconds are measured under the same load.
+Each phase is a grid of jobs on one executor (``learning.common.executors``): the local pool of ``workers``
+processes (one torch thread each, so every method's seconds are measured under the same load) or Ray. With a run
+folder, each job's result is saved as it arrives, and a resumed run derives the chosen settings and the gradient
+trainer's seconds from the saved results, so it runs exactly the jobs the interrupted one had left.
 """
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
 
 import torch
 
+from learning.common.executors import Executor
+from learning.common.jobs import GridTask, Job, fingerprint, settings_of
+from learning.common.run_folder import RunFolder, computed_config
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.methods import TUNED_METHODS, ZERO_ORDER_METHODS, train_method, tuning_grid
 from learning.counterweight.training import Trained
 
-
-@dataclass(frozen=True)
-class Job:
-    """One training run: ``method`` with ``settings`` from ``seed``; ``max_seconds`` for an equal-time run."""
-
-    method: str
-    settings: tuple[tuple[str, float], ...]
-    seed: int
-    max_seconds: float | None = None
-
-    @property
-    def budget(self) -> str:
-        return "seconds" if self.max_seconds is not None else "evaluations"
+PHASES = ("tuning", "seeds", "equal_time")
 
 
-_WORKER: dict = {}
-
-
-def _init_worker(cfg: ExperimentCfg, train: torch.Tensor, validation: torch.Tensor) -> None:
+def _build(context: tuple[ExperimentCfg, torch.Tensor, torch.Tensor]) -> dict:
     import assets
     from learning.counterweight.problem import CounterweightProblem
 
-    torch.set_num_threads(1)
-    _WORKER.update(
-        problem=CounterweightProblem(assets.ROBOTS[cfg.problem.robot], cfg.problem),
-        cfg=cfg,
-        train=train,
-        validation=validation,
+    cfg, train, validation = context
+    problem = CounterweightProblem(assets.ROBOTS[cfg.problem.robot], cfg.problem)
+    return {"problem": problem, "cfg": cfg, "train": train, "validation": validation}
+
+
+def _run(worker: dict, job: Job) -> dict:
+    trained = train_method(
+        job.method,
+        dict(job.settings),
+        worker["problem"],
+        worker["cfg"],
+        worker["train"],
+        worker["validation"],
+        job.seed,
+        job.max_seconds,
     )
+    return trained.to_dict()
 
 
-def _run(job: Job) -> Trained:
-    w = _WORKER
-    return train_method(
-        job.method, dict(job.settings), w["problem"], w["cfg"], w["train"], w["validation"], job.seed, job.max_seconds
+def counterweight_task(cfg: ExperimentCfg, train: torch.Tensor, validation: torch.Tensor) -> GridTask:
+    """The grid task every protocol job trains on: the problem of ``cfg`` and its training and validation goals."""
+    return GridTask(
+        "counterweight", _build, _run, (cfg, train, validation), fingerprint(computed_config(cfg.to_dict()))
     )
-
-
-class JobRunner:
-    """Runs jobs in ``cfg.workers`` processes (or here for one), in submission order of results."""
-
-    def __init__(self, cfg: ExperimentCfg, train: torch.Tensor, validation: torch.Tensor) -> None:
-        self.pool = None
-        if cfg.workers > 1:
-            self.pool = ProcessPoolExecutor(
-                cfg.workers,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_init_worker,
-                initargs=(cfg, train, validation),
-            )
-        else:
-            _init_worker(cfg, train, validation)
-            torch.set_num_threads(torch.get_num_threads())
-
-    def run(self, jobs: list[Job]) -> list[Trained]:
-        if self.pool is None:
-            return [_run(job) for job in jobs]
-        return list(self.pool.map(_run, jobs))
-
-    def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown()
-
-
-def _settings(settings: dict) -> tuple[tuple[str, float], ...]:
-    return tuple(sorted(settings.items()))
 
 
 def run_protocol(
-    cfg: ExperimentCfg, train: torch.Tensor, validation: torch.Tensor, log: Callable[[str], None] = lambda _: None
+    cfg: ExperimentCfg,
+    train: torch.Tensor,
+    validation: torch.Tensor,
+    executor: Executor,
+    folder: RunFolder | None = None,
+    log: Callable[[str], None] = lambda _: None,
 ) -> dict:
     """``{"tuning": {method: [{settings, best_validation_success, evaluations, seconds}]}, "chosen": {method:
     settings}, "runs": [(Job, Trained)]}``: every trained policy of the report."""
-    runner = JobRunner(cfg, train, validation)
-    try:
-        tuning_jobs = [
-            Job(method, _settings(settings), cfg.tuning.seed)
-            for method in TUNED_METHODS
-            for settings in tuning_grid(method, cfg)
-        ]
-        log(f"tuning: {len(tuning_jobs)} runs ({', '.join(TUNED_METHODS)}; seed {cfg.tuning.seed})")
-        tuned = runner.run(tuning_jobs)
-        tuning: dict[str, list[dict]] = {method: [] for method in TUNED_METHODS}
-        for job, trained in zip(tuning_jobs, tuned, strict=True):
-            tuning[job.method].append(
-                {
-                    "settings": dict(job.settings),
-                    "best_validation_success": trained.best_validation_success,
-                    "evaluations": trained.evaluations,
-                    "seconds": trained.seconds,
-                }
-            )
-        chosen = {
-            method: max(rows, key=lambda row: row["best_validation_success"])["settings"]
-            for method, rows in tuning.items()
-        }
-        chosen["gradient_axes"] = chosen["gradient"]
-        for method, settings in chosen.items():
-            log(f"chosen for {method}: {settings}")
-        seed_jobs = [
-            Job(method, _settings(chosen[method]), seed)
-            for seed in cfg.seeds
-            for method in ("gradient", "gradient_axes", *ZERO_ORDER_METHODS)
-        ]
-        log(f"seeds: {len(seed_jobs)} runs")
-        runs = list(zip(seed_jobs, runner.run(seed_jobs), strict=True))
-        gradient_seconds = {job.seed: trained.seconds for job, trained in runs if job.method == "gradient"}
-        time_jobs = [
-            Job(method, _settings(chosen[method]), seed, gradient_seconds[seed])
-            for seed in cfg.seeds
-            for method in ZERO_ORDER_METHODS
-        ]
-        log(f"equal wall time: {len(time_jobs)} runs")
-        runs += list(zip(time_jobs, runner.run(time_jobs), strict=True))
-    finally:
-        runner.close()
+    task = counterweight_task(cfg, train, validation)
+
+    def run(phase: str, jobs: list[Job]) -> list[Trained]:
+        store = folder.results(phase) if folder is not None else None
+        return [Trained.from_dict(result) for result in executor.map(task, jobs, store, phase)]
+
+    tuning_jobs = [
+        Job(method, settings_of(settings), cfg.tuning.seed, config=task.config)
+        for method in TUNED_METHODS
+        for settings in tuning_grid(method, cfg)
+    ]
+    log(f"tuning: {len(tuning_jobs)} runs ({', '.join(TUNED_METHODS)}; seed {cfg.tuning.seed})")
+    tuning: dict[str, list[dict]] = {method: [] for method in TUNED_METHODS}
+    for job, trained in zip(tuning_jobs, run("tuning", tuning_jobs), strict=True):
+        tuning[job.method].append(
+            {
+                "settings": dict(job.settings),
+                "best_validation_success": trained.best_validation_success,
+                "evaluations": trained.evaluations,
+                "seconds": trained.seconds,
+            }
+        )
+    chosen = {
+        method: max(rows, key=lambda row: row["best_validation_success"])["settings"] for method, rows in tuning.items()
+    }
+    chosen["gradient_axes"] = chosen["gradient"]
+    for method, settings in chosen.items():
+        log(f"chosen for {method}: {settings}")
+    seed_jobs = [
+        Job(method, settings_of(chosen[method]), seed, config=task.config)
+        for seed in cfg.seeds
+        for method in ("gradient", "gradient_axes", *ZERO_ORDER_METHODS)
+    ]
+    log(f"seeds: {len(seed_jobs)} runs")
+    runs = list(zip(seed_jobs, run("seeds", seed_jobs), strict=True))
+    gradient_seconds = {job.seed: trained.seconds for job, trained in runs if job.method == "gradient"}
+    time_jobs = [
+        Job(method, settings_of(chosen[method]), seed, gradient_seconds[seed], config=task.config)
+        for seed in cfg.seeds
+        for method in ZERO_ORDER_METHODS
+    ]
+    log(f"equal wall time: {len(time_jobs)} runs")
+    runs += list(zip(time_jobs, run("equal_time", time_jobs), strict=True))
     return {"tuning": tuning, "chosen": chosen, "runs": runs}

@@ -189,8 +189,9 @@ def render_markdown(report: dict) -> str:
     parts += [sector_table(report), ""]
     parts += ["Tuning (one seed, validation split):", "", tuning_table(report), ""]
     parts += [
-        f"Training budgets (the whole protocol, tuning included, took {report['train_seconds']:.0f} s on "
-        f"{report['config']['workers']} worker processes of one torch thread each):",
+        f"Training budgets (the whole protocol, tuning included, took {report['train_seconds']:.0f} s"
+        f"{' in its last, resumed session' if report.get('train_resumed') else ''} on {report['config']['workers']} "
+        f"{report.get('executor', 'local')} workers of one torch thread each):",
         "",
         budget_table(report),
         "",

@@ -44,6 +44,22 @@ class Trained:
     seconds: float
     best_validation_success: float
 
+    def to_dict(self) -> dict:
+        """Tensors and plain values (a grid job's result, read back with ``weights_only=True``)."""
+        return {
+            "state": self.state,
+            "curve": self.curve.to_dict(),
+            "evaluations": self.evaluations,
+            "seconds": self.seconds,
+            "best_validation_success": self.best_validation_success,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict) -> Trained:
+        return cls(
+            data["state"], Curve(**data["curve"]), data["evaluations"], data["seconds"], data["best_validation_success"]
+        )
+
 
 def reach_loss(
     problem: CounterweightProblem, goals: torch.Tensor, outputs: torch.Tensor, parameterisation: str, penalty: float

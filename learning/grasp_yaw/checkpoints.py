@@ -22,10 +22,11 @@ def save_checkpoint(
     cfg: ExperimentCfg,
     kinematics: KinematicsLayer,
     state_dict: dict,
-    history,
+    history: dict,
     validation_states: list[dict] = (),
 ) -> None:
-    """``state_dict`` is the selected predictor; ``validation_states`` the predictor at each validation."""
+    """``state_dict`` is the selected predictor, ``history`` its trainer's (``TrainingHistory.to_dict()``),
+    ``validation_states`` the predictor at each validation."""
     atomic_torch_save(
         {
             "format": FORMAT,
@@ -35,7 +36,7 @@ def save_checkpoint(
             "joint_names": list(kinematics.joint_names),
             "geometry_fingerprint": kinematics.model.fingerprint,
             "state_dict": state_dict,
-            "history": history.to_dict(),
+            "history": history,
             "validation_states": list(validation_states),
         },
         path,

@@ -9,8 +9,10 @@ import time
 from pathlib import Path
 
 from kinematics.errors import ProjectError
+from learning.common.executors import executor_from_arguments
 from learning.common.io import atomic_write_json, atomic_write_text
 from learning.common.provenance import provenance, provenance_line
+from learning.common.run_folder import RunFolder
 from learning.grasp_yaw.analysis import analysis_markdown, write_analysis
 from learning.grasp_yaw.config import preset
 from learning.grasp_yaw.distribution import distribution_check, distribution_markdown
@@ -24,7 +26,9 @@ def main(args, command: str) -> int:
         if args.device:
             cfg = dataclasses.replace(cfg, device=args.device)
         run = args.run or Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
-        train_run(cfg, run)
+        RunFolder.check(run, cfg.to_dict(), args.resume)  # before an executor starts
+        with executor_from_arguments(args, args.workers or 1) as executor:
+            train_run(cfg, run, executor=executor, resume=args.resume)
         report = evaluate_run(run, command=command)
         print(render_markdown(report))
         print(f"run folder: {run}")

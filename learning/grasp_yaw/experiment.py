@@ -3,6 +3,7 @@
 Run folder layout::
 
     config.json  splits.pt  teacher_labels.pt
+    jobs/<phase>/<job>.pt  (each trained method's result, written as it arrives; what --resume reads)
     checkpoints/seed<k>/best.pt (IK-trained)  shared_constant.pt  teacher_supervised.pt
     report.json  report.md  figures/*.png
 """
@@ -18,11 +19,14 @@ import torch
 from tqdm import tqdm
 
 from kinematics.errors import ConfigError
+from learning.common.executors import Executor, make_executor
 from learning.common.io import atomic_torch_save, atomic_write_json, atomic_write_text
+from learning.common.jobs import GridTask, Job, fingerprint
 from learning.common.panda import franka_kinematics
 from learning.common.provenance import provenance
+from learning.common.run_folder import RunFolder, computed_config
 from learning.grasp_yaw.baselines import ik_layer, teacher
-from learning.grasp_yaw.checkpoints import load_checkpoint
+from learning.grasp_yaw.checkpoints import load_checkpoint, save_checkpoint
 from learning.grasp_yaw.config import ExperimentCfg
 from learning.grasp_yaw.evaluation import (
     METHODS,
@@ -88,36 +92,118 @@ def label_teacher(
     }
 
 
-def train_run(cfg: ExperimentCfg, run_dir: Path, show_progress: bool = True) -> dict:
-    """Make the splits, label the training goals with the teacher, and train every trained method per seed."""
-    run_dir.mkdir(parents=True, exist_ok=True)
-    atomic_write_json(run_dir / "config.json", cfg.to_dict())
+def _build(context: tuple) -> dict:
+    cfg, train, validation, labels = context
     kinematics = franka_kinematics(cfg.device)
-    splits = make_splits(cfg, kinematics)
-    save_splits(splits, run_dir / "splits.pt")
+    move = {"device": kinematics.device, "dtype": kinematics.dtype}
+    return {
+        "cfg": cfg,
+        "kinematics": kinematics,
+        "train": train.to(**move),
+        "validation": validation.to(**move),
+        "labels": labels.to(**move),
+    }
+
+
+def _run(worker: dict, job: Job) -> dict:
+    trainer = Trainer(
+        job.method,
+        worker["cfg"],
+        worker["kinematics"],
+        worker["train"],
+        worker["validation"],
+        job.seed,
+        worker["labels"],
+        time_budget=job.max_seconds,
+    )
+    trainer.run()
+    return trainer.result()
+
+
+def grasp_yaw_task(cfg: ExperimentCfg, splits: dict, labels: torch.Tensor) -> GridTask:
+    """The grid task every trained method's job runs on: the Franka's kinematics, the training and validation
+    goals and the teacher's labels (on the CPU; each worker moves them to ``cfg.device``)."""
+    train, validation = (splits[name].to("cpu", splits[name].p.dtype) for name in ("train", "validation"))
+    context = (cfg, train, validation, labels.cpu())
+    config = fingerprint(computed_config(cfg.to_dict()))
+    return GridTask("grasp-yaw", _build, _run, context, config, device=cfg.device)
+
+
+def train_run(
+    cfg: ExperimentCfg,
+    run_dir: Path,
+    show_progress: bool = True,
+    executor: Executor | None = None,
+    resume: bool = False,
+) -> dict:
+    """Make the splits, label the training goals with the teacher, and train every trained method per seed on
+    ``executor`` (default: here, one job after the other): first every method at its step budget, then the
+    equal-wall-time zero-order trainer for the seconds the one-yaw IK-trained predictor of its seed took. A new run
+    needs an empty folder; ``resume`` continues one of the same configuration (splits, labels, finished jobs)."""
+    folder = RunFolder(run_dir, cfg.to_dict(), resume)
+    run_dir = folder.path
+    kinematics = franka_kinematics(cfg.device)
+    if resume and (run_dir / "splits.pt").is_file():
+        splits = load_splits(run_dir / "splits.pt")
+    else:
+        splits = make_splits(cfg, kinematics)
+        save_splits(splits, run_dir / "splits.pt")
     splits = {name: s.to(kinematics.device, kinematics.dtype) for name, s in splits.items()}
-    labels, label_cost = label_teacher(cfg, kinematics, splits["train"])
-    atomic_torch_save({"labels": labels, "cost": label_cost}, run_dir / "teacher_labels.pt")
-    histories: dict[str, dict[int, dict]] = {m: {} for m in TRAINED_METHODS}
-    total = sum(Trainer.steps_for(m, cfg) or 0 for m in TRAINED_METHODS) * len(cfg.train.seeds)
+    labels_path = run_dir / "teacher_labels.pt"
+    if resume and labels_path.is_file():
+        saved = torch.load(labels_path, map_location=kinematics.device, weights_only=True)
+        labels, label_cost = saved["labels"], saved["cost"]
+    else:
+        labels, label_cost = label_teacher(cfg, kinematics, splits["train"])
+        atomic_torch_save({"labels": labels, "cost": label_cost}, labels_path)
+    task = grasp_yaw_task(cfg, splits, labels)
+    stepped = [m for m in TRAINED_METHODS if m != "zero_order_wall_time"]
+    step_jobs = [Job(method, (), seed, config=task.config) for seed in cfg.train.seeds for method in stepped]
     started = time.perf_counter()
-    with tqdm(total=total, desc="training", unit="step", disable=not show_progress) as bar:
-        for seed in cfg.train.seeds:
-            for method in TRAINED_METHODS:
-                # The equal-wall-time zero-order trainer gets the seconds the one-yaw IK-trained one took.
-                budget = histories["ik_trained_one_yaw"][seed]["seconds"] if method == "zero_order_wall_time" else None
-                trainer = Trainer(
-                    method, cfg, kinematics, splits["train"], splits["validation"], seed, labels, time_budget=budget
-                )
-                bar.set_postfix(method=method, seed=seed)
-                counted = Trainer.steps_for(method, cfg) is not None  # the bar counts the step-budgeted trainers
-                history = trainer.run(
-                    checkpoint_path(run_dir, seed, method), progress=(lambda _: bar.update(1)) if counted else None
-                )
-                histories[method][seed] = history.to_dict()
+    own_executor = executor is None
+    executor = executor or make_executor("local", 1, progress=show_progress)
+    try:
+        results = executor.map(task, step_jobs, folder.results("training"), "training")
+        finished = dict(zip(step_jobs, results, strict=True))
+        # The equal-wall-time zero-order trainer gets the seconds the one-yaw IK-trained one took.
+        time_jobs = [
+            Job(
+                "zero_order_wall_time",
+                (),
+                seed,
+                finished[Job("ik_trained_one_yaw", (), seed, config=task.config)]["history"]["seconds"],
+                config=task.config,
+            )
+            for seed in cfg.train.seeds
+        ]
+        timed = executor.map(task, time_jobs, folder.results("equal_time"), "equal_time")
+        finished.update(zip(time_jobs, timed, strict=True))
+    finally:
+        if own_executor:
+            executor.close()
+    histories: dict[str, dict[int, dict]] = {m: {} for m in TRAINED_METHODS}
+    for job, result in finished.items():
+        save_checkpoint(
+            checkpoint_path(run_dir, job.seed, job.method),
+            job.method,
+            job.seed,
+            cfg,
+            kinematics,
+            result["state_dict"],
+            result["history"],
+            result["validation_states"],
+        )
+        histories[job.method][job.seed] = result["history"]
+    histories = {m: {seed: histories[m][seed] for seed in cfg.train.seeds} for m in TRAINED_METHODS}
     atomic_write_json(
         run_dir / "training.json",
-        {"histories": histories, "label_cost": label_cost, "train_seconds": time.perf_counter() - started},
+        {
+            "histories": histories,
+            "label_cost": label_cost,
+            "train_seconds": time.perf_counter() - started,
+            "executor": executor.name,
+            "resumed": resume,
+        },
     )
     return histories
 

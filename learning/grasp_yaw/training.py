@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import math
 import time
-from pathlib import Path
 
 import torch
 
@@ -18,7 +17,6 @@ from kinematics import KinematicsLayer
 from kinematics.errors import ConfigError
 from learning.common.history import TrainingHistory
 from learning.grasp_yaw.baselines import ik_layer
-from learning.grasp_yaw.checkpoints import save_checkpoint
 from learning.grasp_yaw.config import ExperimentCfg
 from learning.grasp_yaw.evolution import es_gradient
 from learning.grasp_yaw.predictors import YawPolicy, build_predictor
@@ -204,14 +202,14 @@ class Trainer:
         predictor.to(self.kinematics.device, self.kinematics.dtype).eval().requires_grad_(False)
         return YawPolicy(predictor, self.kinematics, self.cfg)
 
-    def run(self, checkpoint: Path | None = None, progress=None) -> TrainingHistory:
-        """Train to ``total_steps``, validating every ``validate_every`` steps and at the end; the checkpoint keeps
-        the selected predictor and the predictor at every validation (for per-split learning curves)."""
-        states = []
+    def run(self, progress=None) -> TrainingHistory:
+        """Train to ``total_steps``, validating every ``validate_every`` steps and at the end; the predictor at
+        every validation is kept in ``validation_states`` (for per-split learning curves)."""
+        self.validation_states = []
 
         def validate() -> None:
             self.validate()
-            states.append(copy.deepcopy(self.policy.predictor.state_dict()))
+            self.validation_states.append(copy.deepcopy(self.policy.predictor.state_dict()))
 
         validate()
         while not self.done:
@@ -220,15 +218,16 @@ class Trainer:
                 validate()
             if progress is not None:
                 progress(self)
-        if checkpoint is not None:
-            save_checkpoint(
-                checkpoint,
-                self.method,
-                self.seed,
-                self.cfg,
-                self.kinematics,
-                self.best_state,
-                self.history,
-                states,
-            )
         return self.history
+
+    def result(self) -> dict:
+        """After ``run``: what its checkpoint keeps (``save_checkpoint``), on the CPU, as a grid job's result."""
+
+        def cpu(state: dict) -> dict:
+            return {name: tensor.detach().cpu() for name, tensor in state.items()}
+
+        return {
+            "state_dict": cpu(self.best_state),
+            "history": self.history.to_dict(),
+            "validation_states": [cpu(state) for state in self.validation_states],
+        }

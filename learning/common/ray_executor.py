@@ -1,0 +1,115 @@
+"""The ``ray`` executor: each job is a Ray core task (``@ray.remote``, retried by Ray when its worker dies).
+
+With no address (and none in ``RAY_ADDRESS``), it starts an embedded local Ray of ``workers`` CPUs and shuts it
+down when closed; with one, it joins that cluster (``ray start --head`` on one machine, ``ray start --address`` on
+the others) and leaves it running. If Ray is already initialised in this process, it uses that. The task (its
+problem's context: goals, labels) is put in the object store once per grid and fetched once per worker process,
+which builds the problem once and keeps it; OpenMP's passive wait and the thread count reach every worker through
+the task's runtime environment, and a job on a CUDA device asks Ray for ``gpus_per_job`` GPUs.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+
+from kinematics.errors import ConfigError
+from learning.common.executors import Executor, worker_environment, worker_problem
+from learning.common.jobs import GridTask, Job, JobFailure, guarded
+
+try:
+    import ray
+except ImportError as exc:  # an optional extra
+    raise ConfigError("the ray executor needs Ray: pip install -e '.[ray]'") from exc
+
+_TASKS: dict[str, GridTask] = {}  # a worker's tasks, fetched once: object id -> task
+
+
+@ray.remote
+def _run_job(task_ref: list, job: Job) -> dict | JobFailure:
+    """One job on a Ray worker. ``task_ref`` is ``[ObjectRef]`` (a list, so Ray does not fetch it for every job)."""
+    key = task_ref[0].hex()
+    if key not in _TASKS:
+        import torch
+
+        _TASKS.clear()
+        _TASKS[key] = ray.get(task_ref[0])
+        torch.set_num_threads(_TASKS[key].threads)
+    task = _TASKS[key]
+    return guarded(task, worker_problem(task), job)
+
+
+class RayExecutor(Executor):
+    """Ray core tasks, ``retries`` retries of a job whose worker died (Ray's ``max_retries``)."""
+
+    name = "ray"
+
+    def __init__(
+        self,
+        workers: int = 1,
+        address: str | None = None,
+        retries: int = 3,
+        gpus_per_job: float = 1.0,
+        log: Callable[[str], None] | None = None,
+        progress: bool = True,
+    ) -> None:
+        super().__init__(workers, log, progress)
+        if retries < 0:
+            raise ConfigError(f"retries must be at least 0, got {retries}")
+        self.retries, self.gpus_per_job = retries, gpus_per_job
+        self.address = address or os.environ.get("RAY_ADDRESS") or None
+        self.started_here = False
+        self._refs: dict[tuple[str, str], ray.ObjectRef] = {}
+        started = time.perf_counter()
+        if not ray.is_initialized():
+            if self.address is not None:
+                ray.init(address=self.address, log_to_driver=True)
+            else:
+                ray.init(num_cpus=workers, num_gpus=_local_gpus(), include_dashboard=False, log_to_driver=True)
+            self.started_here = True
+        self.startup_seconds = time.perf_counter() - started
+
+    def _task_ref(self, task: GridTask) -> ray.ObjectRef:
+        key = (task.name, task.config)
+        if key not in self._refs:
+            self._refs = {key: ray.put(task)}  # one grid's context in the store at a time
+        return self._refs[key]
+
+    def _stream(self, task: GridTask, jobs: list[Job]) -> Iterator[tuple[int, dict | JobFailure]]:
+        gpus = self.gpus_per_job if task.device.startswith("cuda") else 0
+        remote = _run_job.options(
+            num_cpus=task.threads,
+            num_gpus=gpus,
+            max_retries=self.retries,
+            runtime_env={"env_vars": worker_environment(task)},
+        )
+        task_ref = self._task_ref(task)
+        refs = {remote.remote([task_ref], job): index for index, job in enumerate(jobs)}
+        waiting = list(refs)
+        try:
+            while waiting:
+                done, waiting = ray.wait(waiting, num_returns=1)
+                for ref in done:
+                    try:
+                        outcome = ray.get(ref)
+                    except (ray.exceptions.RayError, ConnectionError) as exc:  # its retries spent, or Ray's own failure
+                        outcome = JobFailure(jobs[refs[ref]], f"{type(exc).__name__}: {exc}")
+                    yield refs[ref], outcome
+        except BaseException:
+            for ref in waiting:
+                ray.cancel(ref, force=True)
+            raise
+
+    def close(self) -> None:
+        self._refs = {}
+        if self.started_here and ray.is_initialized():
+            ray.shutdown()
+            self.started_here = False
+
+
+def _local_gpus() -> int:
+    """The CUDA devices torch sees here (an embedded Ray offers them to the jobs)."""
+    import torch
+
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
