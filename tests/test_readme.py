@@ -50,6 +50,7 @@ MEASURED_PAGES = (
     "README.md",
     "docs/arm-ik-layer.md",
     "docs/benchmarks.md",
+    "docs/cluster.md",
     "docs/counterweight-experiment.md",
     "docs/grasp-experiment.md",
     "docs/kinematic-trees.md",
@@ -83,7 +84,7 @@ def results_text() -> str:
 
 def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None:
     from app.counterweight import latency
-    from learning.benchmark import constrained_suite, qp_suite, report, tree_suite, wholebody_suite
+    from learning.benchmark import constrained_suite, grid_suite, qp_suite, report, tree_suite, wholebody_suite
     from learning.common.provenance import provenance_line
     from learning.counterweight.report import render_markdown as counterweight_markdown
     from learning.grasp_yaw.distribution import distribution_markdown
@@ -96,6 +97,7 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         "benchmark/tree": tree_suite.markdown,
         "benchmark/qp": qp_suite.markdown,
         "benchmark/wholebody": wholebody_suite.markdown,
+        "benchmark/grid": grid_suite.markdown,
         "viewer/g1_latency": latency.markdown,
         "benchmark-torch-ops/ik": report.ik_markdown,
         "experiment/report": render_markdown,

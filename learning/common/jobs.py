@@ -12,7 +12,7 @@ import hashlib
 import json
 import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from kinematics.errors import ProjectError
@@ -79,7 +79,6 @@ class GridTask:
     config: str
     threads: int = 1
     device: str = "cpu"
-    environment: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

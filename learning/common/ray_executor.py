@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator
 
 from kinematics.errors import ConfigError
-from learning.common.executors import Executor, worker_environment, worker_problem
+from learning.common.executor import Executor, worker_environment, worker_problem
 from learning.common.jobs import GridTask, Job, JobFailure, guarded
 
 try:

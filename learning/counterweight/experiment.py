@@ -20,7 +20,8 @@ import torch
 
 import assets
 from kinematics.errors import ConfigError
-from learning.common.executors import Executor, make_executor
+from learning.common.executor import Executor
+from learning.common.executors import make_executor
 from learning.common.io import atomic_write_json, atomic_write_text
 from learning.common.provenance import provenance
 from learning.common.run_folder import RunFolder

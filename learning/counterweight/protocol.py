@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 import torch
 
-from learning.common.executors import Executor
+from learning.common.executor import Executor
 from learning.common.jobs import GridTask, Job, fingerprint, settings_of
 from learning.common.run_folder import RunFolder, computed_config
 from learning.counterweight.config import ExperimentCfg

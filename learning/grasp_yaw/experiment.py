@@ -19,7 +19,8 @@ import torch
 from tqdm import tqdm
 
 from kinematics.errors import ConfigError
-from learning.common.executors import Executor, make_executor
+from learning.common.executor import Executor
+from learning.common.executors import make_executor
 from learning.common.io import atomic_torch_save, atomic_write_json, atomic_write_text
 from learning.common.jobs import GridTask, Job, fingerprint
 from learning.common.panda import franka_kinematics

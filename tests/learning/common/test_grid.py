@@ -11,8 +11,10 @@ from grid_support import toy_task
 
 from kinematics.errors import ConfigError
 from learning.__main__ import main as learning_main
-from learning.common.executors import LocalExecutor, make_executor, worker_problem
+from learning.common.executor import worker_problem
+from learning.common.executors import make_executor
 from learning.common.jobs import GridError, Job, fingerprint, settings_of
+from learning.common.local_executor import LocalExecutor
 from learning.common.progress import GridProgress
 from learning.common.run_folder import RunFolder, config_difference
 

@@ -10,8 +10,8 @@ import pytest
 import torch
 from grid_support import toy_task
 
-from learning.common.executors import LocalExecutor
 from learning.common.jobs import GridError, Job
+from learning.common.local_executor import LocalExecutor
 
 ray = pytest.importorskip("ray")
 from learning.common.ray_executor import RayExecutor  # noqa: E402
