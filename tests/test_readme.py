@@ -84,8 +84,9 @@ def results_text() -> str:
 
 def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None:
     from app.counterweight import latency
-    from learning.benchmark import constrained_suite, grid_suite, qp_suite, report, tree_suite, wholebody_suite
+    from learning.benchmark import constrained_suite, qp_suite, report, tree_suite, wholebody_suite
     from learning.common.provenance import provenance_line
+    from learning.counterweight.executor_benchmark import markdown as executors_markdown
     from learning.counterweight.report import render_markdown as counterweight_markdown
     from learning.grasp_yaw.distribution import distribution_markdown
     from learning.grasp_yaw.report import render_markdown
@@ -97,12 +98,12 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         "benchmark/tree": tree_suite.markdown,
         "benchmark/qp": qp_suite.markdown,
         "benchmark/wholebody": wholebody_suite.markdown,
-        "benchmark/grid": grid_suite.markdown,
         "viewer/g1_latency": latency.markdown,
         "benchmark-torch-ops/ik": report.ik_markdown,
         "experiment/report": render_markdown,
         "reference/report": render_markdown,
         "counterweight/report": counterweight_markdown,
+        "counterweight-executors/executors": executors_markdown,
         "experiment/check-distribution": lambda doc: (
             f"{provenance_line(doc['provenance'])}\n\n{distribution_markdown(doc['methods'])}"
         ),

@@ -16,7 +16,6 @@ from learning.benchmark import (
     constrained_suite,
     fk_suite,
     goals,
-    grid_suite,
     ik_suite,
     peers,
     qp_suite,
@@ -48,9 +47,7 @@ def _dtypes(text: str) -> tuple[str, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m learning.benchmark", description=__doc__)
-    p.add_argument(
-        "--suite", choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "grid", "all"), default="all"
-    )
+    p.add_argument("--suite", choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "all"), default="all")
     p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="tiny batches and few repeats: a smoke test")
     p.add_argument("--batches", type=_ints, help="batch sizes (default: each suite's own)")
@@ -65,7 +62,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory", choices=MODES, default="auto", help="CPU peak-memory method (default: %(default)s)")
     p.add_argument("--pin-ik-max-batch", type=int, default=1024, help="largest batch for the Pinocchio IK loop")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--workers", type=int, default=2, help="grid suite: workers of each executor (default 2)")
     return p
 
 
@@ -197,10 +193,6 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 contention_repeats=5 if args.quick else 15,
             )
             _publish(args.out, doc, meta(cfg, argv, load), wholebody_suite.markdown)
-            continue
-        if suite == "grid":
-            doc = grid_suite.run("smoke" if args.quick else "full", workers=args.workers)
-            _publish(args.out, doc, meta(cfg, argv, load), grid_suite.markdown)
             continue
         if suite == "tree":
             doc = tree_suite.run(cfg.fk_batches, cfg.fk_dtypes, cfg.fk_timing, cfg.pin_ik_max_batch, args.seed)

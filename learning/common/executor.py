@@ -9,25 +9,43 @@ also written beside the results, ``<job name>.failed.txt``).
 from __future__ import annotations
 
 import os
+import platform
+import traceback
 from collections.abc import Callable, Iterator
 
 from kinematics.errors import ConfigError
 from learning.common.io import atomic_write_text
 from learning.common.jobs import GridError, GridTask, Job, JobFailure
 from learning.common.progress import GridProgress
+from learning.common.provenance import source_fingerprint
 from learning.common.run_folder import ResultStore
 
 _PROBLEMS: dict[tuple[str, str], object] = {}  # a worker process's problems, built once: (task name, config) -> problem
 
 
 def worker_problem(task: GridTask) -> object:
-    """The problem of ``task`` in this process, built on first use."""
+    """The problem of ``task`` in this process, built on first use; refused where this process runs other code
+    than the driver that made ``task`` (a cluster node at another commit)."""
     key = (task.name, task.config)
     if key not in _PROBLEMS:
+        if task.code != source_fingerprint():
+            raise ConfigError(
+                f"this worker ({platform.node()}) runs other project code than the driver (source fingerprint "
+                f"{source_fingerprint()}, the driver's {task.code}): install the same commit on every node"
+            )
         if len(_PROBLEMS) >= 2:  # a worker serves one grid at a time; keep the newest problems only
             _PROBLEMS.pop(next(iter(_PROBLEMS)))
         _PROBLEMS[key] = task.build(task.context)
     return _PROBLEMS[key]
+
+
+def run_in_worker(task: GridTask, job: Job) -> dict | JobFailure:
+    """``task.run`` on this process's problem, or the failure it raised (building the problem included), with
+    its traceback as the worker printed it."""
+    try:
+        return task.run(worker_problem(task), job)
+    except Exception:
+        return JobFailure(job, traceback.format_exc())
 
 
 def worker_environment(task: GridTask) -> dict[str, str]:

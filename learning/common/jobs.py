@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import traceback
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from kinematics.errors import ProjectError
+from learning.common.provenance import source_fingerprint
 
 
 def fingerprint(config: Mapping) -> str:
@@ -79,6 +79,7 @@ class GridTask:
     config: str
     threads: int = 1
     device: str = "cpu"
+    code: str = field(default_factory=source_fingerprint)  # the driver's; a worker running other code refuses
 
 
 @dataclass(frozen=True)
@@ -87,14 +88,6 @@ class JobFailure:
 
     job: Job
     traceback: str
-
-
-def guarded(task: GridTask, problem: Any, job: Job) -> dict | JobFailure:
-    """``task.run(problem, job)``, or the failure it raised (its traceback kept)."""
-    try:
-        return task.run(problem, job)
-    except Exception:
-        return JobFailure(job, traceback.format_exc())
 
 
 class GridError(ProjectError):

@@ -13,8 +13,8 @@ from concurrent.futures.process import BrokenProcessPool
 
 import torch
 
-from learning.common.executor import Executor, worker_problem
-from learning.common.jobs import GridTask, Job, JobFailure, WorkerLostError, guarded
+from learning.common.executor import Executor, run_in_worker
+from learning.common.jobs import GridTask, Job, JobFailure, WorkerLostError
 
 _POOL_TASK: list[GridTask] = []
 
@@ -29,12 +29,10 @@ def _pool_init(task: GridTask, parent: int) -> None:
     threading.Thread(target=_exit_with_parent, args=(parent,), daemon=True, name="exit-with-parent").start()
     torch.set_num_threads(task.threads)
     _POOL_TASK[:] = [task]
-    worker_problem(task)
 
 
 def _pool_run(job: Job) -> dict | JobFailure:
-    task = _POOL_TASK[0]
-    return guarded(task, worker_problem(task), job)
+    return run_in_worker(_POOL_TASK[0], job)
 
 
 class LocalExecutor(Executor):
@@ -66,7 +64,7 @@ class LocalExecutor(Executor):
     def _stream(self, task: GridTask, jobs: list[Job]) -> Iterator[tuple[int, dict | JobFailure]]:
         if self.workers == 1:
             for index, job in enumerate(jobs):
-                yield index, guarded(task, worker_problem(task), job)
+                yield index, run_in_worker(task, job)
             return
         pool = self._pool(task)
         futures = {pool.submit(_pool_run, job): index for index, job in enumerate(jobs)}

@@ -7,6 +7,8 @@ committed results file can be traced to the code and the machine that measured i
 from __future__ import annotations
 
 import datetime
+import functools
+import hashlib
 import os
 import platform
 import shlex
@@ -37,6 +39,18 @@ def git_commit() -> str:
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit + ("+changes" if dirty else "")
+
+
+@functools.cache
+def source_fingerprint() -> str:
+    """A digest of the project's code that a grid's workers run (every ``.py``, ``.c`` and ``.h`` of
+    ``kinematics``, ``learning`` and ``assets``): equal on two machines when they run the same code."""
+    digest = hashlib.sha256()
+    for package in ("assets", "kinematics", "learning"):
+        for path in sorted((REPO / package).rglob("*")):
+            if path.suffix in (".py", ".c", ".h") and "__pycache__" not in path.parts:
+                digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def cpu_name() -> str:

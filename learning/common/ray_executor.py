@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 
 from kinematics.errors import ConfigError
-from learning.common.executor import Executor, worker_environment, worker_problem
-from learning.common.jobs import GridTask, Job, JobFailure, guarded
+from learning.common.executor import Executor, run_in_worker, worker_environment
+from learning.common.jobs import GridTask, Job, JobFailure
 
 try:
     import ray
@@ -36,8 +36,7 @@ def _run_job(task_ref: list, job: Job) -> dict | JobFailure:
         _TASKS.clear()
         _TASKS[key] = ray.get(task_ref[0])
         torch.set_num_threads(_TASKS[key].threads)
-    task = _TASKS[key]
-    return guarded(task, worker_problem(task), job)
+    return run_in_worker(_TASKS[key], job)
 
 
 class RayExecutor(Executor):

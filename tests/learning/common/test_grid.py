@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import grid_support
@@ -85,6 +86,14 @@ def test_a_job_that_raises_is_named_with_its_traceback_after_the_others_finish(t
     assert [failure.job for failure in caught.value.failures] == [jobs[1]]
     assert store.load(jobs[0]) is not None and store.load(jobs[2]) is not None and store.load(jobs[1]) is None
     assert "job 7 raised on purpose" in (store.folder / f"{jobs[1].name}.failed.txt").read_text()
+
+
+def test_a_worker_that_runs_other_code_than_the_driver_refuses_its_jobs():
+    task = dataclasses.replace(toy_task(name="other-code"), code="0" * 16)
+    with LocalExecutor(1, progress=False) as executor, pytest.raises(GridError) as caught:
+        executor.map(task, _jobs([0], config=task.config))
+    assert "runs other project code than the driver" in str(caught.value)
+    assert "install the same commit on every node" in str(caught.value)
 
 
 def test_a_result_file_that_is_not_its_jobs_is_refused(tmp_path):
