@@ -44,7 +44,7 @@ def run(problem: dict, job: Job) -> dict:
 
 def toy_task(offset: float = 0.5, marks: Path | None = None, name: str = "toy") -> GridTask:
     context = {"offset": offset, "marks": str(marks) if marks is not None else None}
-    return GridTask(name, build, run, context, config=f"offset={offset}")
+    return GridTask(name, build, run, context, config=f"offset={offset},marks={marks}")  # the whole context
 
 
 def descendants(pid: int) -> set[int]:

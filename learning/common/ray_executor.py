@@ -56,6 +56,8 @@ class RayExecutor(Executor):
         super().__init__(workers, log, progress)
         if retries < 0:
             raise ConfigError(f"retries must be at least 0, got {retries}")
+        if gpus_per_job < 0:
+            raise ConfigError(f"gpus_per_job must be at least 0, got {gpus_per_job}")
         self.retries, self.gpus_per_job = retries, gpus_per_job
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self.started_here = False
@@ -77,6 +79,12 @@ class RayExecutor(Executor):
 
     def _stream(self, task: GridTask, jobs: list[Job]) -> Iterator[tuple[int, dict | JobFailure]]:
         gpus = self.gpus_per_job if task.device.startswith("cuda") else 0
+        available = ray.cluster_resources().get("GPU", 0)
+        if gpus > available:  # Ray would wait for a GPU that never comes
+            raise ConfigError(
+                f"the jobs run on {task.device} and ask {gpus:g} GPU each, but the Ray cluster has {available:g}: "
+                "start its nodes with GPUs (ray start --num-gpus N), or train on the CPU"
+            )
         remote = _run_job.options(
             num_cpus=task.threads,
             num_gpus=gpus,

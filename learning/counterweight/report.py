@@ -191,7 +191,7 @@ def render_markdown(report: dict) -> str:
     parts += [
         f"Training budgets (the whole protocol, tuning included, took {report['train_seconds']:.0f} s"
         f"{' in its last, resumed session' if report.get('train_resumed') else ''} on {report['config']['workers']} "
-        f"{report.get('executor', 'local')} workers of one torch thread each):",
+        f"{'Ray ' if report.get('executor') == 'ray' else ''}worker processes of one torch thread each):",
         "",
         budget_table(report),
         "",

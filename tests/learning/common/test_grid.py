@@ -20,7 +20,7 @@ from learning.common.progress import GridProgress
 from learning.common.run_folder import RunFolder, config_difference
 
 
-def _jobs(seeds, method="m", config="offset=0.5"):
+def _jobs(seeds, method="m", config="offset=0.5,marks=None"):
     return [Job(method, settings_of({"lr": 0.1}), seed, config=config) for seed in seeds]
 
 
@@ -77,7 +77,7 @@ def test_the_problem_is_built_once_per_process():
 
 def test_a_job_that_raises_is_named_with_its_traceback_after_the_others_finish(tmp_path):
     store = RunFolder(tmp_path / "run", {"preset": "toy"}).results("phase")
-    jobs = [*_jobs([0]), Job("raise", (), 7, config="offset=0.5"), *_jobs([1])]
+    jobs = [*_jobs([0]), Job("raise", (), 7, config="offset=0.5,marks=None"), *_jobs([1])]
     with LocalExecutor(1, progress=False) as executor, pytest.raises(GridError) as caught:
         executor.map(toy_task(), jobs, store, "phase")
     message = str(caught.value)

@@ -4,12 +4,14 @@ Ray cluster (2 CPUs) serves every test of this module."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 import torch
 from grid_support import toy_task
 
+from kinematics.errors import ConfigError
 from learning.common.jobs import GridError, Job
 from learning.common.local_executor import LocalExecutor
 
@@ -40,6 +42,16 @@ def test_the_environment_reaches_the_workers_and_each_builds_its_problem_once(cl
     # a worker process builds the problem once, at its first job, and keeps it for the others
     assert all(r["built_in"] == r["pid"] for r in results) and len({r["pid"] for r in results}) < len(results)
     assert ray.is_initialized()
+
+
+def test_a_job_on_a_cuda_device_asks_for_a_gpu_and_a_cluster_without_one_says_so(cluster):
+    task = dataclasses.replace(toy_task(), device="cuda")
+    with RayExecutor(2, progress=False) as executor, pytest.raises(ConfigError, match="ask 1 GPU each, but the Ray"):
+        executor.map(task, [Job("m", (), 0, config=task.config)])
+    with RayExecutor(2, gpus_per_job=0, progress=False) as executor:  # a CUDA job that asks for no GPU runs anyway
+        assert float(executor.map(task, [Job("m", (), 0, config=task.config)])[0]["value"]) == 0.5
+    with pytest.raises(ConfigError, match="gpus_per_job must be at least 0"):
+        RayExecutor(2, gpus_per_job=-1)
 
 
 def test_a_job_that_kills_its_worker_is_retried_and_the_grid_completes(cluster, tmp_path):
