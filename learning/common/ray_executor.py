@@ -65,7 +65,14 @@ class RayExecutor(Executor):
         started = time.perf_counter()
         if not ray.is_initialized():
             if self.address is not None:
-                ray.init(address=self.address, log_to_driver=True)
+                try:
+                    ray.init(address=self.address, log_to_driver=True)
+                except ConnectionError as exc:
+                    raise ConfigError(
+                        f"could not join the Ray cluster at {self.address} ({exc}). A cluster started with `ray start` "
+                        "asks its drivers for its token: set RAY_AUTH_MODE=token, with the head's ~/.ray/auth_token "
+                        "on this machine or its text in RAY_AUTH_TOKEN (docs/cluster.md)"
+                    ) from exc
             else:
                 ray.init(num_cpus=workers, num_gpus=_local_gpus(), include_dashboard=False, log_to_driver=True)
             self.started_here = True

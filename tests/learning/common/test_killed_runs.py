@@ -3,11 +3,15 @@ the figures of an uninterrupted run. Both executors, through the command line, a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -101,3 +105,40 @@ def test_a_killed_ray_run_leaves_no_worker_and_resumes_under_the_local_pool(tmp_
     assert learning_main([*_train(run)[3:], "--resume"]) == 0  # results do not depend on the executor
     report = json.loads((run / "report.json").read_text())
     assert _figures(report) == _figures(uninterrupted) and alive(set(started)) == set()
+
+
+def test_a_run_joins_a_running_cluster_by_its_address_and_leaves_it_running(tmp_path):
+    """``ray start --head`` as a user would, then the command with ``--address``: the run completes on that cluster
+    and the cluster is still up afterwards."""
+    ray = Path(sys.executable).parent / "ray"
+    temp = Path(tempfile.mkdtemp(prefix="ray", dir="/tmp"))  # Ray's socket paths must stay short
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    head = [str(ray), "start", "--head", f"--port={port}", "--num-cpus=2", "--include-dashboard=false"]
+    subprocess.run([*head, f"--temp-dir={temp}"], check=True, capture_output=True, timeout=120)
+    try:
+        run = tmp_path / "run"
+        command = _train(run, "--executor", "ray", "--address", f"127.0.0.1:{port}")
+        environment = {key: value for key, value in os.environ.items() if key != "RAY_AUTH_MODE"}
+        refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, env=environment)
+        assert refused.returncode == 2, refused.stderr[-3000:]  # without the cluster's token: said in one line
+        assert "set RAY_AUTH_MODE=token" in refused.stderr.splitlines()[-1]
+        environment["RAY_AUTH_MODE"] = "token"  # the head's token is in this machine's ~/.ray/auth_token
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, env=environment)
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert (run / "report.json").is_file() and len(list(run.glob("jobs/*/*.pt"))) == 12
+        status = subprocess.run(
+            [str(ray), "status", f"--address=127.0.0.1:{port}"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=environment,
+        )
+        assert status.returncode == 0 and "CPU" in status.stdout  # the cluster was left running
+    finally:
+        for pid in {int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()}:
+            if str(temp) in command_line(pid) and pid != os.getpid():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(temp, ignore_errors=True)
