@@ -16,7 +16,7 @@ import torch
 
 from kinematics.errors import ConfigError
 from learning.common.io import atomic_torch_save, atomic_write_json
-from learning.common.jobs import Job
+from learning.common.jobs import Job, fingerprint
 
 RESULT_FORMAT = "grasp-yaw-ik/job-result/1"
 RUNNING_SETTINGS = ("workers",)  # how the jobs run, not what they compute
@@ -41,8 +41,13 @@ def config_difference(saved: Mapping, current: Mapping) -> str | None:
 
 
 def computed_config(config: Mapping) -> dict:
-    """The configuration without the settings that only change how it runs (what fingerprints a task)."""
+    """The configuration without the settings that only change how it runs."""
     return {key: value for key, value in config.items() if key not in RUNNING_SETTINGS}
+
+
+def config_fingerprint(config: Mapping) -> str:
+    """What a grid task's jobs are keyed by: the digest of the configuration's computed settings."""
+    return fingerprint(computed_config(config))
 
 
 class RunFolder:

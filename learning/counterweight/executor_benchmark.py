@@ -1,8 +1,7 @@
 """The job grid under each executor (``python -m learning.counterweight.executor_benchmark``): the counterweight
-preset's whole protocol (tuning, seeds, equal
-wall time) on ``local`` (the process pool) and on ``ray`` (an embedded local Ray), the same number of workers, one
-after the other in one run, in the order local, ray, ray, local (so a drift of the machine's speed over the run
-weighs on both alike). Ray's overhead is the ratio of the two executors' mean wall times (with and without its
+preset's whole protocol (tuning, seeds, equal wall time) on ``local`` (the process pool) and on ``ray`` (an embedded
+local Ray), the same number of workers, one after the other in one run, in the order local, ray, ray, local (so a
+drift of the machine's speed over the run weighs on both alike). Ray's overhead is the ratio of the two executors' mean wall times (with and without its
 start and shutdown), beside its start-up seconds; the sums of the jobs' own training seconds show whether both ran
 under the same load."""
 
@@ -95,8 +94,8 @@ def markdown(doc: dict) -> str:
         met = "met" if r["end_to_end"] <= r["target_end_to_end"] else "not met"
         lines += [
             "",
-            f"Ray / local, each executor's mean over its runs: the grid {r['grid']:.3f}x, end to end (Ray's start and shutdown included) "
-            f"{r['end_to_end']:.3f}x (target <= {r['target_end_to_end']:.2f}x: {met}); the jobs' own training "
+            f"Ray / local, each executor's mean over its runs: the grid {r['grid']:.3f}x, end to end (Ray's start "
+            f"and shutdown included) {r['end_to_end']:.3f}x (target <= {r['target_end_to_end']:.2f}x: {met}); the jobs' own training "
             f"seconds {r['job_training']:.3f}x.",
         ]
     return "\n".join(lines) + "\n"

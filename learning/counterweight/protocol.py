@@ -23,13 +23,11 @@ from collections.abc import Callable
 import torch
 
 from learning.common.executor import Executor
-from learning.common.jobs import GridTask, Job, fingerprint, settings_of
-from learning.common.run_folder import RunFolder, computed_config
+from learning.common.jobs import GridTask, Job, settings_of
+from learning.common.run_folder import RunFolder, config_fingerprint
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.methods import TUNED_METHODS, ZERO_ORDER_METHODS, train_method, tuning_grid
 from learning.counterweight.training import Trained
-
-PHASES = ("tuning", "seeds", "equal_time")
 
 
 def _build(context: tuple[ExperimentCfg, torch.Tensor, torch.Tensor]) -> dict:
@@ -57,9 +55,7 @@ def _run(worker: dict, job: Job) -> dict:
 
 def counterweight_task(cfg: ExperimentCfg, train: torch.Tensor, validation: torch.Tensor) -> GridTask:
     """The grid task every protocol job trains on: the problem of ``cfg`` and its training and validation goals."""
-    return GridTask(
-        "counterweight", _build, _run, (cfg, train, validation), fingerprint(computed_config(cfg.to_dict()))
-    )
+    return GridTask("counterweight", _build, _run, (cfg, train, validation), config_fingerprint(cfg.to_dict()))
 
 
 def run_protocol(

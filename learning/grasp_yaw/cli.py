@@ -27,7 +27,7 @@ def main(args, command: str) -> int:
             cfg = dataclasses.replace(cfg, device=args.device)
         run = args.run or Path("runs") / f"{cfg.preset}-{time.strftime('%Y%m%d-%H%M%S')}"
         RunFolder.check(run, cfg.to_dict(), args.resume)  # before an executor starts
-        with executor_from_arguments(args, args.workers or 1) as executor:
+        with executor_from_arguments(args, 1 if args.workers is None else args.workers) as executor:
             train_run(cfg, run, executor=executor, resume=args.resume)
         report = evaluate_run(run, command=command)
         print(render_markdown(report))

@@ -22,10 +22,10 @@ from kinematics.errors import ConfigError
 from learning.common.executor import Executor
 from learning.common.executors import make_executor
 from learning.common.io import atomic_torch_save, atomic_write_json, atomic_write_text
-from learning.common.jobs import GridTask, Job, fingerprint
+from learning.common.jobs import GridTask, Job
 from learning.common.panda import franka_kinematics
 from learning.common.provenance import provenance
-from learning.common.run_folder import RunFolder, computed_config
+from learning.common.run_folder import RunFolder, config_fingerprint
 from learning.grasp_yaw.baselines import ik_layer, teacher
 from learning.grasp_yaw.checkpoints import load_checkpoint, save_checkpoint
 from learning.grasp_yaw.config import ExperimentCfg
@@ -126,8 +126,7 @@ def grasp_yaw_task(cfg: ExperimentCfg, splits: dict, labels: torch.Tensor) -> Gr
     goals and the teacher's labels (on the CPU; each worker moves them to ``cfg.device``)."""
     train, validation = (splits[name].to("cpu", splits[name].p.dtype) for name in ("train", "validation"))
     context = (cfg, train, validation, labels.cpu())
-    config = fingerprint(computed_config(cfg.to_dict()))
-    return GridTask("grasp-yaw", _build, _run, context, config, device=cfg.device)
+    return GridTask("grasp-yaw", _build, _run, context, config_fingerprint(cfg.to_dict()), device=cfg.device)
 
 
 def train_run(
