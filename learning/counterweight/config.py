@@ -53,13 +53,15 @@ class SplitSizes:
     test_iid: int = 128
     test_far: int = 64
     test_between: int = 64
+    tuning: int = 64  # chooses the hyperparameters; disjoint from validation, which chooses a run's checkpoint
 
 
 @dataclass(frozen=True)
 class TrainCfg:
     """Training through the layer (the gradient policy, its ``axes`` ablation, the best constant offset), and the
-    shared protocol: one *layer evaluation* is one goal's whole-body solve; every trainer validates every
-    ``validate_every * batch_size`` evaluations and keeps its best validation checkpoint."""
+    shared protocol: one *layer evaluation* is one goal's whole-body solve; every trainer takes a checkpoint (the
+    validation goals solved, charged to its budget) every ``validate_every * batch_size`` training evaluations of
+    this configuration, whatever batch size a tuned method uses (``learning.counterweight.selection``)."""
 
     steps: int = 48
     batch_size: int = 32
@@ -86,13 +88,18 @@ class ZeroOrderCfg:
     sep_cma_population: int | None = None
     linear_cma_sigma: float = 0.1
     linear_cma_population: int | None = None
+    pgpe_population: int = 16
+    pgpe_batch_size: int = 4
+    pgpe_stdev: float = 0.02
+    pgpe_learning_rate: float = 0.01
 
 
 @dataclass(frozen=True)
 class TuningCfg:
     """The same tuning budget for every trained method: three configurations each, trained once with
-    ``seed``, the best on the validation split kept (each at the gradient trainer's layer-evaluation budget).
-    The ``axes`` ablation reuses the gradient policy's choice."""
+    ``seed`` at the gradient trainer's layer-evaluation budget, the one whose selected checkpoint does best on the
+    tuning split kept (disjoint from the validation split that selects the checkpoint). The ``axes`` ablation
+    reuses the gradient policy's choice."""
 
     seed: int = 100
     gradient_learning_rate: tuple[float, ...] = (1e-3, 3e-3, 1e-2)

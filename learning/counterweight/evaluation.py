@@ -3,7 +3,8 @@
 Methods: ``reach_only`` (the body at its rest targets), ``rule`` (a hand-written counterweight: the free hand
 moved away from the goal), ``constant`` (the best single R^9 offset), the trained policies (one per seed:
 ``gradient``, the ``gradient_axes`` ablation, and each zero-order method at equal layer evaluations and at equal
-wall time, ``<method>_evaluations`` / ``<method>_seconds``), ``online`` (per-goal optimisation through the layer),
+wall time, ``<method>_evaluations`` / ``<method>_seconds``; each as its selected checkpoint and as its last iterate,
+``<key>_last``), ``online`` (per-goal optimisation through the layer),
 ``free_body`` (the body tasks removed: the whole body free under the same constraints) and ``no_balance`` (the rest
 targets without the polygon constraint: an upper bound, whose success does not ask for balance). Latency is per
 goal: the policy or rule, or the whole per-goal optimisation, plus the final solve, on this process's CPU threads.
@@ -24,7 +25,15 @@ from learning.counterweight.online import optimise_offsets
 from learning.counterweight.problem import R9_BLOCKS, R9_SIZE, CounterweightProblem
 
 POLICY_METHODS = ("gradient", "gradient_axes", *(f"{m}_{b}" for m in ZERO_ORDER_METHODS for b in BUDGETS))
-METHODS = ("reach_only", "rule", "constant", *POLICY_METHODS, "online", "free_body", "no_balance")
+
+
+def last_key(key: str) -> str:
+    """The name of a trained method's last iterate (``key`` alone names its selected checkpoint)."""
+    return f"{key}_last"
+
+
+TRAINED_ROWS = tuple(row for key in POLICY_METHODS for row in (key, last_key(key)))
+METHODS = ("reach_only", "rule", "constant", *TRAINED_ROWS, "online", "free_body", "no_balance")
 RULE_OFFSET_M = 0.3  # how far the rule moves the free hand
 
 
@@ -83,7 +92,7 @@ def choosers(problem: CounterweightProblem, cfg: ExperimentCfg, policies: dict[s
         "reach_only": [(None, lambda g: None, "body", True, "r9")],
         "rule": [(None, lambda g: counterweight_rule(problem, g), "body", True, "r9")],
     }
-    for name in ("constant", *POLICY_METHODS):
+    for name in ("constant", *TRAINED_ROWS):
         out[name] = [(k, p, "body", True, p.parameterisation) for k, p in enumerate(policies.get(name, []))]
     out["online"] = [(None, per_goal_chooser(problem, cfg), "body", True, "r9")]
     out["free_body"] = [(None, lambda g: None, "free", True, "r9")]

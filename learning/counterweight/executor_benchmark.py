@@ -30,7 +30,7 @@ EXECUTOR_ORDER = ("local", "ray", "ray", "local")
 def run(preset_name: str = "full", workers: int = 2, executors: tuple[str, ...] = EXECUTOR_ORDER) -> dict:
     cfg = dataclasses.replace(preset(preset_name), workers=workers)
     splits = make_splits(cfg, build_problem(cfg))
-    train, validation = splits["train"].goals, splits["validation"].goals
+    goals = {name: splits[name].goals for name in ("train", "validation", "tuning")}
     rows = []
     for name in executors:
         started = time.perf_counter()
@@ -38,7 +38,7 @@ def run(preset_name: str = "full", workers: int = 2, executors: tuple[str, ...] 
         startup = time.perf_counter() - started
         try:
             began = time.perf_counter()
-            protocol = run_protocol(cfg, train, validation, executor)
+            protocol = run_protocol(cfg, goals, executor)
             grid = time.perf_counter() - began
         finally:
             closing = time.perf_counter()

@@ -5,7 +5,7 @@ Run folder layout::
 
     config.json  splits.pt  distribution.json  training.json
     jobs/<phase>/<job>.pt  (each job's result, written as it arrives; what --resume reads)
-    checkpoints/constant.pt  checkpoints/seed<k>/<method>.pt
+    checkpoints/constant.pt  checkpoints/seed<k>/<method>.pt (the selected checkpoint), <method>_last.pt
     report.json  report.md  figures/*.png
 """
 
@@ -28,7 +28,7 @@ from learning.common.run_folder import RunFolder
 from learning.counterweight.checkpoints import load_policy, save_policy
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.distribution import distribution_check
-from learning.counterweight.evaluation import POLICY_METHODS, body_response, evaluate_splits, per_goal_chooser
+from learning.counterweight.evaluation import POLICY_METHODS, body_response, evaluate_splits, last_key, per_goal_chooser
 from learning.counterweight.figures import write_figures
 from learning.counterweight.goals import TEST_SPLITS, load_splits, make_splits, save_splits, spherical
 from learning.counterweight.methods import ZERO_ORDER_METHODS
@@ -91,7 +91,8 @@ def train_run(
     own_executor = executor is None
     executor = executor or make_executor("local", cfg.workers, log=log)
     try:
-        protocol = run_protocol(cfg, splits["train"].goals, splits["validation"].goals, executor, folder, log)
+        goals = {name: splits[name].goals for name in ("train", "validation", "tuning")}
+        protocol = run_protocol(cfg, goals, executor, folder, log)
     finally:
         if own_executor:
             executor.close()
@@ -99,6 +100,10 @@ def train_run(
     for job, trained in protocol["runs"]:
         key = run_key(job.method, job.budget)
         save_policy(checkpoint_path(run_dir, job.seed, key), job.method, key, job.seed, cfg, problem, trained.state)
+        last = last_key(key)
+        save_policy(
+            checkpoint_path(run_dir, job.seed, last), job.method, last, job.seed, cfg, problem, trained.last_state
+        )
         runs.setdefault(key, []).append(
             {
                 "seed": job.seed,
@@ -106,6 +111,7 @@ def train_run(
                 "settings": dict(job.settings),
                 "evaluations": trained.evaluations,
                 "seconds": trained.seconds,
+                "selected": trained.selected,
                 "curve": trained.curve.to_dict(),
             }
         )
@@ -141,7 +147,7 @@ def evaluate_run(run_dir: Path, command: str, log: Callable[[str], None] = print
     training = json.loads((run_dir / "training.json").read_text())
     policies = {
         key: [load_policy(checkpoint_path(run_dir, seed, key), problem)[0] for seed in cfg.seeds]
-        for key in POLICY_METHODS
+        for key in (*POLICY_METHODS, *map(last_key, POLICY_METHODS))
     }
     policies["constant"] = [load_policy(run_dir / "checkpoints" / "constant.pt", problem)[0]]
     rows = evaluate_splits(problem, cfg, {name: splits[name] for name in TEST_SPLITS}, policies, log)

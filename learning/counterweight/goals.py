@@ -6,9 +6,10 @@ counterweight, decided by the layer before any training: with the body at its re
 with the balance constraint removed it succeeds (``needs_counterweight``). Candidates are drawn until a split is
 full; the fraction accepted is recorded.
 
-Splits: train, validation (selects checkpoints and hyperparameters), IID test, and two held-out ones: ``test_far``
-(farther from the shoulder than any trained goal, both sectors) and ``test_between`` (an azimuth band between the
-sectors, beside the front one on the reaching side). Each split draws from its own generator seeded from the
+Splits: train, validation (selects a run's checkpoint), tuning (chooses hyperparameters), IID test, and two
+held-out ones: ``test_far`` (farther from the shoulder than any trained goal, both sectors) and ``test_between`` (an
+azimuth band between the sectors, beside the front one on the reaching side); the tuning split is drawn like the
+training one. Each split draws from its own generator seeded from the
 experiment's split seed; the run saves them.
 """
 
@@ -24,7 +25,7 @@ from learning.counterweight.config import ExperimentCfg, GoalRegionCfg
 from learning.counterweight.problem import CounterweightProblem
 
 SECTORS = ("front", "behind", "between")  # a goal's ``SplitGoals.sector`` indexes this
-SPLITS = ("train", "validation", "test_iid", "test_far", "test_between")
+SPLITS = ("train", "validation", "test_iid", "test_far", "test_between", "tuning")  # new ones last: seeds by index
 TEST_SPLITS = ("test_iid", "test_far", "test_between")
 CANDIDATE_CHUNK = 256  # candidates solved per batch while filling a split (at most)
 MAX_CANDIDATES = 200_000  # per split: a region where (almost) no goal needs a counterweight fails loudly

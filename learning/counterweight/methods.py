@@ -6,11 +6,15 @@
 - ``es``: OpenAI-ES on the network;
 - ``sep_cma``: separable CMA-ES (``cmaes``) on the network;
 - ``linear_cma``: full CMA-ES (``cmaes``) on ``LinearPolicy`` (a small policy, 72 weights);
+- ``pgpe``: PGPE with ClipUp (EvoTorch) on the network (the study's);
+- ``gradient_implicit``: ``gradient``'s trainer on a problem whose layer differentiates implicitly (the study's;
+  the caller passes that problem);
 - ``constant``: one R^9 offset for every goal, Adam through the layer from a few starts (``train_best_constant``:
   a diagnostic baseline, not tuned).
 
 The zero-order methods run at two budgets: the gradient trainer's layer evaluations (``budget="evaluations"``)
-and its wall time (``budget="seconds"``).
+and its wall time (``budget="seconds"``). Every budget includes the run's selection solves
+(``learning.counterweight.selection``).
 """
 
 from __future__ import annotations
@@ -24,10 +28,11 @@ from torch import nn
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.policy import ConstantPolicy, CounterweightPolicy, LinearPolicy
 from learning.counterweight.problem import R9_BLOCKS, CounterweightProblem
-from learning.counterweight.training import Trained, train_gradient
-from learning.counterweight.zero_order import LibraryCMA, OpenAIES, flat_weights, train_zero_order
+from learning.counterweight.selection import Checkpoints, Trained, with_checkpoints
+from learning.counterweight.training import train_gradient
+from learning.counterweight.zero_order import PGPE, LibraryCMA, OpenAIES, flat_weights, train_zero_order
 
-GRADIENT_METHODS = ("gradient", "gradient_axes")
+GRADIENT_METHODS = ("gradient", "gradient_axes", "gradient_implicit")
 ZERO_ORDER_METHODS = ("es", "sep_cma", "linear_cma")
 TUNED_METHODS = ("gradient", *ZERO_ORDER_METHODS)
 BUDGETS = ("evaluations", "seconds")
@@ -42,7 +47,7 @@ def make_policy(method: str, problem: CounterweightProblem, cfg: ExperimentCfg) 
         return ConstantPolicy(shoulder, "r9", bound)
     if method == "gradient_axes":
         return CounterweightPolicy(shoulder, cfg.train.hidden, "axes", bound)
-    if method in ("gradient", "es", "sep_cma"):
+    if method in ("gradient", "gradient_implicit", "es", "sep_cma", "pgpe"):
         return CounterweightPolicy(shoulder, cfg.train.hidden, "r9", bound)
     raise ValueError(f"unknown counterweight method {method!r}")
 
@@ -59,6 +64,17 @@ def tuning_grid(method: str, cfg: ExperimentCfg) -> list[dict]:
     if method == "linear_cma":
         return [{"linear_cma_sigma": sigma} for sigma in t.linear_cma_sigma]
     raise ValueError(f"{method!r} is not tuned")
+
+
+def checkpoints_for(
+    problem: CounterweightProblem,
+    cfg: ExperimentCfg,
+    selection_goals: torch.Tensor,
+    probe_goals: torch.Tensor | None = None,
+) -> Checkpoints:
+    """A run's checkpoints: the selection goals solved every ``validate_every * batch_size`` training evaluations
+    of ``cfg.train`` (the same for every method, whatever its own batch)."""
+    return Checkpoints(problem, selection_goals, cfg.train.validate_every * cfg.train.batch_size, probe_goals)
 
 
 def train_best_constant(
@@ -79,16 +95,19 @@ def train_best_constant(
         policy = make_policy("constant", problem, cfg)
         with torch.no_grad():
             policy.raw[R9_BLOCKS[-1][1].start] = start  # the free hand's x (the bound is near the identity here)
-        trained = train_gradient(problem, policy, train_goals, validation_goals, train_cfg, 0, log)
+        checkpoints = Checkpoints(problem, validation_goals, train_cfg.validate_every * train_cfg.batch_size)
+        trained = train_gradient(problem, policy, train_goals, checkpoints, train_cfg, 0, log=log)
         log(f"constant from a free-hand offset of {start:+.2f} m: validation {trained.best_validation_success:.2f}")
         if best is None or trained.best_validation_success > best.best_validation_success:
             best = trained
     return best
 
 
-def evaluation_budget(cfg: ExperimentCfg) -> int:
-    """The gradient trainer's layer evaluations: what the zero-order methods get at ``budget="evaluations"``."""
-    return cfg.train.steps * cfg.train.batch_size
+def evaluation_budget(cfg: ExperimentCfg, selection_goals: int) -> int:
+    """The gradient trainer's layer evaluations, its checkpoints' ``selection_goals`` solves included: what every
+    method gets at ``budget="evaluations"``."""
+    train = cfg.train
+    return with_checkpoints(train.steps * train.batch_size, train.validate_every * train.batch_size, selection_goals)
 
 
 def train_method(
@@ -97,18 +116,23 @@ def train_method(
     problem: CounterweightProblem,
     cfg: ExperimentCfg,
     train_goals: torch.Tensor,
-    validation_goals: torch.Tensor,
+    checkpoints: Checkpoints,
     seed: int,
+    max_evaluations: int | None = None,
     max_seconds: float | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> Trained:
-    """Train ``method`` with ``settings`` (overrides of ``cfg.train`` or ``cfg.zero_order``) from ``seed``; a
-    zero-order method spends ``max_seconds`` if given, else the gradient trainer's layer evaluations."""
+    """Train ``method`` with ``settings`` (overrides of ``cfg.train`` or ``cfg.zero_order``) from ``seed``, until
+    ``max_seconds`` if given, else ``max_evaluations`` (default: the gradient trainer's), selection included."""
     torch.manual_seed(seed)
     policy = make_policy(method, problem, cfg)
+    if max_seconds is None and max_evaluations is None:
+        max_evaluations = evaluation_budget(cfg, checkpoints.cost)
     if method in GRADIENT_METHODS:
+        if max_seconds is not None:
+            raise ValueError(f"{method} trains to a budget of layer evaluations, not of seconds")
         train_cfg = dataclasses.replace(cfg.train, **settings)
-        return train_gradient(problem, policy, train_goals, validation_goals, train_cfg, seed, log)
+        return train_gradient(problem, policy, train_goals, checkpoints, train_cfg, seed, max_evaluations, log)
     z = dataclasses.replace(cfg.zero_order, **settings)
     centre = flat_weights(policy)
     if method == "es":
@@ -118,19 +142,12 @@ def train_method(
     elif method == "linear_cma":
         optimiser = LibraryCMA(centre, z.linear_cma_sigma, z.linear_cma_population, False, seed)
         batch = z.cma_batch_size
+    elif method == "pgpe":
+        optimiser = PGPE(centre, z.pgpe_population, z.pgpe_stdev, z.pgpe_learning_rate)
+        batch = z.pgpe_batch_size
     else:
         raise ValueError(f"unknown counterweight method {method!r}")
-    budget = {"max_seconds": max_seconds} if max_seconds is not None else {"max_evaluations": evaluation_budget(cfg)}
+    budget = {"max_seconds": max_seconds} if max_seconds is not None else {"max_evaluations": max_evaluations}
     return train_zero_order(
-        problem,
-        policy,
-        optimiser,
-        train_goals,
-        validation_goals,
-        batch,
-        cfg.train.output_penalty,
-        cfg.train.validate_every * cfg.train.batch_size,
-        seed,
-        log=log,
-        **budget,
+        problem, policy, optimiser, train_goals, checkpoints, batch, cfg.train.output_penalty, seed, log=log, **budget
     )

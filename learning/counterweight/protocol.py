@@ -1,10 +1,11 @@
 """The training protocol, fixed before any zero-order run: the same tuning budget for every tuned method, then
 every seed of each method's chosen configuration, the zero-order methods at the gradient trainer's
-layer-evaluation budget and at its wall time.
+layer-evaluation budget and at its wall time. Every run's budget includes its checkpoints' validation solves
+(``learning.counterweight.selection``), and every run solves the tuning split at its checkpoints (not charged).
 
 1. Tuning: each tuned method (``TUNED_METHODS``) trains each of its ``tuning_grid`` configurations once, from
-   ``cfg.tuning.seed``, at the layer-evaluation budget; the configuration with the best validation success (ties:
-   the first) is chosen.
+   ``cfg.tuning.seed``, at the layer-evaluation budget; the configuration whose selected checkpoint does best on
+   the tuning split (ties: the first) is chosen.
 2. Seeds: the chosen configuration of every method, and the ``gradient_axes`` ablation (with ``gradient``'s
    choice), for each of ``cfg.seeds``; the zero-order methods at the layer-evaluation budget.
 3. Equal time: each zero-order method for each seed again, for as many seconds as the gradient trainer of that
@@ -26,49 +27,57 @@ from learning.common.executor import Executor
 from learning.common.jobs import GridTask, Job, settings_of
 from learning.common.run_folder import RunFolder, config_fingerprint
 from learning.counterweight.config import ExperimentCfg
-from learning.counterweight.methods import TUNED_METHODS, ZERO_ORDER_METHODS, train_method, tuning_grid
-from learning.counterweight.training import Trained
+from learning.counterweight.methods import TUNED_METHODS, ZERO_ORDER_METHODS, checkpoints_for, train_method, tuning_grid
+from learning.counterweight.selection import Trained
 
 
-def _build(context: tuple[ExperimentCfg, torch.Tensor, torch.Tensor]) -> dict:
+def _build(context: tuple[ExperimentCfg, dict[str, torch.Tensor]]) -> dict:
     import assets
     from learning.counterweight.problem import CounterweightProblem
 
-    cfg, train, validation = context
+    cfg, goals = context
     problem = CounterweightProblem(assets.ROBOTS[cfg.problem.robot], cfg.problem)
-    return {"problem": problem, "cfg": cfg, "train": train, "validation": validation}
+    return {"problem": problem, "cfg": cfg, **goals}
 
 
 def _run(worker: dict, job: Job) -> dict:
+    problem, cfg = worker["problem"], worker["cfg"]
+    checkpoints = checkpoints_for(problem, cfg, worker["validation"], worker["tuning"])
     trained = train_method(
         job.method,
         dict(job.settings),
-        worker["problem"],
-        worker["cfg"],
+        problem,
+        cfg,
         worker["train"],
-        worker["validation"],
+        checkpoints,
         job.seed,
-        job.max_seconds,
+        max_seconds=job.max_seconds,
     )
     return trained.to_dict()
 
 
-def counterweight_task(cfg: ExperimentCfg, train: torch.Tensor, validation: torch.Tensor) -> GridTask:
-    """The grid task every protocol job trains on: the problem of ``cfg`` and its training and validation goals."""
-    return GridTask("counterweight", _build, _run, (cfg, train, validation), config_fingerprint(cfg.to_dict()))
+def counterweight_task(cfg: ExperimentCfg, goals: dict[str, torch.Tensor]) -> GridTask:
+    """The grid task every protocol job trains on: the problem of ``cfg`` and its ``goals``: ``train``,
+    ``validation`` (a run's checkpoints) and ``tuning``."""
+    return GridTask("counterweight", _build, _run, (cfg, goals), config_fingerprint(cfg.to_dict()))
+
+
+def tuning_score(trained: Trained) -> float:
+    """The tuning split's success at the run's selected checkpoint."""
+    return trained.curve.probe_success[trained.selected]
 
 
 def run_protocol(
     cfg: ExperimentCfg,
-    train: torch.Tensor,
-    validation: torch.Tensor,
+    goals: dict[str, torch.Tensor],
     executor: Executor,
     folder: RunFolder | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> dict:
-    """``{"tuning": {method: [{settings, best_validation_success, evaluations, seconds}]}, "chosen": {method:
-    settings}, "runs": [(Job, Trained)]}``: every trained policy of the report."""
-    task = counterweight_task(cfg, train, validation)
+    """``{"tuning": {method: [{settings, tuning_success, last_tuning_success, best_validation_success,
+    evaluations, seconds}]}, "chosen": {method: settings}, "runs": [(Job, Trained)]}``: every trained policy of the
+    report, on ``goals`` (``train``, ``validation``, ``tuning``)."""
+    task = counterweight_task(cfg, goals)
 
     def run(phase: str, jobs: list[Job]) -> list[Trained]:
         store = folder.results(phase) if folder is not None else None
@@ -85,13 +94,16 @@ def run_protocol(
         tuning[job.method].append(
             {
                 "settings": dict(job.settings),
+                "tuning_success": tuning_score(trained),
+                "last_tuning_success": trained.curve.probe_success[-1],
                 "best_validation_success": trained.best_validation_success,
                 "evaluations": trained.evaluations,
                 "seconds": trained.seconds,
             }
         )
     chosen = {
-        method: max(rows, key=lambda row: row["best_validation_success"])["settings"] for method, rows in tuning.items()
+        method: max(rows, key=lambda row: (row["tuning_success"], row["last_tuning_success"]))["settings"]
+        for method, rows in tuning.items()
     }
     chosen["gradient_axes"] = chosen["gradient"]
     for method, settings in chosen.items():

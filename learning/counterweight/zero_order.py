@@ -1,20 +1,20 @@
 """Training a counterweight policy without gradients through the layer: forward solves only.
 
-Three optimisers of a policy's flat weight vector, each asking for a population of candidate weights and told
+Four optimisers of a policy's flat weight vector, each asking for a population of candidate weights and told
 their losses on one shared batch of goals (``batch_size`` per candidate, common to the population):
 
 - ``OpenAIES``: antithetic Gaussian perturbations, centred ranks, Adam on the estimate (as the grasp-yaw
   experiment's ES);
 - ``LibraryCMA``: CMA-ES from the ``cmaes`` library, separable (``SepCMA``, for the network's thousands of
-  weights) or full (``CMA``, for ``LinearPolicy``'s 72).
+  weights) or full (``CMA``, for ``LinearPolicy``'s 72);
+- ``PGPE``: PGPE with ClipUp from EvoTorch.
 
-``train_zero_order`` spends a budget of layer evaluations or of seconds, validating the distribution's centre
-(ES's weights, CMA's mean) every ``validate_each`` evaluations, as the gradient trainer does.
+``train_zero_order`` spends a budget of layer evaluations or of seconds, checking the distribution's centre at the
+checkpoints of ``learning.counterweight.selection``, as the gradient trainer does.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import numpy as np
@@ -25,7 +25,8 @@ from torch.nn.utils import parameters_to_vector, vector_to_parameters
 
 from learning.common.ranks import antithetic_estimate
 from learning.counterweight.problem import CounterweightProblem
-from learning.counterweight.training import Curve, Trained, Validator, reach_loss
+from learning.counterweight.selection import Checkpoints, Trained, train_with_checkpoints
+from learning.counterweight.training import reach_loss
 
 
 class OpenAIES:
@@ -80,64 +81,103 @@ class LibraryCMA:
         self.optimizer.tell([(x, float(v)) for x, v in zip(self._asked, losses.tolist(), strict=True)])
 
 
+class PGPE:
+    """PGPE with the ClipUp optimiser from EvoTorch (``evotorch.algorithms.functional.pgpe``): symmetric sampling
+    of ``population`` candidates (even) around the centre with per-weight ``stdev``, centred ranks; the centre moves
+    by ClipUp at ``learning_rate`` (maximum speed twice that, ClipUp's rule), the standard deviation by PGPE's own
+    update (learning rate ``stdev_learning_rate``, each step within ``stdev_max_change`` of its value). Sampling
+    draws from torch's global generator (seeded by the trainer)."""
+
+    def __init__(
+        self,
+        centre: torch.Tensor,
+        population: int,
+        stdev: float,
+        learning_rate: float,
+        stdev_learning_rate: float = 0.1,
+        stdev_max_change: float = 0.2,
+    ) -> None:
+        from evotorch.algorithms.functional import pgpe  # here: EvoTorch takes a second to import (it pulls Ray)
+
+        if population < 2 or population % 2:
+            raise ValueError(f"PGPE's symmetric sampling needs an even population of at least 2, got {population}")
+        self.population_size, self.dtype = population, centre.dtype
+        self.state = pgpe(
+            center_init=centre.detach().clone().double(),
+            center_learning_rate=learning_rate,
+            stdev_learning_rate=stdev_learning_rate,
+            stdev_max_change=stdev_max_change,
+            stdev_init=stdev,
+            objective_sense="min",
+            ranking_method="centered",
+            optimizer="clipup",
+            symmetric=True,
+        )
+        self._asked: torch.Tensor | None = None
+
+    def centre(self) -> torch.Tensor:
+        return self.state.optimizer_state.center.to(self.dtype)
+
+    def ask(self) -> torch.Tensor:
+        from evotorch.algorithms.functional import pgpe_ask
+
+        self._asked = pgpe_ask(self.state, popsize=self.population_size)
+        return self._asked.to(self.dtype)
+
+    def tell(self, losses: torch.Tensor) -> None:
+        from evotorch.algorithms.functional import pgpe_tell
+
+        self.state = pgpe_tell(self.state, self._asked, losses.double())
+
+
 def train_zero_order(
     problem: CounterweightProblem,
     policy: nn.Module,
-    optimiser: OpenAIES | LibraryCMA,
+    optimiser: OpenAIES | LibraryCMA | PGPE,
     train_goals: torch.Tensor,
-    validation_goals: torch.Tensor,
+    checkpoints: Checkpoints,
     batch_size: int,
     penalty: float,
-    validate_each: int,
     seed: int,
     max_evaluations: int | None = None,
     max_seconds: float | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> Trained:
-    """Ask, score every candidate on one batch of ``batch_size`` goals in one solve, tell; until
-    ``max_evaluations`` layer evaluations or ``max_seconds`` of training are spent (give exactly one)."""
-    if (max_evaluations is None) == (max_seconds is None):
-        raise ValueError("give exactly one budget: max_evaluations or max_seconds")
+    """Ask, score every candidate on one batch of ``batch_size`` goals in one solve, tell, and leave the
+    distribution's centre (ES's weights, CMA's mean, PGPE's centre) in ``policy``; until ``max_evaluations``
+    layer evaluations (selection included) or ``max_seconds`` are spent (give exactly one)."""
     params = list(policy.parameters())
     dtype = problem.tree.joint_lower.dtype
     goals_pool = train_goals.to(dtype)
     generator = torch.Generator().manual_seed(20_000 + seed)
-    validation, curve = Validator(problem, validation_goals), Curve()
-    validation(policy, curve, 0, 0.0, float("nan"))
-    per_generation = optimiser.population_size * batch_size
-    evaluations, seconds, next_validation = 0, 0.0, validate_each
 
-    def spent() -> bool:
-        if max_evaluations is not None:
-            return evaluations + per_generation > max_evaluations
-        return seconds >= max_seconds
-
-    loss = torch.tensor(float("nan"))
-    while not spent():
-        start = time.perf_counter()
-        with torch.no_grad():
-            goals = goals_pool[torch.randint(len(goals_pool), (batch_size,), generator=generator)]
-            candidates = optimiser.ask()
-            outputs = []
-            for weights in candidates:
-                vector_to_parameters(weights.to(dtype), params)
-                outputs.append(policy(goals))
-            population = candidates.shape[0]
-            per_goal = reach_loss(
-                problem, goals.repeat(population, 1), torch.cat(outputs), policy.parameterisation, penalty
-            )
-            loss = per_goal.reshape(population, batch_size).mean(-1)
-        optimiser.tell(loss)
+    @torch.no_grad()
+    def generation() -> float:
+        goals = goals_pool[torch.randint(len(goals_pool), (batch_size,), generator=generator)]
+        candidates = optimiser.ask()
+        outputs = []
+        for weights in candidates:
+            vector_to_parameters(weights.to(dtype), params)
+            outputs.append(policy(goals))
+        population = candidates.shape[0]
+        per_goal = reach_loss(
+            problem, goals.repeat(population, 1), torch.cat(outputs), policy.parameterisation, penalty
+        )
+        losses = per_goal.reshape(population, batch_size).mean(-1)
+        optimiser.tell(losses)
         vector_to_parameters(optimiser.centre().to(dtype), params)
-        seconds += time.perf_counter() - start
-        evaluations += population * batch_size
-        if evaluations >= next_validation or spent():
-            next_validation += validate_each
-            validation(policy, curve, evaluations, seconds, float(loss.mean()))
-            log(f"zero-order seed {seed} evaluations {evaluations}: validation {curve.validation_success[-1]:.2f}")
-    if curve.evaluations[-1] != evaluations:
-        validation(policy, curve, evaluations, seconds, float(loss.mean()))
-    return Trained(validation.best, curve, evaluations, seconds, validation.best_success)
+        return float(losses.mean())
+
+    return train_with_checkpoints(
+        policy,
+        generation,
+        optimiser.population_size * batch_size,
+        checkpoints,
+        max_evaluations,
+        max_seconds,
+        log,
+        f"zero-order seed {seed}",
+    )
 
 
 def flat_weights(policy: nn.Module) -> torch.Tensor:

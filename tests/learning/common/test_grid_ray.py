@@ -80,9 +80,9 @@ def test_the_counterweight_smoke_grid_gives_the_local_pools_policies(cluster, tm
 
     cfg = preset("smoke")
     splits = make_splits(cfg, build_problem(cfg))
-    train, validation = splits["train"].goals, splits["validation"].goals
+    goals = {name: splits[name].goals for name in ("train", "validation", "tuning")}
     with LocalExecutor(2, progress=False) as local, RayExecutor(2, progress=False) as remote:
-        runs = {name: run_protocol(cfg, train, validation, ex) for name, ex in (("local", local), ("ray", remote))}
+        runs = {name: run_protocol(cfg, goals, ex) for name, ex in (("local", local), ("ray", remote))}
     assert runs["local"]["chosen"] == runs["ray"]["chosen"]
     compared = 0
     for (job, trained), (ray_job, ray_trained) in zip(runs["local"]["runs"], runs["ray"]["runs"], strict=True):

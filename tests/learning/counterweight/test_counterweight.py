@@ -6,6 +6,7 @@ through the command line."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -34,9 +35,10 @@ from learning.counterweight.methods import make_policy
 from learning.counterweight.policy import ConstantPolicy, CounterweightPolicy, LinearPolicy
 from learning.counterweight.problem import R9_BLOCKS, R9_SIZE, CounterweightProblem, bound_offsets
 from learning.counterweight.report import render_markdown
+from learning.counterweight.selection import Checkpoints, Curve, selected_index, with_checkpoints
 from learning.counterweight.statistics import claim_verdict, curve_band, iqm, iqm_interval
-from learning.counterweight.training import reach_loss
-from learning.counterweight.zero_order import LibraryCMA, OpenAIES, flat_weights, train_zero_order
+from learning.counterweight.training import reach_loss, train_gradient
+from learning.counterweight.zero_order import PGPE, LibraryCMA, OpenAIES, flat_weights, train_zero_order
 
 FREE_HAND_X = R9_BLOCKS[-1][1].start  # the free hand's x in the R^9 offset
 
@@ -143,25 +145,58 @@ def test_every_split_goal_needs_a_counterweight_half_in_each_sector_and_held_out
     assert a["test_far"].goals.sub(problem.shoulder.double()).norm(dim=-1).min() >= cfg.goals.distance[1] - 1e-9
 
 
-def test_zero_order_trainers_keep_their_budgets_and_use_the_library():
+def test_zero_order_trainers_keep_their_budgets_selection_included_and_use_the_libraries():
     cfg = PRESETS["smoke"]
     problem = CounterweightProblem(assets.G1, cfg.problem)
     goals = problem.shoulder + torch.tensor([[0.38, -0.05, -0.1], [0.36, 0.02, -0.2]])
+    probe = problem.shoulder + torch.tensor([[0.37, 0.0, -0.1], [0.35, 0.01, -0.15], [0.39, -0.02, -0.05]])
     for policy, make in (
         (LinearPolicy(problem.shoulder), lambda p: LibraryCMA(flat_weights(p), 0.1, 4, False, seed=0)),
         (LinearPolicy(problem.shoulder), lambda p: LibraryCMA(flat_weights(p), 0.1, 4, True, seed=0)),
         (CounterweightPolicy(problem.shoulder, 8), lambda p: OpenAIES(flat_weights(p), 2, 0.05, 0.01, seed=0)),
+        (CounterweightPolicy(problem.shoulder, 8), lambda p: PGPE(flat_weights(p), 4, 0.05, 0.01)),
     ):
         optimiser = make(policy)
-        trained = train_zero_order(problem, policy, optimiser, goals, goals, 2, 0.0, 8, 0, max_evaluations=20)
-        assert trained.evaluations == 16  # two generations of 4 candidates x 2 goals; a third would pass 20
-        assert trained.curve.evaluations[0] == 0 and trained.curve.evaluations[-1] == 16
+        checkpoints = Checkpoints(problem, goals, 8, probe)
+        trained = train_zero_order(problem, policy, optimiser, goals, checkpoints, 2, 0.0, 0, max_evaluations=20)
+        # a checkpoint at the start (2 selection solves), one generation of 4 x 2 goals, a checkpoint (2), and no
+        # second generation: 12 + 8 + the final checkpoint's 2 would pass 20
+        assert trained.curve.evaluations == [2, 12] and trained.curve.training_evaluations == [0, 8]
+        assert trained.evaluations == 12 and len(trained.curve.probe_success) == 2
+        assert trained.probe.shape == (2, 3) and trained.probe.dtype == torch.bool
         assert not torch.equal(flat_weights(policy), torch.zeros_like(flat_weights(policy)))  # it moved
+        assert trained.last_state.keys() == trained.state.keys()
+        for name, value in trained.last_state.items():  # the last iterate is the policy's final weights
+            assert torch.equal(value, policy.state_dict()[name])
     assert type(LibraryCMA(torch.zeros(3), 0.1, None, True, 0).optimizer).__module__.startswith("cmaes")
+    assert type(optimiser.state).__module__.startswith("evotorch")
     with pytest.raises(ValueError, match="exactly one budget"):
-        train_zero_order(problem, policy, optimiser, goals, goals, 2, 0.0, 8, 0)
-    timed = train_zero_order(problem, policy, optimiser, goals, goals, 2, 0.0, 8, 0, max_seconds=0.2)
+        train_zero_order(problem, policy, optimiser, goals, Checkpoints(problem, goals, 8), 2, 0.0, 0)
+    with pytest.raises(ValueError, match="even population"):
+        PGPE(torch.zeros(3), 5, 0.1, 0.01)
+    timed = train_zero_order(
+        problem, policy, optimiser, goals, Checkpoints(problem, goals, 8), 2, 0.0, 0, max_seconds=0.2
+    )
     assert timed.seconds >= 0.2
+
+
+def test_the_selected_checkpoint_is_the_best_on_selection_and_the_budget_counts_its_solves():
+    curve = Curve(validation_success=[0.0, 0.5, 0.5, 0.25], validation_error=[0.1, 0.02, 0.01, 0.2])
+    assert selected_index(curve, 4) == 2  # tie on success: the lower error
+    assert selected_index(curve, 2) == 1  # within a shorter budget
+    curve = Curve(validation_success=[0.5, 0.5], validation_error=[0.01, 0.01])
+    assert selected_index(curve, 2) == 0  # a full tie: the earlier
+    assert with_checkpoints(1536, 192, 32) == 1824  # the study's 1x: 48 steps of 32 and 9 checkpoints of 32
+    cfg = PRESETS["smoke"]
+    problem = CounterweightProblem(assets.G1, cfg.problem)
+    goals = problem.shoulder + torch.tensor([[0.38, -0.05, -0.1], [0.36, 0.02, -0.2]])
+    policy = CounterweightPolicy(problem.shoulder, 8)
+    checkpoints = Checkpoints(problem, goals, 4)
+    train_cfg = dataclasses.replace(cfg.train, steps=3, batch_size=2)
+    trained = train_gradient(problem, policy, goals, checkpoints, train_cfg, 0)
+    # 3 steps of 2 and checkpoints at 0, after 4 and at the end: 6 + 3 x 2
+    assert trained.evaluations == with_checkpoints(6, 4, 2) == 12
+    assert trained.curve.training_evaluations == [0, 4, 6]
 
 
 def test_statistics_and_the_verdict_say_what_the_numbers_say():
