@@ -71,10 +71,13 @@ def checkpoints_for(
     cfg: ExperimentCfg,
     selection_goals: torch.Tensor,
     probe_goals: torch.Tensor | None = None,
+    probe_dense: int | None = None,
 ) -> Checkpoints:
     """A run's checkpoints: the selection goals solved every ``validate_every * batch_size`` training evaluations
-    of ``cfg.train`` (the same for every method, whatever its own batch)."""
-    return Checkpoints(problem, selection_goals, cfg.train.validate_every * cfg.train.batch_size, probe_goals)
+    of ``cfg.train`` (the same for every method, whatever its own batch); ``probe_goals`` at all of them, or as
+    ``Checkpoints`` says with ``probe_dense``."""
+    every = cfg.train.validate_every * cfg.train.batch_size
+    return Checkpoints(problem, selection_goals, every, probe_goals, probe_dense)
 
 
 def train_best_constant(

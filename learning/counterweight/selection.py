@@ -8,7 +8,9 @@ selection success, ties the lower median hand error, then the earlier) and its l
 
 A checkpoint can also solve *probe* goals (the test goals of a study, or the tuning goals while tuning), to measure
 the run: those solves are not charged and their seconds are not counted; their per-goal success is kept, so any
-budget's selected checkpoint and last iterate can be read back afterwards.
+budget's selected checkpoint and last iterate can be read back afterwards. With ``probe_dense`` set, only the first
+``probe_dense`` checkpoints, every ``probe_every``-th after them, each newly selected one and the last are probed
+(the selected checkpoint of any budget is always among them).
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ class Curve:
     validation_success: list[float] = field(default_factory=list)
     validation_error: list[float] = field(default_factory=list)
     train_loss: list[float] = field(default_factory=list)
-    probe_success: list[float] = field(default_factory=list)
+    probe_success: list[float] = field(default_factory=list)  # nan where a checkpoint was not probed
     probe_error: list[float] = field(default_factory=list)
+    probed: list[bool] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {key: list(value) for key, value in self.__dict__.items()}
@@ -49,7 +52,8 @@ class Curve:
 class Trained:
     """A run: the selected checkpoint's weights (``state``) and the last iterate's (``last_state``), the curve, the
     budget spent (evaluations and seconds, selection included), the selected checkpoint's index in the curve and
-    the probe goals' per-goal success at every checkpoint (``(checkpoints, goals)`` bool, or ``None``)."""
+    the probe goals' per-goal success at every checkpoint (``(checkpoints, goals)`` bool, all false where
+    ``curve.probed`` is false; or ``None``)."""
 
     state: dict
     last_state: dict
@@ -110,6 +114,8 @@ class Checkpoints:
         selection_goals: torch.Tensor,
         every: int,
         probe_goals: torch.Tensor | None = None,
+        probe_dense: int | None = None,
+        probe_every: int = 4,
     ) -> None:
         if every < 1:
             raise ValueError(f"checkpoints must be at least 1 training evaluation apart, got {every}")
@@ -117,6 +123,7 @@ class Checkpoints:
         self.problem, self.every = problem, every
         self.selection_goals = selection_goals.to(dtype)
         self.probe_goals = None if probe_goals is None else probe_goals.to(dtype)
+        self.probe_dense, self.probe_every = probe_dense, probe_every
         self.curve = Curve()
         self.evaluations, self.training_evaluations, self.seconds = 0, 0, 0.0
         self._since, self._probe, self._best, self._last = 0, [], None, None
@@ -158,20 +165,39 @@ class Checkpoints:
         curve.validation_success.append(float(outcome.success.double().mean()))
         curve.validation_error.append(float(outcome.hand_error.median()))
         curve.train_loss.append(loss)
-        if self.probe_goals is not None:
-            goals = self.probe_goals
+        index = len(curve.evaluations) - 1
+        selected = selected_index(curve, index + 1) == index
+        dense = self.probe_dense is None or index < self.probe_dense or index % self.probe_every == 0
+        self._record_probe(policy, dense or selected)
+        self._last = copy.deepcopy(policy.state_dict())
+        if selected:
+            self._best = self._last
+
+    @torch.no_grad()
+    def _record_probe(self, policy: nn.Module, wanted: bool) -> None:
+        if self.probe_goals is None:
+            return
+        curve, goals, problem = self.curve, self.probe_goals, self.problem
+        if wanted:
             probed = problem.outcome(problem.solve(goals, policy(goals), "body", policy.parameterisation))
             self._probe.append(probed.success.cpu())
             curve.probe_success.append(float(probed.success.double().mean()))
             curve.probe_error.append(float(probed.hand_error.median()))
-        self._last = copy.deepcopy(policy.state_dict())
-        if selected_index(curve, len(curve.evaluations)) == len(curve.evaluations) - 1:
-            self._best = self._last
+        else:
+            self._probe.append(torch.zeros(len(goals), dtype=torch.bool))
+            curve.probe_success.append(math.nan)
+            curve.probe_error.append(math.nan)
+        curve.probed.append(wanted)
 
     def result(self, policy: nn.Module, loss: float) -> Trained:
         """The run, after a final checkpoint if the last step has none."""
         if self._since > 0 or not self.curve.evaluations:
             self.take(policy, loss)
+        elif self.probe_goals is not None and not self.curve.probed[-1]:  # the last checkpoint is always probed
+            self._probe.pop()
+            for values in (self.curve.probe_success, self.curve.probe_error, self.curve.probed):
+                values.pop()
+            self._record_probe(policy, True)
         probe = torch.stack(self._probe) if self._probe else None
         selected = selected_index(self.curve, len(self.curve.evaluations))
         return Trained(self._best, self._last, self.curve, self.evaluations, self.seconds, selected, probe)
