@@ -11,6 +11,7 @@ every budget's choice is interior or the rounds are spent.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -31,8 +32,8 @@ def extended_value(values: tuple, side: int, setting: str):
     value = ordered[0] / ratio if side < 0 else ordered[-1] * ratio
     if isinstance(ordered[0], int):
         value = int(round(value))
-        if setting in EVEN:
-            value = 2 * round(value / 2)
+        if setting in EVEN:  # the even value on the far side
+            value = 2 * (math.floor(value / 2) if side < 0 else math.ceil(value / 2))
         if value < MINIMUM.get(setting, 1) or value in ordered:
             return None
     else:
