@@ -48,6 +48,7 @@ def write_report(cfg: StudyCfg, folder: Path, study: dict, command: str) -> dict
         "phase_seconds": study["phase_seconds"],
         "analysis": analyse(cfg, study, results),
         "provenance": provenance(command),
+        "study_provenance": study.get("provenance"),
     }
     report["figures"] = write_figures(report, folder / "figures")
     atomic_write_json(folder / "report.json", report)
@@ -77,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     folder = RunFolder(args.out, cfg.to_dict(), args.resume)
     with make_executor(args.executor, cfg.workers, args.address, args.retries, log=print) as executor:
-        study = run_study(cfg, folder, executor, print)
+        study = run_study(cfg, folder, executor, print, command)
     if "base" not in study["kept"]:
         return 1
     report = write_report(cfg, folder.path, study, command)

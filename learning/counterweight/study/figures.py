@@ -15,6 +15,7 @@ import numpy as np  # noqa: E402
 from learning.common.io import atomic_save_figure  # noqa: E402
 from learning.counterweight.statistics import curve_band  # noqa: E402
 from learning.counterweight.study.design import GRADIENT_STUDY_METHODS, STUDY_METHODS  # noqa: E402
+from learning.counterweight.study.report import axis_label  # noqa: E402
 
 COLORS = dict(zip(STUDY_METHODS, ("C0", "C9", "C3", "C4", "C2", "C1"), strict=True))
 AXIS_TITLES = {"goal_dependence": "goal-dependence", "width": "search dimension", "tolerance": "precision"}
@@ -23,7 +24,7 @@ AXIS_TITLES = {"goal_dependence": "goal-dependence", "width": "search dimension"
 def axis_figure(report: dict, axis: str):
     cells = report["analysis"]["cells"]
     levels = report["analysis"]["axes"][axis]["levels"]
-    labels = [report["levels"][level] for level in levels]
+    labels = [axis_label(report, axis, level) for level in levels]
     x = np.arange(len(levels))
     fig, panels = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
     for ax, budget in zip(panels, ("10x", "equal_time"), strict=True):

@@ -26,6 +26,7 @@ import torch
 from learning.common.executor import Executor
 from learning.common.io import atomic_write_json
 from learning.common.jobs import Job, settings_of
+from learning.common.provenance import provenance
 from learning.common.run_folder import RunFolder
 from learning.counterweight.study.design import (
     BUDGETS,
@@ -249,10 +250,14 @@ def _zip_longest(rows: list[list[Job]]) -> list[list[Job]]:
     return [[row[i] for row in rows if i < len(row)] for i in range(longest)]
 
 
-def run_study(cfg: StudyCfg, folder: RunFolder, executor: Executor, log: Callable[[str], None] = print) -> dict:
-    """The whole protocol; ``study.json`` (what the analysis reads) written at the end, and ``torch`` results kept
-    in the folder's job store."""
+def run_study(
+    cfg: StudyCfg, folder: RunFolder, executor: Executor, log: Callable[[str], None] = print, command: str = ""
+) -> dict:
+    """The whole protocol; ``study.json`` (what the analysis reads, with the provenance of the code that ran it)
+    written at the end, and ``torch`` results kept in the folder's job store."""
+    ran = provenance(command)
     out = Study(cfg, folder, executor, log)()
+    out["provenance"] = ran
     atomic_write_json(folder.path / "study.json", out)
     return out
 

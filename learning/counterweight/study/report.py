@@ -12,6 +12,19 @@ from learning.counterweight.study.design import BUDGETS, GRADIENT_STUDY_METHODS,
 BUDGET_NAMES = {"1x": "1x", "equal_time": "equal wall time", "10x": "10x"}
 
 
+def axis_label(report: dict, axis: str, cell: str) -> str:
+    """A level's name on an axis: the base cell named by that axis's value."""
+    if cell != "base":
+        return report["levels"][cell]
+    cfg = report["config"]
+    base = {
+        "goal_dependence": "full circle",
+        "width": f"width {cfg['base_width']}",
+        "tolerance": f"{1e3 * cfg['base_tolerance']:g} mm",
+    }
+    return f"{base[axis]} (base)"
+
+
 def _pct(value: float) -> str:
     return f"{100 * value:.1f}"
 
@@ -84,10 +97,12 @@ def cell_table(report: dict, cell: str) -> str:
 def axes_text(report: dict) -> str:
     lines = []
     for axis, row in report["analysis"]["axes"].items():
-        outcomes = ", ".join(f"{report['levels'][level]}: {row['outcomes'][level]}" for level in row["levels"])
+        outcomes = ", ".join(f"{axis_label(report, axis, level)}: {row['outcomes'][level]}" for level in row["levels"])
         where = row["breaks_down_at"]
-        broken = f"zero-order breaks down at {report['levels'][where]}" if where else "zero-order does not break down"
-        lines.append(f"- **{axis}** (at 10x): {outcomes}. {broken.capitalize()}.")
+        broken = (
+            f"the claim first holds at {axis_label(report, axis, where)}" if where else "the claim holds at no level"
+        )
+        lines.append(f"- **{axis}** (at 10x): {outcomes}. {broken[0].upper()}{broken[1:]}.")
     return "\n".join(lines)
 
 
@@ -98,8 +113,8 @@ def h2_text(report: dict) -> str:
             lines.append(f"- {axis}: not tested ({row['why']}).")
             continue
         lines.append(
-            f"- {axis}: gap {_pct(row['gap_easiest'])} points at {report['levels'][row['easiest']]}, "
-            f"{_pct(row['gap_hardest'])} at {report['levels'][row['hardest']]}: "
+            f"- {axis}: gap {_pct(row['gap_easiest'])} points at {axis_label(report, axis, row['easiest'])}, "
+            f"{_pct(row['gap_hardest'])} at {axis_label(report, axis, row['hardest'])}: "
             f"{'supported' if row['supported'] else 'not supported'}."
         )
     return "\n".join(lines)
@@ -150,6 +165,11 @@ def render_markdown(report: dict) -> str:
         "",
         provenance_line(report["provenance"]),
         "",
+        *(
+            [f"The study's runs: {provenance_line(report['study_provenance'])}", ""]
+            if report.get("study_provenance")
+            else []
+        ),
         f"Pre-registered in `docs/counterweight-study.md`. Seeds {len(cfg['seeds'])} per cell; 1x = "
         f"{report['one_x']} layer evaluations (selection included), 10x = {cfg['multiple'] * report['one_x']}. "
         f"The whole study took {minutes:.1f} min on {cfg['workers']} worker processes of one torch thread each.",
