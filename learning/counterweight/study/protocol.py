@@ -40,6 +40,8 @@ from learning.counterweight.study.design import (
 from learning.counterweight.study.tasks import diagnostics_task, training_task
 from learning.counterweight.study.tuning import Search, neighbourhood
 
+EQUAL_TIME_MULTIPLE = 3  # amendment 2: the run length of a zero-order setting chosen for equal wall time only
+
 
 def method_budgets(method: str) -> tuple[str, ...]:
     return ("1x",) if method in GRADIENT_STUDY_METHODS else BUDGETS
@@ -92,7 +94,14 @@ class Study:
         return Job(method, settings_of({**settings, **own}), seed, config=self.task.config)
 
     def length(self, method: str, budgets: tuple[str, ...]) -> int:
-        return self.one_x if budgets == ("1x",) or method in GRADIENT_STUDY_METHODS else self.most
+        """A run's layer evaluations: what its largest budget needs. A zero-order run chosen for equal wall time
+        but not for 10x stops at ``EQUAL_TIME_MULTIPLE`` x 1x (the gradient trainer's 1x seconds buy a zero-order
+        method under 1x here; a run that ends first is read at its end and counted as ended before its budget)."""
+        if budgets == ("1x",) or method in GRADIENT_STUDY_METHODS:
+            return self.one_x
+        if "10x" in budgets:
+            return self.most
+        return min(self.most, EQUAL_TIME_MULTIPLE * self.one_x)
 
     def run(self, jobs: list[Job], phase: str) -> None:
         unique = list({job.name: job for job in jobs if job.name not in self.results}.values())

@@ -3,8 +3,9 @@ tasks on the experiments' executor (``learning.common``), built once per worker 
 
 A training job names its cell, its run length and its probe in three settings of its own, beside the method's:
 ``cell``, ``evaluations`` (layer evaluations, selection included) and ``probe`` (``"tuning"`` or ``"test"``: the goal
-set solved, uncharged, at every checkpoint). Its result is the run (``Trained.to_dict()``); weights are kept only
-for test runs.
+set solved, uncharged, at every checkpoint). Its result is the run (``Trained.to_dict()``) without its weights: the
+study reads curves and per-goal probe success, and a run's weights are retrained from its job (method, settings,
+seed) deterministically; the results stay small enough to keep the job store with the report.
 """
 
 from __future__ import annotations
@@ -81,8 +82,7 @@ def _run_training(worker: dict, job: Job) -> dict:
         job.method, settings, problem, experiment, goals["train"], checkpoints, job.seed, max_evaluations=evaluations
     )
     result = trained.to_dict()
-    if probe != "test":
-        result["state"], result["last_state"] = {}, {}
+    result["state"], result["last_state"] = {}, {}
     return result
 
 
