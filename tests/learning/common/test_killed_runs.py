@@ -53,13 +53,13 @@ def _kill_in_the_middle(run: Path, *extra: str) -> dict[int, str]:
 
 
 def _figures(report: dict) -> dict:
-    """Every figure of the report that does not depend on the machine's speed at that moment (a seconds budget, a
-    latency)."""
+    """Every figure of the report that does not depend on the machine's speed at that moment (a seconds budget's
+    rows, its selected checkpoint's and its last iterate's; a latency)."""
     return {
         split: {
             method: {name: value for name, value in values.items() if not name.startswith("latency")}
             for method, values in rows.items()
-            if not method.endswith("_seconds")
+            if not method.removesuffix("_last").endswith("_seconds")
         }
         for split, rows in report["results"].items()
     }
