@@ -17,7 +17,6 @@ import torch
 from torch import nn
 
 from kinematics.batch_last import from_batch_last, to_batch_last, transforms_active
-from kinematics.deprecation import warn_renamed
 from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, UnsupportedTransformError
 from kinematics.ik.box_qp import solve_box_qp
 from kinematics.ik.fused_solve import KernelInputs, dls_iteration, fused_iterations, fused_solve, settings
@@ -31,8 +30,8 @@ from kinematics.qp.solve import solve_qp
 
 @dataclass(frozen=True)
 class DifferentiableIKCfg:
-    """Numerical settings of the DLS solve. Units: metres and radians. ``iterations``: DLS steps per solve (fixed;
-    ``max_iterations``, its former name, is accepted with a DeprecationWarning for one release)."""
+    """Numerical settings of the DLS solve. Units: metres and radians. ``iterations``: DLS steps per solve
+    (fixed)."""
 
     iterations: int = 16
     damping: float = 0.05
@@ -98,27 +97,6 @@ class DifferentiableIKCfg:
                 raise ConfigError(f"{name} must be >= 0, got {getattr(self, name)!r}")
 
 
-_dataclass_init = DifferentiableIKCfg.__init__
-
-
-def _init_accepting_the_former_name(self, *args, max_iterations: int | None = None, **kwargs) -> None:
-    if max_iterations is not None:
-        warn_renamed("DifferentiableIKCfg(max_iterations=...)", "iterations=...")
-        kwargs.setdefault("iterations", max_iterations)
-    _dataclass_init(self, *args, **kwargs)
-
-
-def _former_names(self, name: str):
-    if name == "max_iterations":
-        warn_renamed("DifferentiableIKCfg.max_iterations", "iterations")
-        return self.iterations
-    raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
-
-DifferentiableIKCfg.__init__ = _init_accepting_the_former_name
-DifferentiableIKCfg.__getattr__ = _former_names
-
-
 def check_iterations(iterations) -> None:
     if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 0:
         raise ConfigError(f"iterations must be an int >= 0, got {iterations!r}")
@@ -135,12 +113,6 @@ class IKResult:
     position_error_norm: torch.Tensor  # (...)
     rotation_error_norm: torch.Tensor  # (...)
     within_limits: torch.Tensor  # (...) bool
-
-    @property
-    def qpos(self) -> torch.Tensor:
-        """Deprecated (one release): ``q``."""
-        warn_renamed("IKResult.qpos", "IKResult.q")
-        return self.q
 
 
 class DifferentiableIKLayer(nn.Module):
@@ -327,8 +299,6 @@ class DifferentiableIKLayer(nn.Module):
     def set_extra_state(self, state: dict) -> None:
         known = {f.name for f in fields(DifferentiableIKCfg)}
         cfg = state.get("cfg") if isinstance(state, dict) else None
-        if isinstance(cfg, dict) and "max_iterations" in cfg:  # saved before the rename (one release)
-            cfg = {("iterations" if k == "max_iterations" else k): v for k, v in cfg.items()}
         if not isinstance(cfg, dict) or not set(cfg) <= known:
             raise CheckpointMismatchError(f"the state dict's IK settings {cfg!r} do not match DifferentiableIKCfg")
         self.cfg = DifferentiableIKCfg(**cfg)

@@ -16,7 +16,6 @@ from torch import nn
 
 from kinematics import native
 from kinematics.batch_last import cross, from_batch_last, matmul, matmul_constant, to_batch_last, transforms_active
-from kinematics.deprecation import warn_renamed
 from kinematics.errors import DtypeDeviceMismatchError, NotAChainError, ShapeError, URDFError
 from kinematics.model.chain_gradient import RevoluteChainKinematics
 from kinematics.model.urdf import MOVABLE, REVOLUTE, chain_joints, parse_urdf, rotation_taking_z_to
@@ -186,13 +185,6 @@ class SerialChainKinematics(nn.Module):
         tip = from_batch_last(torch.cat((rot, position[:, None]), 1), batch)
         pose = torch.cat((tip, self._buffers["homogeneous_row"].expand(*batch, 1, 4)), -2)
         return pose, None if jac_t is None else from_batch_last(jac_t.transpose(0, 1), batch)
-
-    def fk_and_jacobian_batch_last(
-        self, q: torch.Tensor, tcp: torch.Tensor | None = None, with_jacobian: bool = True
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
-        """Deprecated (one release): ``fk_and_jacobian(..., batch_last=True)``."""
-        warn_renamed("SerialChainKinematics.fk_and_jacobian_batch_last", "fk_and_jacobian(..., batch_last=True)")
-        return self.fk_and_jacobian(q, tcp, with_jacobian, batch_last=True)
 
     def _check_inputs(self, q: torch.Tensor, tcp: torch.Tensor | None, batch_last: bool) -> None:
         """Shape, dtype and device of ``q`` (``(dof, B)`` or ``(..., dof)``) and ``tcp``; attribute reads only."""

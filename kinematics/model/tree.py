@@ -31,7 +31,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from kinematics.deprecation import warn_renamed
 from kinematics.errors import (
     DtypeDeviceMismatchError,
     FrameNotFoundError,
@@ -423,27 +422,6 @@ class KinematicTree(nn.Module):
         state = self._state(q_or_state)
         jacobian = self._com(state, True, not batch_last)[1]
         return jacobian if batch_last else jacobian.view(*state.batch, 3, self.nv)
-
-    # ------------------------------------------------------------------------- deprecated names (one release)
-    def frame_poses_batch_last(self, q_or_state) -> torch.Tensor:
-        warn_renamed("KinematicTree.frame_poses_batch_last", "frame_poses(..., batch_last=True)")
-        return self.frame_poses(q_or_state, batch_last=True)
-
-    def frame_pose_batch_last(self, q_or_state, name: str) -> torch.Tensor:
-        warn_renamed("KinematicTree.frame_pose_batch_last", "frame_pose(..., batch_last=True)")
-        return self.frame_pose(q_or_state, name, batch_last=True)
-
-    def frame_jacobian_batch_last(self, q_or_state, name: str) -> torch.Tensor:
-        warn_renamed("KinematicTree.frame_jacobian_batch_last", "frame_jacobian(..., batch_last=True)")
-        return self.frame_jacobian(q_or_state, name, batch_last=True)
-
-    def center_of_mass_batch_last(self, q_or_state) -> torch.Tensor:
-        warn_renamed("KinematicTree.center_of_mass_batch_last", "center_of_mass(..., batch_last=True)")
-        return self.center_of_mass(q_or_state, batch_last=True)
-
-    def com_jacobian_batch_last(self, q_or_state) -> torch.Tensor:
-        warn_renamed("KinematicTree.com_jacobian_batch_last", "com_jacobian(..., batch_last=True)")
-        return self.com_jacobian(q_or_state, batch_last=True)
 
     def extra_repr(self) -> str:
         return (

@@ -35,9 +35,6 @@ INSTALLED = Path(__file__).with_name(build.LIBRARY)  # built by setup.py (pip in
 ENVIRONMENT = "KINEMATICS_NATIVE"  # "0": no compiled kernels
 
 
-_DEPRECATED_ENVIRONMENT = "GRASP_YAW_IK_NATIVE"  # its former name, honoured (with a DeprecationWarning) until 0.2
-
-
 SUFFIX = {torch.float32: "float", torch.float64: "double"}
 
 
@@ -127,15 +124,7 @@ def _functions(lib: ctypes.CDLL) -> dict[tuple[str, torch.dtype], Callable]:
 
 
 def _enabled() -> bool:
-    value = os.environ.get(ENVIRONMENT)
-    if value is None and _DEPRECATED_ENVIRONMENT in os.environ:
-        warnings.warn(
-            f"{_DEPRECATED_ENVIRONMENT} is deprecated and will be removed; set {ENVIRONMENT} instead",
-            DeprecationWarning,
-            stacklevel=4,
-        )
-        value = os.environ[_DEPRECATED_ENVIRONMENT]
-    return value != "0"
+    return os.environ.get(ENVIRONMENT) != "0"
 
 
 def library() -> ctypes.CDLL | None:

@@ -702,28 +702,20 @@ def test_iterations_can_be_overridden_per_call(panda64, ready_pose):
             ik.solve(targets, seeds, iterations=bad)
 
 
-def test_the_result_is_frozen_and_the_former_names_warn(panda64, ready_pose, make_panda_layer):
+def test_the_result_is_frozen_and_the_former_names_are_gone(panda64, ready_pose, make_panda_layer):
     result = DifferentiableIKLayer(panda64).solve(panda64(ready_pose()), ready_pose())
     with pytest.raises(dataclasses.FrozenInstanceError):
         result.q = result.q
-    with pytest.warns(DeprecationWarning, match="IKResult.q"):
-        assert result.qpos is result.q
-    with pytest.warns(DeprecationWarning, match="iterations"):
-        cfg = DifferentiableIKCfg(max_iterations=5)
-    assert cfg == DifferentiableIKCfg(iterations=5)
-    with pytest.warns(DeprecationWarning, match="iterations"):
-        assert cfg.max_iterations == 5
+    assert not hasattr(result, "qpos")
+    with pytest.raises(TypeError, match="max_iterations"):
+        DifferentiableIKCfg(max_iterations=5)
     with pytest.raises(AttributeError):
-        cfg.no_such_setting  # noqa: B018
+        DifferentiableIKCfg().max_iterations  # noqa: B018
+    assert not hasattr(panda64.model, "fk_and_jacobian_batch_last")
     saved = _saved(DifferentiableIKLayer(make_panda_layer(), CUSTOM_CFG))
     former = {("max_iterations" if k == "iterations" else k): v for k, v in saved["_extra_state"]["cfg"].items()}
-    saved["_extra_state"] = {"cfg": former}  # a checkpoint written before the rename
+    saved["_extra_state"] = {"cfg": former}  # a checkpoint with the former name: refused, nothing changed
     restored = DifferentiableIKLayer(make_panda_layer())
-    restored.load_state_dict(saved)
-    assert restored.cfg == CUSTOM_CFG
-    chain = panda64.model
-    q = ready_pose()[:, None].expand(7, 2)
-    with pytest.warns(DeprecationWarning, match="batch_last=True"):
-        former_pass = chain.fk_and_jacobian_batch_last(q, panda64.tcp)
-    for a, b in zip(former_pass, chain.fk_and_jacobian(q, panda64.tcp, batch_last=True), strict=True):
-        assert torch.equal(a, b)
+    with pytest.raises(CheckpointMismatchError, match="max_iterations"):
+        restored.load_state_dict(saved)
+    assert restored.cfg == DifferentiableIKCfg()

@@ -364,31 +364,12 @@ def test_inputs_that_record_a_graph_take_the_torch_pass(g1):
     assert q.grad is not None and torch.isfinite(q.grad).all()
 
 
-def test_the_former_batch_last_names_warn_and_answer_the_same(g1):
-    state = g1.forward_kinematics(g1.neutral().expand(2, -1))
-    name = g1.frame_names[-1]
-    pairs = {
-        "frame_poses_batch_last": (
-            lambda: g1.frame_poses_batch_last(state),
-            lambda: g1.frame_poses(state, batch_last=True),
-        ),
-        "frame_pose_batch_last": (
-            lambda: g1.frame_pose_batch_last(state, name),
-            lambda: g1.frame_pose(state, name, batch_last=True),
-        ),
-        "frame_jacobian_batch_last": (
-            lambda: g1.frame_jacobian_batch_last(state, name),
-            lambda: g1.frame_jacobian(state, name, batch_last=True),
-        ),
-        "center_of_mass_batch_last": (
-            lambda: g1.center_of_mass_batch_last(state),
-            lambda: g1.center_of_mass(state, batch_last=True),
-        ),
-        "com_jacobian_batch_last": (
-            lambda: g1.com_jacobian_batch_last(state),
-            lambda: g1.com_jacobian(state, batch_last=True),
-        ),
-    }
-    for former, (old, new) in pairs.items():
-        with pytest.warns(DeprecationWarning, match=former):
-            assert torch.equal(old(), new())
+def test_the_former_batch_last_names_are_gone(g1):
+    for former in (
+        "frame_poses_batch_last",
+        "frame_pose_batch_last",
+        "frame_jacobian_batch_last",
+        "center_of_mass_batch_last",
+        "com_jacobian_batch_last",
+    ):
+        assert not hasattr(g1, former), former

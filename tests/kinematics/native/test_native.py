@@ -7,7 +7,6 @@ source compiles without warnings, and the ctypes signature table equals the C pr
 import re
 import shutil
 import subprocess
-import warnings
 from pathlib import Path
 
 import pytest
@@ -422,18 +421,6 @@ def test_a_stale_installed_library_is_not_loaded(fresh_native, monkeypatch, tmp_
     assert fresh_native.library_file().parent == tmp_path / "kinematics-native"
     assert fresh_native.library().kinematics_native_source_hash() == b"edited-since-the-install"
     _assert_kernels_work()
-
-
-def test_the_former_environment_variable_still_works_with_a_deprecation_warning(fresh_native, monkeypatch):
-    monkeypatch.delenv("KINEMATICS_NATIVE", raising=False)
-    monkeypatch.setenv("GRASP_YAW_IK_NATIVE", "0")
-    with pytest.warns(DeprecationWarning, match="KINEMATICS_NATIVE"):
-        assert fresh_native.library() is None
-    monkeypatch.setenv("KINEMATICS_NATIVE", "1")  # the new name wins, silently
-    monkeypatch.setattr(fresh_native, "_state", {})
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)
-        assert fresh_native._enabled()
 
 
 def test_a_compiler_without_openmp_builds_without_it(tmp_path):
