@@ -15,7 +15,6 @@ import sys
 
 import torch
 
-import learning.common.threads  # noqa: F401  (first: passive OpenMP waiting, before torch is imported)
 from app.config import ViewerConfig
 from app.counterweight.scene import launch_g1
 from app.grasp_yaw.scene import launch

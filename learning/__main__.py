@@ -19,7 +19,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import learning.common.threads  # noqa: F401  (before torch)
 from assets import MissingAssetError
 from kinematics.errors import ProjectError
 from learning.common.executors import EXECUTORS

@@ -21,7 +21,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-import learning.common.threads  # noqa: F401  (first: passive OpenMP waiting, before torch is imported)
 from app.__main__ import SWITCH_INTERVAL_S
 from app.config import ViewerConfig
 from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer

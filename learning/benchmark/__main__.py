@@ -1,7 +1,7 @@
 """Entry point: ``python -m learning.benchmark``.
 
-torch (and its OpenMP runtime) is already loaded once this module runs, so the OpenMP wait policy is whatever
-the environment held at start; the report records it.
+The ``learning`` package set OpenMP's passive wait before torch was loaded (``learning.common.threads``) unless the
+environment held another policy; the report records it.
 """
 
 import sys

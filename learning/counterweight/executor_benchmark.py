@@ -15,7 +15,6 @@ import sys
 import time
 from pathlib import Path
 
-import learning.common.threads  # noqa: F401  (before torch)
 from learning.common.executors import make_executor
 from learning.common.io import atomic_write_json, atomic_write_text
 from learning.common.provenance import provenance, provenance_line

@@ -12,7 +12,6 @@ import shlex
 import sys
 from pathlib import Path
 
-import learning.common.threads  # noqa: F401  (before torch)
 from learning.common.executors import EXECUTORS, make_executor
 from learning.common.io import atomic_write_json, atomic_write_text
 from learning.common.provenance import provenance
