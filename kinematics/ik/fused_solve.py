@@ -22,9 +22,12 @@ import torch
 from kinematics import native
 from kinematics.batch_last import first_order, to_batch_last, transforms_active
 from kinematics.ik.dls_step import adaptive_dls_step, dls_step
-from kinematics.lie.pose_error import POSE_ERROR, pose_error_batch_last
-from kinematics.lie.rotations import NEAR_PI_COS, SMALL_SIN_SQ, rotation_tolerance
-from kinematics.model.chain import FK_JACOBIAN, SerialChainKinematics
+from kinematics.lie import pose_error_batch_last
+from kinematics.lie.pose_error import POSE_ERROR
+from kinematics.lie.rotations import rotation_tolerance
+from kinematics.log_thresholds import NEAR_PI_COS, SMALL_SIN_SQ
+from kinematics.model import SerialChainKinematics
+from kinematics.model.chain import FK_JACOBIAN
 from kinematics.native.kernel import Kernel
 
 # Indices into the settings list the fused kernels take (``native/csrc/fused_ik.c`` reads the first 14 by position;

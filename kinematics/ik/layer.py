@@ -21,11 +21,11 @@ from kinematics.errors import CheckpointMismatchError, ConfigError, ShapeError, 
 from kinematics.ik.box_qp import solve_box_qp
 from kinematics.ik.fused_solve import KernelInputs, dls_iteration, fused_iterations, fused_solve, settings
 from kinematics.ik.implicit import ImplicitIKSolve
-from kinematics.lie.pose_error import pose_error, pose_error_batch_last
+from kinematics.lie import pose_error, pose_error_batch_last
 from kinematics.lie.rotations import validate_transform
-from kinematics.model.kinematics_layer import KinematicsLayer, check_tensor
-from kinematics.qp.problem import SOLVED
-from kinematics.qp.solve import solve_qp
+from kinematics.model import KinematicsLayer
+from kinematics.model.kinematics_layer import check_tensor
+from kinematics.qp import SOLVED, solve_qp
 
 
 @dataclass(frozen=True)

@@ -11,11 +11,7 @@ from __future__ import annotations
 import torch
 
 from kinematics.errors import InvalidTargetError, NonFiniteError, ShapeError
-
-# Below this squared sine the log uses its Taylor expansion (theta / sin(theta) ~ 1 + theta^2 / 6).
-SMALL_SIN_SQ = 1e-12
-# Cosine below which the log reads the axis from the symmetric part (angle above ~3.0 rad).
-NEAR_PI_COS = -0.99
+from kinematics.log_thresholds import NEAR_PI_COS, SMALL_SIN_SQ
 
 
 def skew(v: torch.Tensor) -> torch.Tensor:

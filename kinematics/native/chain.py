@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import torch
 
-from kinematics.lie.rotations import NEAR_PI_COS, SMALL_SIN_SQ
+from kinematics.log_thresholds import NEAR_PI_COS, SMALL_SIN_SQ
 from kinematics.native import loader
 
 

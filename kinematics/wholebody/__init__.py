@@ -2,17 +2,10 @@
 ``WholeBodyIKLayer`` (in the shape mink and pink made familiar: a configuration, tasks, limits, one solve)."""
 
 from kinematics.wholebody.cascade import CascadeStep, cascade_step
-from kinematics.wholebody.constraints.constraint import Constraint
-from kinematics.wholebody.constraints.contact import Contact
-from kinematics.wholebody.constraints.limits import ConfigurationLimit, StepLimit
-from kinematics.wholebody.constraints.support_polygon import ComInSupportPolygon
+from kinematics.wholebody.constraints import ComInSupportPolygon, ConfigurationLimit, Constraint, Contact, StepLimit
 from kinematics.wholebody.layer import WholeBodyIKCfg, WholeBodyIKLayer, WholeBodyIKResult
 from kinematics.wholebody.standing import Stance, StandingProblem, stance, standing_configuration, standing_problem
-from kinematics.wholebody.tasks.com import ComTask
-from kinematics.wholebody.tasks.frame import FrameTask
-from kinematics.wholebody.tasks.posture import PostureTask
-from kinematics.wholebody.tasks.relative_frame import RelativeFrameTask
-from kinematics.wholebody.tasks.task import Task
+from kinematics.wholebody.tasks import ComTask, FrameTask, PostureTask, RelativeFrameTask, Task
 
 __all__ = [
     "CascadeStep",

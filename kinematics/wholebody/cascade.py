@@ -21,9 +21,8 @@ from dataclasses import dataclass
 
 import torch
 
-from kinematics.model.tree import KinematicTree, TreeState
-from kinematics.qp.problem import SOLVED
-from kinematics.qp.solve import solve_qp
+from kinematics.model import KinematicTree, TreeState
+from kinematics.qp import SOLVED, solve_qp
 from kinematics.wholebody.constraints.constraint import Constraint
 from kinematics.wholebody.tasks.task import Task
 

@@ -35,7 +35,7 @@ from kinematics.errors import (
     ShapeError,
     UnsupportedTransformError,
 )
-from kinematics.model.tree import KinematicTree
+from kinematics.model import KinematicTree
 from kinematics.wholebody import step_kernel, step_plan
 from kinematics.wholebody.cascade import CascadeStep, cascade_step
 from kinematics.wholebody.constraints.constraint import Constraint

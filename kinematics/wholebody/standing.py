@@ -15,7 +15,7 @@ from typing import Protocol
 import torch
 
 from kinematics.errors import ConfigError
-from kinematics.model.tree import KinematicTree
+from kinematics.model import KinematicTree
 from kinematics.wholebody.constraints.constraint import Constraint
 from kinematics.wholebody.constraints.contact import Contact
 from kinematics.wholebody.constraints.limits import ConfigurationLimit, StepLimit

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 
 import torch
 
-from kinematics.lie.rotations import NEAR_PI_COS, SMALL_SIN_SQ
+from kinematics.log_thresholds import NEAR_PI_COS, SMALL_SIN_SQ
 from kinematics.native.wholebody import StepPlan
 from kinematics.qp.kernels import prox
 from kinematics.qp.problem import DEFAULTS

@@ -9,7 +9,7 @@ import time
 import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
-from kinematics.lie.rotations import se3_exp_left
+from kinematics.lie import se3_exp_left
 from learning.benchmark import memory
 from learning.benchmark.problem import (
     NEAR_SEED,

@@ -14,8 +14,9 @@ import torch
 import assets
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer
 from kinematics.batch_last import to_batch_last
-from kinematics.ik.dls_step import DAMPED_GRAM, TRANSPOSED_PRODUCT, dls_step
-from kinematics.lie.pose_error import pose_error_batch_last
+from kinematics.ik import dls_step
+from kinematics.ik.dls_step import DAMPED_GRAM, TRANSPOSED_PRODUCT
+from kinematics.lie import pose_error_batch_last
 from learning.benchmark import memory, peers
 from learning.benchmark.config import BenchConfig
 from learning.benchmark.failures import near_seed_failures

@@ -25,8 +25,7 @@ import time
 import numpy as np
 import torch
 
-from kinematics.qp.problem import INFEASIBLE, SOLVED
-from kinematics.qp.solve import solve_qp
+from kinematics.qp import INFEASIBLE, SOLVED, solve_qp
 from learning.benchmark.report import _table, fmt_time, fmt_x
 from learning.benchmark.timing import TimingPolicy, measure
 

@@ -31,11 +31,8 @@ from dataclasses import dataclass
 import torch
 
 from assets import RobotDescription
-from kinematics.lie.r9 import r9_to_se3, se3_to_r9
-from kinematics.lie.rotations import make_transform, so3_exp
-from kinematics.model.payload import with_payload
-from kinematics.model.tree import KinematicTree
-from kinematics.model.urdf import describe_tree
+from kinematics.lie import make_transform, r9_to_se3, se3_to_r9, so3_exp
+from kinematics.model import KinematicTree, describe_tree, with_payload
 from kinematics.wholebody import FrameTask, WholeBodyIKCfg, WholeBodyIKLayer, WholeBodyIKResult, stance
 from learning.counterweight.config import CounterweightCfg
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import torch
 
 from kinematics.errors import ConfigError
-from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.model import KinematicTree, TreeState
 
 Linear = tuple[torch.Tensor, torch.Tensor]
 

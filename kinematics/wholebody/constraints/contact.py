@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from kinematics.lie.pose_error import pose_error
-from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.lie import pose_error
+from kinematics.model import KinematicTree, TreeState
 from kinematics.wholebody.constraints.constraint import Constraint, Linear
 
 

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import torch
 
 from kinematics.errors import ConfigError
-from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.model import KinematicTree, TreeState
 from kinematics.wholebody.constraints.constraint import Constraint, Linear
 
 

@@ -11,7 +11,7 @@ import torch
 
 from kinematics import native
 from kinematics.errors import ConfigError
-from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.model import KinematicTree, TreeState
 from kinematics.native.kernel import Kernel
 from kinematics.wholebody.constraints.constraint import Constraint, Linear
 

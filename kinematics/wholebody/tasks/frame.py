@@ -7,8 +7,8 @@ from collections.abc import Sequence
 import torch
 
 from kinematics.errors import ConfigError
-from kinematics.lie.pose_error import pose_error
-from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.lie import pose_error
+from kinematics.model import KinematicTree, TreeState
 from kinematics.wholebody.tasks.task import Task
 
 _ROWS = {"pose": slice(0, 6), "position": slice(0, 3), "orientation": slice(3, 6)}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import torch
 
-from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.model import KinematicTree, TreeState
 from kinematics.wholebody.tasks.task import Task
 
 

@@ -6,9 +6,8 @@ from collections.abc import Sequence
 
 import torch
 
-from kinematics.lie.pose_error import pose_error
-from kinematics.lie.rotations import skew
-from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.lie import pose_error, skew
+from kinematics.model import KinematicTree, TreeState
 from kinematics.wholebody.tasks.task import Task
 
 

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import torch
 
 from kinematics.errors import ConfigError, ShapeError
-from kinematics.model.tree import KinematicTree, TreeState
+from kinematics.model import KinematicTree, TreeState
 
 
 class Task:
