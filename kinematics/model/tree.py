@@ -423,6 +423,26 @@ class KinematicTree(nn.Module):
         jacobian = self._com(state, True, not batch_last)[1]
         return jacobian if batch_last else jacobian.view(*state.batch, 3, self.nv)
 
+    def compiled_arrays(self, frames: list[str]) -> tuple[tuple[torch.Tensor, ...], list[int]]:
+        """What the compiled whole-body step (``csrc/wholebody_step.c``) reads of this tree: its buffers (the nodes'
+        origins, joint types, multipliers, offsets, columns, parents, moments, subtree masses, total mass, dofs and the
+        joint limits), then five per frame of ``frames`` (its offset, chain, dofs, weights, revolute flags), contiguous;
+        and per frame its node slot and chain length."""
+        buffers = self._buffers
+        held = [
+            buffers["_node_origin34"], buffers["node_revolute"], buffers["node_multiplier"], buffers["node_offset"],
+            buffers["_node_q_column"], buffers["_node_parent_slot"], buffers["slot_moment"].reshape(-1, 4),
+            buffers["subtree_mass"], buffers["_total_mass"], buffers["node_dof"], self.joint_lower, self.joint_upper,
+        ]  # fmt: skip
+        entries = []
+        for name in frames:
+            index = self.frame_index(name)
+            chain = buffers[f"_frame{index}_slots"]
+            entries += [self._frame_slots[index], chain.numel()]
+            held += [buffers["frame_offset"][index], chain, buffers[f"_frame{index}_dofs"],
+                     buffers[f"_frame{index}_weights"], buffers[f"_frame{index}_revolute"]]  # fmt: skip
+        return tuple(t.contiguous() for t in held), entries
+
     def extra_repr(self) -> str:
         return (
             f"nq={self.nq}, nv={self.nv}, joints={len(self.joint_names)}, mimic={len(self.mimic_names)}, "

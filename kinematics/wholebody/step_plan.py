@@ -1,11 +1,15 @@
 """What the compiled cascade step reads of a layer: its tasks and constraints as the records of
 ``csrc/wholebody_step.c``, its settings and the tree's buffers (``kinematics.native.wholebody.StepPlan``).
 
-A plan exists where every task and constraint is one the kernel computes: ``FrameTask``, ``ComTask``,
-``PostureTask``, ``Contact``, ``ComInSupportPolygon`` with anchors (its polygon prepared once per solve),
-``ConfigurationLimit`` and ``StepLimit``, each of exactly that class (a subclass may compute other rows). Any other
-task or constraint, more than ``MAX_LEVELS`` levels or ``MAX_BOUND_BLOCKS`` limit constraints, or a tree off the CPU or of another dtype than float32 and
-float64: no plan, and the layer runs its torch composition.
+``build`` asks each task and constraint for its compiled form through its ``compiled_form(plan)`` method, which adds
+its record through one of ``PlanBuilder``'s block methods and returns True, or returns False where the kernel does
+not compute it: the shipped ``FrameTask``, ``ComTask``, ``PostureTask``, ``Contact``, ``ComInSupportPolygon`` with
+anchors (its polygon prepared once per solve), ``ConfigurationLimit`` and ``StepLimit`` have one (each for exactly
+its class: a subclass may compute other rows); the base classes' answer is False. A layer with a task or constraint
+that has no compiled form runs its torch composition, and says so once per class (``NoCompiledFormWarning``). With
+more than ``MAX_LEVELS`` levels or ``MAX_BOUND_BLOCKS`` limit constraints, a tree off the CPU or of another dtype
+than float32 and float64, or a block that declines (an input the torch composition refuses with its own error), there
+is no plan either, silently: the torch composition runs (and raises where it must).
 
 The kernel's targets come in ``kernel_inputs``' order: each of ``layer.target_names``' targets, then each prepared
 constraint's tensors (a ``HullEdges``: its normals, offsets and edge flags).
@@ -15,7 +19,8 @@ from __future__ import annotations
 
 import ctypes
 import math
-from collections.abc import Mapping
+import warnings
+from collections.abc import Mapping, Sequence
 
 import torch
 
@@ -23,12 +28,6 @@ from kinematics.log_thresholds import NEAR_PI_COS, SMALL_SIN_SQ
 from kinematics.native.wholebody import StepPlan
 from kinematics.qp.kernels import prox
 from kinematics.qp.problem import DEFAULTS
-from kinematics.wholebody.constraints.contact import Contact
-from kinematics.wholebody.constraints.limits import ConfigurationLimit, StepLimit
-from kinematics.wholebody.constraints.support_polygon import ComInSupportPolygon
-from kinematics.wholebody.tasks.com import ComTask
-from kinematics.wholebody.tasks.frame import FrameTask
-from kinematics.wholebody.tasks.posture import PostureTask
 
 MAX_LEVELS = 64  # the kernel's bound on the levels of one layer
 MAX_BOUND_BLOCKS = 8  # and on its ConfigurationLimit and StepLimit constraints (WB_MAX_BOUND_BLOCKS)
@@ -37,6 +36,90 @@ MAX_BOUND_BLOCKS = 8  # and on its ConfigurationLimit and StepLimit constraints 
 FRAME_TASK, COM_TASK, POSTURE_TASK, CONTACT, SUPPORT_POLYGON, CONFIGURATION_LIMIT, STEP_LIMIT = range(7)
 HEADER = 18
 POLISH_STEPS = 2  # solve_qp's default, which the cascade keeps
+
+
+class NoCompiledFormWarning(UserWarning):
+    """A task or constraint without a compiled form: its layer's steps run the torch composition."""
+
+
+_WARNED: set[type] = set()
+
+
+class PlanBuilder:
+    """The plan under construction: the blocks' records and parameters, the frames they read, the targets' specs.
+    A task's or constraint's ``compiled_form`` calls one block method; ``decline`` ends the plan without a warning."""
+
+    def __init__(self, layer, dtype: torch.dtype, settings: list[float]) -> None:
+        self.layer, self.nv, self.dtype = layer, layer.tree.nv, dtype
+        self.settings = settings
+        self.records: list[list[int]] = []
+        self.frames: dict[str, int] = {}
+        self.target_index = {name: i for i, name in enumerate(layer.target_names)}
+        self.specs = [(tuple(_owner(layer, name).target_shape), dtype) for name in layer.target_names]
+        self.uses_com = False
+        self.equalities = self.inequalities = self.bound_blocks = 0
+        self.level = -1  # the level whose tasks are being added (-1: the constraints)
+        self.declined = False
+
+    def _frame(self, name: str) -> int:
+        return self.frames.setdefault(name, len(self.frames))
+
+    def _record(self, kind: int, frame: int, target: int, rows: int, params: Sequence[float], first=0, count=0):
+        self.records.append([kind, self.level, frame, target, rows, len(self.settings), first, count])
+        self.settings.extend(float(p) for p in params)
+
+    def _task(self, kind: int, frame: int, name: str, gain: float, costs: Sequence[float], first: int) -> None:
+        kept = sum(1 for c in costs if c > 0)
+        self._record(kind, frame, self.target_index[name], kept, [gain, *costs], first, len(costs))
+
+    # ---- the blocks the kernel computes
+    def frame_task(self, name: str, frame: str, gain: float, costs: Sequence[float], first_row: int) -> None:
+        """A frame's pose error rows ``first_row .. first_row + len(costs)`` of (position, rotation)."""
+        self._task(FRAME_TASK, self._frame(frame), name, gain, costs, first_row)
+
+    def com_task(self, name: str, gain: float, costs: Sequence[float]) -> None:
+        self.uses_com = True
+        self._task(COM_TASK, -1, name, gain, costs, 0)
+
+    def posture_task(self, name: str, gain: float, costs: Sequence[float]) -> None:
+        self._task(POSTURE_TASK, -1, name, gain, costs, 0)
+
+    def contact(self, name: str, frame: str) -> None:
+        """A frame held at its target pose: 6 equality rows."""
+        self._record(CONTACT, self._frame(frame), self.target_index[name], 6, [])
+        self.equalities += 6
+
+    def support_polygon(self, edges: int, margin: float) -> None:
+        """The centre of mass ``margin`` inside a polygon of ``edges`` edges prepared once per solve."""
+        self.uses_com = True
+        self._record(SUPPORT_POLYGON, -1, len(self.specs), edges, [margin])
+        self.specs += [((edges, 2), self.dtype), ((edges,), self.dtype), ((edges,), torch.bool)]
+        self.inequalities += edges
+
+    def configuration_limit(self, gain: float) -> None:
+        self._record(CONFIGURATION_LIMIT, -1, -1, 0, [gain])
+        self.bound_blocks += 1
+
+    def step_limit(self, max_step: Sequence[float]) -> None:
+        """``|dq_i| <= max_step[i]`` (``nv`` values)."""
+        self._record(STEP_LIMIT, -1, -1, 0, list(max_step))
+        self.bound_blocks += 1
+
+    def decline(self) -> None:
+        """No plan, no warning: an input the torch composition refuses (with the error that says so)."""
+        self.declined = True
+
+
+def _without_compiled_form(part) -> None:
+    if type(part) not in _WARNED:
+        _WARNED.add(type(part))
+        warnings.warn(
+            f"{type(part).__name__} {part.name!r} has no compiled form: the whole-body layer that holds it runs "
+            "its steps as torch operations, several times slower (a task or constraint gives its compiled form "
+            "through compiled_form(plan), see kinematics.wholebody.step_plan)",
+            NoCompiledFormWarning,
+            stacklevel=4,
+        )
 
 
 def kernel_inputs(layer, targets: Mapping[str, torch.Tensor], prepared: Mapping[str, object]) -> list[torch.Tensor]:
@@ -62,110 +145,55 @@ def split_inputs(layer, inputs: list[torch.Tensor]) -> tuple[dict[str, torch.Ten
 def build(layer) -> StepPlan | None:
     """The plan of ``layer`` as it is now, or ``None`` where the kernel does not compute it (module docstring)."""
     tree, cfg = layer.tree, layer.cfg
-    buffers = tree._buffers
-    dtype = buffers["lower"].dtype
-    if dtype not in (torch.float32, torch.float64) or not buffers["lower"].is_cpu or len(layer.levels) > MAX_LEVELS:
+    dtype = tree.joint_lower.dtype
+    if dtype not in (torch.float32, torch.float64) or not tree.joint_lower.is_cpu or len(layer.levels) > MAX_LEVELS:
         return None
     tolerances = DEFAULTS[torch.float64]
     settings = [cfg.damping, tolerances["elastic"], tolerances["tolerance"], tolerances["infeasibility_tolerance"],
                 prox(torch.float64), SMALL_SIN_SQ, NEAR_PI_COS, 0.0]  # fmt: skip
-    frames: dict[str, int] = {}
-    records: list[list[int]] = []
-    target_index = {name: i for i, name in enumerate(layer.target_names)}
-    specs = [(tuple(_owner(layer, name).target_shape), dtype) for name in layer.target_names]
-    uses_com = False
-
-    def frame(name: str) -> int:
-        return frames.setdefault(name, len(frames))
-
-    def record(kind, level, frame_index, target, rows, params, first=0, count=0) -> None:
-        records.append([kind, level, frame_index, target, rows, len(settings), first, count])
-        settings.extend(float(p) for p in params)
-
+    plan = PlanBuilder(layer, dtype, settings)
     level_rows = []
     for level, tasks in enumerate(layer.levels):
-        rows = 0
+        plan.level, first = level, len(plan.records)
         for task in tasks:
-            kind = type(task)
-            costs = task.cost().tolist()
-            if kind is FrameTask:
-                start = task._rows.start
-                record(FRAME_TASK, level, frame(task.frame), target_index[task.name], 0, [task.gain, *costs], start,
-                       len(costs))  # fmt: skip
-            elif kind is ComTask:
-                uses_com = True
-                record(COM_TASK, level, -1, target_index[task.name], 0, [task.gain, *costs], 0, len(costs))
-            elif kind is PostureTask:
-                record(POSTURE_TASK, level, -1, target_index[task.name], 0, [task.gain, *costs], 0, len(costs))
-            else:
+            if not task.compiled_form(plan):
+                _without_compiled_form(task)
                 return None
-            kept = sum(1 for c in costs if c > 0)
-            records[-1][4] = kept
-            rows += kept
-        level_rows.append(rows)
-    equalities = inequalities = 0
-    prepared_at = len(specs)
+        level_rows.append(sum(record[4] for record in plan.records[first:]))
+    plan.level = -1
     for constraint in layer.constraints:
-        kind = type(constraint)
-        if kind is Contact:
-            record(CONTACT, -1, frame(constraint.frame), target_index[constraint.name], 6, [])
-            equalities += 6
-        elif kind is ComInSupportPolygon and constraint.anchors:
-            uses_com = True
-            k = constraint.size
-            record(SUPPORT_POLYGON, -1, -1, prepared_at, k, [constraint.margin])
-            specs += [((k, 2), dtype), ((k,), dtype), ((k,), torch.bool)]
-            prepared_at += 3
-            inequalities += k
-        elif kind is ConfigurationLimit:
-            record(CONFIGURATION_LIMIT, -1, -1, -1, 0, [constraint.gain])
-        elif kind is StepLimit:
-            limit = constraint._max
-            if limit.numel() not in (1, tree.nv):
-                return None  # the torch composition raises the error that says so
-            record(STEP_LIMIT, -1, -1, -1, 0, limit.expand(tree.nv).tolist())
-        else:
+        if not constraint.compiled_form(plan):
+            _without_compiled_form(constraint)
             return None
-    if sum(1 for c in layer.constraints if type(c) in (ConfigurationLimit, StepLimit)) > MAX_BOUND_BLOCKS:
+    if plan.declined or plan.bound_blocks > MAX_BOUND_BLOCKS:
         return None
-    if uses_com and tree.total_mass <= 0.0:
+    if plan.uses_com and tree.total_mass <= 0.0:
         return None  # the torch composition raises MissingInertialError
-    held = [
-        buffers["_node_origin34"], buffers["node_revolute"], buffers["node_multiplier"], buffers["node_offset"],
-        buffers["_node_q_column"], buffers["_node_parent_slot"], buffers["slot_moment"].reshape(-1, 4),
-        buffers["subtree_mass"], buffers["_total_mass"], buffers["node_dof"], tree.joint_lower, tree.joint_upper,
-    ]  # fmt: skip
-    frame_entries = []
-    for name in frames:
-        index = tree.frame_index(name)
-        chain = buffers[f"_frame{index}_slots"]
-        frame_entries += [tree._frame_slots[index], chain.numel()]
-        held += [buffers["frame_offset"][index], chain, buffers[f"_frame{index}_dofs"],
-                 buffers[f"_frame{index}_weights"], buffers[f"_frame{index}_revolute"]]  # fmt: skip
-    held = tuple(t.contiguous() for t in held)
+    held, frame_entries = tree.compiled_arrays(list(plan.frames))
     header = [0] * HEADER
     residual_width = sum(task.size for task in layer.tasks.values())
     header[:17] = [
-        buffers["_node_origin34"].shape[0], tree.nq, tree.nv, tree.base_nv, int(tree.floating_base), len(layer.levels),
-        len(records), len(frames), equalities, inequalities, cfg.qp_iterations, cfg.qp_active_set_steps,
-        cfg.qp_refinements, POLISH_STEPS, int(uses_com), residual_width, len(layer.constraints),
+        held[0].shape[0], tree.nq, tree.nv, tree.base_nv, int(tree.floating_base), len(layer.levels),
+        len(plan.records), len(plan.frames), plan.equalities, plan.inequalities, cfg.qp_iterations,
+        cfg.qp_active_set_steps, cfg.qp_refinements, POLISH_STEPS, int(plan.uses_com), residual_width,
+        len(layer.constraints),
     ]  # fmt: skip
-    plan = torch.tensor(header + frame_entries + level_rows + [v for r in records for v in r], dtype=torch.int64)
+    records = [v for r in plan.records for v in r]
     arrays = (ctypes.c_void_p * len(held))(*(t.data_ptr() for t in held))
-    specs = [(shape, dtype, _row_strides(shape), math.prod(shape)) for shape, dtype in specs]
+    specs = [(shape, dtype, _row_strides(shape), math.prod(shape)) for shape, dtype in plan.specs]
     return StepPlan(
-        plan=plan,
-        settings=torch.tensor(settings, dtype=torch.float64),
+        plan=torch.tensor(header + frame_entries + level_rows + records, dtype=torch.int64),
+        settings=torch.tensor(plan.settings, dtype=torch.float64),
         arrays=arrays,
         held=held,
         target_specs=tuple(specs),
         nq=tree.nq,
         nv=tree.nv,
         n_levels=len(layer.levels),
-        n_inequalities=inequalities,
+        n_inequalities=plan.inequalities,
         residual_width=residual_width,
         n_constraints=len(layer.constraints),
-        most_equalities=equalities + sum(level_rows),
+        most_equalities=plan.equalities + sum(level_rows),
     )
 
 

@@ -52,5 +52,11 @@ class Constraint:
         """``(...)`` how far ``q`` is from satisfying the constraint (0 when it does)."""
         return q.new_zeros(q.shape[:-1])
 
+    def compiled_form(self, plan) -> bool:
+        """Add this constraint to the compiled step's ``plan`` (a ``kinematics.wholebody.step_plan.PlanBuilder``)
+        through one of its block methods and return True; False where the kernel does not compute it (its layer
+        then runs the torch composition). The base class has none."""
+        return False
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"

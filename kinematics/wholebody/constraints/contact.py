@@ -32,3 +32,9 @@ class Contact(Constraint):
     def violation(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> torch.Tensor:
         error = self._error(tree, state, target)
         return torch.maximum(error[..., :3].norm(dim=-1), error[..., 3:].norm(dim=-1))
+
+    def compiled_form(self, plan) -> bool:
+        if type(self) is not Contact:  # a subclass may compute other rows: it declares its own compiled form
+            return False
+        plan.contact(self.name, self.frame)
+        return True

@@ -33,6 +33,12 @@ class ConfigurationLimit(Constraint):
         below, above = tree.joint_lower - joints, joints - tree.joint_upper
         return torch.clamp(torch.maximum(below, above), min=0.0).amax(-1)
 
+    def compiled_form(self, plan) -> bool:
+        if type(self) is not ConfigurationLimit:  # a subclass may compute other rows: it declares its own
+            return False
+        plan.configuration_limit(self.gain)
+        return True
+
 
 class StepLimit(Constraint):
     """``|dq_i| <= max_step_i`` (a velocity limit times the step's duration): one number, or one per tangent
@@ -49,3 +55,12 @@ class StepLimit(Constraint):
             raise ConfigError(f"{self.name}: max_step needs 1 or nv = {tree.nv} values, got {self._max.numel()}")
         limit = self._max.to(q.dtype).to(q.device).expand(tree.nv).expand(*q.shape[:-1], tree.nv)
         return -limit, limit
+
+    def compiled_form(self, plan) -> bool:
+        if type(self) is not StepLimit:  # a subclass may compute other rows: it declares its own compiled form
+            return False
+        if self._max.numel() not in (1, plan.nv):
+            plan.decline()  # the torch composition raises the error that says so
+        else:
+            plan.step_limit(self._max.expand(plan.nv).tolist())
+        return True

@@ -152,3 +152,10 @@ class ComInSupportPolygon(Constraint):
         com_xy = tree.center_of_mass(state)[..., :2]
         outside = (normal * com_xy[..., None, :]).sum(-1) - (offset - self.margin)
         return torch.where(edge, outside, torch.full_like(outside, -INACTIVE)).amax(-1).clamp_min(0.0)
+
+    def compiled_form(self, plan) -> bool:
+        """With anchors only: the kernel reads the polygon prepared once per solve."""
+        if type(self) is not ComInSupportPolygon or not self.anchors:
+            return False
+        plan.support_polygon(self.size, self.margin)
+        return True

@@ -24,3 +24,9 @@ class ComTask(Task):
 
     def jacobian(self, tree: KinematicTree, state: TreeState, q: torch.Tensor) -> torch.Tensor:
         return tree.com_jacobian(state)
+
+    def compiled_form(self, plan) -> bool:
+        if type(self) is not ComTask:  # a subclass may compute other rows: it declares its own compiled form
+            return False
+        plan.com_task(self.name, self.gain, self.cost().tolist())
+        return True

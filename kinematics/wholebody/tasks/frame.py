@@ -57,3 +57,9 @@ class FrameTask(Task):
 
     def jacobian(self, tree: KinematicTree, state: TreeState, q: torch.Tensor) -> torch.Tensor:
         return tree.frame_jacobian(state, self.frame)[..., self._rows, :]
+
+    def compiled_form(self, plan) -> bool:
+        if type(self) is not FrameTask:  # a subclass may compute other rows: it declares its own compiled form
+            return False
+        plan.frame_task(self.name, self.frame, self.gain, self.cost().tolist(), self._rows.start)
+        return True

@@ -33,3 +33,9 @@ class PostureTask(Task):
         eye = torch.eye(self.size, dtype=q.dtype, device=q.device)
         base = torch.zeros(self.size, self._base_nv, dtype=q.dtype, device=q.device)
         return torch.cat((base, eye), -1).expand(*q.shape[:-1], self.size, tree.nv)
+
+    def compiled_form(self, plan) -> bool:
+        if type(self) is not PostureTask:  # a subclass may compute other rows: it declares its own compiled form
+            return False
+        plan.posture_task(self.name, self.gain, self.cost().tolist())
+        return True

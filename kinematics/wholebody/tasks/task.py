@@ -67,5 +67,11 @@ class Task:
         """``(..., size, nv)``: how a step ``dq`` moves the task's current value (to first order)."""
         raise NotImplementedError
 
+    def compiled_form(self, plan) -> bool:
+        """Add this task to the compiled step's ``plan`` (a ``kinematics.wholebody.step_plan.PlanBuilder``) through
+        one of its block methods and return True; False where the kernel does not compute this task (its layer then
+        runs the torch composition). The base class has none."""
+        return False
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r}, gain={self.gain})"

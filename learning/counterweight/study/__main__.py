@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import json
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -21,6 +22,21 @@ from learning.counterweight.study.design import STUDY_PRESETS, StudyCfg, study_p
 from learning.counterweight.study.figures import write_figures
 from learning.counterweight.study.protocol import load_results, run_study
 from learning.counterweight.study.report import render_markdown
+
+
+def phase_seconds(study: dict) -> dict[str, float]:
+    """Each phase's seconds summed over the sessions that ran the study (or this run's, without records)."""
+    if not study.get("sessions"):
+        return dict(study["phase_seconds"])
+    total: dict[str, float] = {}
+    for session in study["sessions"]:
+        for phase, seconds in session["phase_seconds"].items():
+            total[phase] = total.get(phase, 0.0) + seconds
+    return total
+
+
+def study_seconds(study: dict) -> float:
+    return sum(phase_seconds(study).values()) if study.get("sessions") else study["seconds"]
 
 
 def write_report(cfg: StudyCfg, folder: Path, study: dict, command: str) -> dict:
@@ -43,8 +59,9 @@ def write_report(cfg: StudyCfg, folder: Path, study: dict, command: str) -> dict
         "kept": study["kept"],
         "choices": study["choices"],
         "tuning": study["tuning"],
-        "seconds": study["seconds"],
-        "phase_seconds": study["phase_seconds"],
+        "seconds": study_seconds(study),
+        "phase_seconds": phase_seconds(study),
+        "sessions": study.get("sessions", []),
         "analysis": analyse(cfg, study, results),
         "provenance": provenance(command),
         "study_provenance": study.get("provenance"),
@@ -53,6 +70,10 @@ def write_report(cfg: StudyCfg, folder: Path, study: dict, command: str) -> dict
     atomic_write_json(folder / "report.json", report)
     atomic_write_text(folder / "report.md", render_markdown(report))
     return report
+
+
+def _stop(signum, frame) -> None:
+    raise KeyboardInterrupt(f"stopped by signal {signum}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -75,6 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         report = write_report(cfg, args.out, study, command)
         print(f"report: {args.out / 'report.md'}")
         return 0
+    signal.signal(signal.SIGTERM, _stop)  # a stopped study records its session's seconds, then --resume goes on
     folder = RunFolder(args.out, cfg.to_dict(), args.resume)
     with make_executor(args.executor, cfg.workers, args.address, args.retries, log=print) as executor:
         study = run_study(cfg, folder, executor, print, command)

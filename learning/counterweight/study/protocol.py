@@ -4,8 +4,9 @@
    loses the task's properties is not trained;
 2. base tuning, stage A, then stage B from the largest budget's stage A choice, each with the edge rule's
    extensions; each budget chooses over both stages' configurations;
-3. in ``cfg.retuned_levels``, the zero-order methods' scale setting at 10x around the base choice, with the edge
-   rule (the other levels take the base choices);
+3. in ``cfg.retuned_levels`` (or, where one is not kept, the hardest kept level of its axis: amendment 3), the
+   zero-order methods' scale setting at 10x around the base choice, with the edge rule (the other levels take the
+   base choices);
 4. ten seeds of every method at each budget's choice in every kept cell.
 
 Every phase interleaves the methods (gradient and zero-order jobs side by side, sharing the machine's load). All
@@ -16,6 +17,7 @@ retraces the same choices.
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 from collections.abc import Callable
@@ -83,6 +85,8 @@ class Study:
         self.cfg, self.folder, self.executor, self.log = cfg, folder, executor, log
         self.results: dict[str, dict] = {}
         self.phase_seconds: dict[str, float] = {}
+        self.equal_time_limit: dict[str, float] = {}  # per cell, for tuning (``tuning_limits``)
+        self.session = {"started": time.strftime("%Y-%m-%dT%H-%M-%S"), "phase_seconds": self.phase_seconds}
         self.store = folder.results("runs")
         self.one_x = cfg.one_x()
         self.most = cfg.multiple * self.one_x
@@ -108,11 +112,19 @@ class Study:
         if not unique:
             return
         started = time.perf_counter()
-        for job, result in zip(unique, self.executor.map(self.task, unique, self.store, phase), strict=True):
-            settings = dict(job.settings)
-            result["_cell"], result["_probe"] = settings["cell"], settings["probe"]  # for the tuning limits
-            self.results[job.name] = result
-        self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + time.perf_counter() - started
+        try:
+            for job, result in zip(unique, self.executor.map(self.task, unique, self.store, phase), strict=True):
+                settings = dict(job.settings)
+                result["_cell"], result["_probe"] = settings["cell"], settings["probe"]  # for the tuning limits
+                self.results[job.name] = result
+        finally:  # a stopped session (SIGTERM, Ctrl-C) keeps the seconds it spent: its finished runs are stored
+            self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + time.perf_counter() - started
+            self.save_session()
+
+    def save_session(self) -> None:
+        """This session's phase seconds in ``sessions/<start>.json``: the study's time is their sum over the
+        sessions that ran it (amendment 2)."""
+        atomic_write_json(self.folder.path / "sessions" / f"{self.session['started']}.json", self.session)
 
     # ---- tuning
 
@@ -125,15 +137,19 @@ class Study:
 
     def tuning_limits(self, cell: str) -> dict[str, dict]:
         """Each budget's limit in ``cell``'s tuning; equal wall time: the median seconds of the ``gradient``
-        tuning runs there (at 1x, under the same load)."""
-        seconds = [
-            result["curve"]["seconds"][-1]
-            for name, result in self.results.items()
-            if name.startswith("gradient-") and result["_cell"] == cell and result["_probe"] == "tuning"
-        ]
+        tuning runs there (at 1x, under the same load) of the first round that has them, then kept for every later
+        round and stage (amendment 3: every row of a search is scored at the same limit)."""
         limits = {"1x": {"max_evaluations": self.one_x}, "10x": {"max_evaluations": self.most}}
-        if seconds:  # a level's search tunes 10x alone
-            limits["equal_time"] = {"max_seconds": statistics.median(seconds)}
+        if cell not in self.equal_time_limit:
+            seconds = [
+                result["curve"]["seconds"][-1]
+                for name, result in self.results.items()
+                if name.startswith("gradient-") and result["_cell"] == cell and result["_probe"] == "tuning"
+            ]
+            if seconds:  # a level's search tunes 10x alone
+                self.equal_time_limit[cell] = statistics.median(seconds)
+        if cell in self.equal_time_limit:
+            limits["equal_time"] = {"max_seconds": self.equal_time_limit[cell]}
         return limits
 
     def search(self, searches: list[Search], phase: str) -> None:
@@ -172,6 +188,7 @@ class Study:
         started = time.perf_counter()
         outputs = self.executor.map(task, jobs, self.folder.results("diagnostics"), "diagnostics")
         self.phase_seconds["diagnostics"] = time.perf_counter() - started
+        self.save_session()
         by_task = {cell.task: output for cell, output in zip(first.values(), outputs, strict=True)}
         return {cell.name: by_task[cell.task] for cell in cfg.cells()}
 
@@ -215,10 +232,11 @@ class Study:
         choices = {"base": base}
         scale_values = {s.method: dict(s.grid)[SCALE_SETTING[s.method]] for s in searches_a}
         searches_level = []
+        retuned = retuned_levels(cfg, [c.name for c in kept])
         for cell in kept[1:]:
             for m in cell_methods(cfg, cell):
                 choices.setdefault(cell.name, {})[m] = dict(base[m])
-                if cell.name not in cfg.retuned_levels or m in GRADIENT_STUDY_METHODS:
+                if cell.name not in retuned or m in GRADIENT_STUDY_METHODS:
                     continue
                 setting, settings = SCALE_SETTING[m], base[m]["10x"]
                 fixed = {k: v for k, v in settings.items() if k != setting}
@@ -248,9 +266,27 @@ class Study:
             if cell.axis == "width" and "linear_cma" in runs["base"]:
                 runs[cell.name]["linear_cma"] = runs["base"]["linear_cma"]
         out["runs"] = runs
+        out["retuned_levels"] = list(retuned)
         out["phase_seconds"] = dict(self.phase_seconds)
         out["seconds"] = time.perf_counter() - started
+        out["sessions"] = sessions(self.folder.path)
         return out
+
+
+def retuned_levels(cfg: StudyCfg, kept: list[str]) -> tuple[str, ...]:
+    """The levels whose zero-order scale setting is tuned again: ``cfg.retuned_levels`` where kept; for one that is
+    not kept, the hardest kept level of its axis that is harder than the base, if any (amendment 3)."""
+    axis_of = {name: axis for axis, names in cfg.axes().items() for name in names}
+    out = []
+    for level in cfg.retuned_levels:
+        if level in kept:
+            out.append(level)
+            continue
+        axis = cfg.axes()[axis_of[level]]  # easiest first
+        harder_first = [name for name in reversed(axis[axis.index("base") + 1 :]) if name in kept]
+        if harder_first:
+            out.append(harder_first[0])
+    return tuple(dict.fromkeys(out))
 
 
 def _zip_longest(rows: list[list[Job]]) -> list[list[Job]]:
@@ -269,6 +305,11 @@ def run_study(
     out["provenance"] = ran
     atomic_write_json(folder.path / "study.json", out)
     return out
+
+
+def sessions(folder: Path) -> list[dict]:
+    """Every session's record (``Study.save_session``), oldest first."""
+    return [json.loads(path.read_text()) for path in sorted((Path(folder) / "sessions").glob("*.json"))]
 
 
 def load_results(folder: Path, names) -> dict[str, dict]:

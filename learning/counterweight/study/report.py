@@ -157,6 +157,15 @@ def tuning_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def _sessions_note(report: dict) -> str:
+    sessions = report.get("sessions") or []
+    if len(sessions) < 2:
+        return ""
+    return (
+        f", summed over the {len(sessions)} sessions that ran it (started {', '.join(s['started'] for s in sessions)})"
+    )
+
+
 def render_markdown(report: dict) -> str:
     cfg = report["config"]
     minutes = report["seconds"] / 60
@@ -172,7 +181,8 @@ def render_markdown(report: dict) -> str:
         ),
         f"Pre-registered in `docs/counterweight-study.md`. Seeds {len(cfg['seeds'])} per cell; 1x = "
         f"{report['one_x']} layer evaluations (selection included), 10x = {cfg['multiple'] * report['one_x']}. "
-        f"The whole study took {minutes:.1f} min on {cfg['workers']} worker processes of one torch thread each.",
+        f"The whole study took {minutes:.1f} min on {cfg['workers']} worker processes of one torch thread each"
+        f"{_sessions_note(report)}.",
         "",
         "## The cells, before any training",
         "",

@@ -6,12 +6,17 @@ a batch-1 solve runs a bounded number of torch ops."""
 
 from __future__ import annotations
 
+import ast
+import inspect
+import warnings
+
 import pytest
 import torch
 from wholebody_support import G1, HAND, LEFT_HAND, every_kind_layer, every_kind_targets, tree_of
 
 from kinematics import native
 from kinematics.wholebody import (
+    FrameTask,
     RelativeFrameTask,
     StepLimit,
     WholeBodyIKCfg,
@@ -155,11 +160,16 @@ def test_the_layer_solves_through_the_kernel_and_autograd_through_the_reference(
     torch.testing.assert_close(torch_only.q, compiled.q, atol=1e-6, rtol=0)
 
 
-def test_a_layer_the_plan_does_not_encode_runs_its_reference(g1) -> None:
+def test_a_layer_the_plan_does_not_encode_runs_its_reference(g1, monkeypatch) -> None:
     problem = standing_problem(g1, G1)
     relative = RelativeFrameTask("hands", HAND, LEFT_HAND)
     layer = WholeBodyIKLayer(g1, [[relative], [problem.layer.tasks["posture"]]], problem.layer.constraints)
-    assert step_plan.build(layer) is None
+    monkeypatch.setattr(step_plan, "_WARNED", set())
+    with pytest.warns(step_plan.NoCompiledFormWarning, match="RelativeFrameTask 'hands' has no compiled form"):
+        assert step_plan.build(layer) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per class
+        assert step_plan.build(layer) is None
     T = g1.frame_pose(problem.q_stand, LEFT_HAND).inverse() @ g1.frame_pose(problem.q_stand, HAND)
     T[:3, 3] += 0.02
     result = layer.solve({**problem.fixed_targets, "hands": T}, problem.q_stand)
@@ -191,3 +201,41 @@ def test_a_batch1_solve_runs_a_bounded_number_of_torch_ops(g1) -> None:
         problem.layer.solve(targets, problem.q_stand)
     ops = [e for e in profile.events() if e.name.startswith("aten::") and e.cpu_parent is None]
     assert len(ops) <= 80, sorted(e.name for e in ops)
+
+
+def test_the_plan_asks_each_part_for_its_compiled_form(g1, monkeypatch) -> None:
+    """A user's task declares its compiled form through one method of its own; a subclass that does not is named
+    in a one-time warning and runs the torch composition; the plan reads no class list and no private attribute."""
+    problem = standing_problem(g1, G1)
+    hand = problem.layer.tasks["right_hand"]
+
+    class ShiftedHand(FrameTask):  # computes other rows than FrameTask's: no compiled form of its own
+        def error(self, tree, state, q, target):
+            return super().error(tree, state, q, target) + 0.01
+
+    class SameAsFrameTask(FrameTask):  # the same rows, and it says so
+        def compiled_form(self, plan) -> bool:
+            plan.frame_task(self.name, self.frame, self.gain, self.cost().tolist(), 0)
+            return True
+
+    monkeypatch.setattr(step_plan, "_WARNED", set())
+    posture, constraints = problem.layer.tasks["posture"], problem.layer.constraints
+    shifted = ShiftedHand("right_hand", hand.frame, kind="position", gain=hand.gain)
+    with pytest.warns(step_plan.NoCompiledFormWarning, match="ShiftedHand 'right_hand'"):
+        assert step_plan.build(WholeBodyIKLayer(g1, [[shifted], [posture]], constraints)) is None
+    same = SameAsFrameTask("right_hand", hand.frame, kind="position", gain=hand.gain)
+    built = step_plan.build(WholeBodyIKLayer(g1, [[same], [posture]], constraints))
+    reference = step_plan.build(problem.layer)
+    assert torch.equal(built.plan, reference.plan) and torch.equal(built.settings, reference.settings)
+    source = ast.parse(inspect.getsource(step_plan))
+    imported = {node.module for node in ast.walk(source) if isinstance(node, ast.ImportFrom)}
+    assert not any(m.startswith(("kinematics.wholebody.tasks", "kinematics.wholebody.constraints")) for m in imported)
+    private = [
+        f"{ast.unparse(node.value)}.{node.attr}"
+        for node in ast.walk(source)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and ast.unparse(node.value) != "self"
+    ]
+    assert not private, private

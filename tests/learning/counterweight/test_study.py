@@ -216,3 +216,14 @@ def test_the_smoke_study_runs_reports_and_resumes_without_running_again(tmp_path
     assert json.loads((out / "study.json").read_text())["choices"] == study["choices"]
     with pytest.raises(ConfigError, match="not empty"):
         main(["--out", str(out), "--preset", "smoke"])
+
+
+def test_a_retuned_level_that_is_not_kept_passes_to_the_hardest_kept_level_of_its_axis():
+    from learning.counterweight.study.protocol import retuned_levels
+
+    cfg = study_preset("full")
+    every = [cell.name for cell in cfg.cells()]
+    assert retuned_levels(cfg, every) == ("width-256", "tolerance-2mm")
+    kept = [name for name in every if name not in ("sectors-1", "sectors-2", "tolerance-2mm")]
+    assert retuned_levels(cfg, kept) == ("width-256", "tolerance-5mm")
+    assert retuned_levels(cfg, ["base", "width-16"]) == ()  # nothing harder than the base kept on either axis
