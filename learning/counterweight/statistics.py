@@ -50,9 +50,13 @@ def seed_summary(values) -> dict:
 
 def curve_band(xs: list[list[float]], ys: list[list[float]], grid: np.ndarray, seed: int = 0) -> dict:
     """Per-seed curves (``xs[k]`` increasing) held piecewise constant onto ``grid`` (the last value reached at or
-    before each point); their mean and a pointwise 95 % bootstrap interval of the mean over seeds."""
+    before each point, the first value before the first); their mean and a pointwise 95 % bootstrap interval of the mean
+    over seeds."""
     held = np.stack(
-        [np.asarray(y, float)[np.searchsorted(x, grid, side="right") - 1] for x, y in zip(xs, ys, strict=True)]
+        [
+            np.asarray(y, float)[np.clip(np.searchsorted(x, grid, side="right") - 1, 0, None)]
+            for x, y in zip(xs, ys, strict=True)
+        ]
     )
     rng = np.random.default_rng(seed)
     picks = rng.integers(0, len(held), size=(1000, len(held)))

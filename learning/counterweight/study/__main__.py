@@ -55,6 +55,7 @@ def write_report(cfg: StudyCfg, folder: Path, study: dict, command: str) -> dict
         "config": cfg.to_dict(),
         "one_x": cfg.one_x(),
         "levels": {cell.name: cell.level for cell in cfg.cells()},
+        "config_axes": cfg.axes(),
         "diagnostics": study["diagnostics"],
         "kept": study["kept"],
         "choices": study["choices"],

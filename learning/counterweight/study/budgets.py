@@ -50,12 +50,14 @@ def at_budget(result: dict, max_evaluations: int | None = None, max_seconds: flo
     )
 
 
-def evaluations_to_reach(result: dict, threshold: float) -> int | None:
+def evaluations_to_reach(result: dict, threshold: float, max_evaluations: int | None = None) -> int | None:
     """The layer evaluations at which the run's selected checkpoint first has probe success ``>= threshold``
-    (``None``: never within the run)."""
+    (``None``: never within the run, or within ``max_evaluations``)."""
     curve = Curve(**result["curve"])
     probe = result["probe"].double().mean(-1)
     for within in range(1, len(curve.evaluations) + 1):
+        if max_evaluations is not None and curve.evaluations[within - 1] > max_evaluations:
+            return None
         if float(probe[selected_index(curve, within)]) >= threshold:
             return curve.evaluations[within - 1]
     return None

@@ -22,15 +22,15 @@ AXIS_TITLES = {"goal_dependence": "goal-dependence", "width": "search dimension"
 
 
 def axis_figure(report: dict, axis: str):
-    cells = report["analysis"]["cells"]
-    levels = report["analysis"]["axes"][axis]["levels"]
-    labels = [axis_label(report, axis, level) for level in levels]
+    cells, diagnostics = report["analysis"]["cells"], report["diagnostics"]
+    levels = list(report["config_axes"][axis])  # every pre-registered level; the ones not kept are marked
+    labels = [axis_label(report, axis, level) + ("" if level in cells else "\n(not kept)") for level in levels]
     x = np.arange(len(levels))
     fig, panels = plt.subplots(1, 2, figsize=(12, 4.2), sharey=True)
     for ax, budget in zip(panels, ("10x", "equal_time"), strict=True):
         for offset, method in enumerate(STUDY_METHODS):
             use = "1x" if method in GRADIENT_STUDY_METHODS else budget
-            stats = [cells[level]["rows"].get(method, {}).get(use) for level in levels]
+            stats = [cells[level]["rows"].get(method, {}).get(use) if level in cells else None for level in levels]
             shown = [i for i, s in enumerate(stats) if s is not None]
             if not shown:
                 continue
@@ -40,8 +40,11 @@ def axis_figure(report: dict, axis: str):
             high = np.array([100 * stats[i]["selected"]["high"] for i in shown])
             label = method + (" (1x)" if method in GRADIENT_STUDY_METHODS else "")
             ax.errorbar(xs, iqm, yerr=[iqm - low, high - iqm], marker="o", capsize=3, color=COLORS[method], label=label)
-        ax.plot(x, [100 * cells[level]["constant"] for level in levels], "k--", lw=1, label="best constant")
-        ax.plot(x, [100 * cells[level]["per_goal"] for level in levels], "k:", lw=1, label="per-goal optimisation")
+        constant = [100 * diagnostics[level]["best_constant"] for level in levels]
+        ax.plot(x, constant, "k--", lw=1, label="best constant")
+        ax.plot(
+            x, [100 * diagnostics[level]["per_goal"] for level in levels], "k:", lw=1, label="per-goal optimisation"
+        )
         ax.set_xticks(x, labels)
         ax.set_title(f"zero-order at {'10x' if budget == '10x' else 'equal wall time'}")
         ax.set_ylim(-2, 102)

@@ -39,15 +39,18 @@ def _settings(settings: dict) -> str:
 
 def diagnostics_table(report: dict) -> str:
     lines = [
-        "| cell | level | goals kept of candidates (train) % | reach only % | without balance % | best constant % | "
-        "per-goal % | kept |",
+        "| cell | level | goals kept of candidates (train) %, per sector % | reach only % | without balance % | "
+        "best constant % | per-goal % | kept (the properties it lost) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for cell, d in report["diagnostics"].items():
+        sectors = ", ".join(_pct(share) for share in d["kept_by_interval"])
+        lost = [name for name, held in d["properties"].items() if not held]
+        kept = "yes" if d["kept_cell"] else f"no ({'; '.join(lost)})"
         lines.append(
-            f"| {cell} | {report['levels'][cell]} | {_pct(d['kept']['train'])} | {_pct(d['reach_only'])} | "
-            f"{_pct(d['no_balance'])} | {_pct(d['best_constant'])} | {_pct(d['per_goal'])} | "
-            f"{'yes' if d['kept_cell'] else 'no'} |"
+            f"| {cell} | {report['levels'][cell]} | {_pct(d['kept']['train'])} ({sectors}) | "
+            f"{_pct(d['reach_only'])} | {_pct(d['no_balance'])} | {_pct(d['best_constant'])} | "
+            f"{_pct(d['per_goal'])} | {kept} |"
         )
     return "\n".join(lines)
 
@@ -66,7 +69,7 @@ def verdict_table(report: dict, gradient: str = "gradient") -> str:
         for budget in BUDGETS:
             v = verdicts[budget]
             stat = analysis["rows"][v["closest"]][budget]["selected"]
-            closest.append(f"{v['closest']} {_ci(stat)}")
+            closest.append(f"{v['closest']} {_ci(stat)}, {_pct(v['closest_gap'])} points below")
         reference = analysis["rows"][gradient]["1x"]["selected"]
         outcomes = " | ".join(verdicts[b]["outcome"] for b in BUDGETS)
         lines.append(f"| {cell} | {report['levels'][cell]} | {_ci(reference)} | {' | '.join(closest)} | {outcomes} |")
@@ -80,8 +83,9 @@ def cell_table(report: dict, cell: str) -> str:
         f"gradient run)",
         "",
         "| method | budget | settings | test % selected, IQM [95 % CI] | test % last iterate, IQM [95 % CI] | "
-        "layer evaluations to 90 % (median) | seeds reaching 90 % | ms per layer evaluation |",
-        "|---|---|---|---|---|---|---|---|",
+        "layer evaluations to 90 % within the budget (median) | seeds reaching 90 % | ms per layer evaluation "
+        "(training and selection) | layer evaluations spent | seeds ended before the budget |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for method in STUDY_METHODS:
         for budget, row in analysis["rows"].get(method, {}).items():
@@ -89,7 +93,8 @@ def cell_table(report: dict, cell: str) -> str:
             to_90 = "> run" if math.isinf(row["evaluations_to_90"]) else f"{row['evaluations_to_90']:.0f}"
             lines.append(
                 f"| {method} | {BUDGET_NAMES[budget]} | {_settings(settings)} | {_ci(row['selected'])} | "
-                f"{_ci(row['last'])} | {to_90} | {_pct(row['reached_90'])} | {row['ms_per_evaluation']:.3f} |"
+                f"{_ci(row['last'])} | {to_90} | {_pct(row['reached_90'])} | {row['ms_per_evaluation']:.3f} | "
+                f"{row['evaluations']:.0f} | {row['ended_before_budget']} |"
             )
     return "\n".join(lines)
 
@@ -102,7 +107,13 @@ def axes_text(report: dict) -> str:
         broken = (
             f"the claim first holds at {axis_label(report, axis, where)}" if where else "the claim holds at no level"
         )
-        lines.append(f"- **{axis}** (at 10x): {outcomes}. {broken[0].upper()}{broken[1:]}.")
+        dropped = [
+            axis_label(report, axis, level) for level in report["config_axes"][axis] if level not in row["levels"]
+        ]
+        not_kept = (
+            f" Not kept (lost the task's properties, see the diagnostics): {', '.join(dropped)}." if dropped else ""
+        )
+        lines.append(f"- **{axis}** (at 10x): {outcomes}. {broken[0].upper()}{broken[1:]}.{not_kept}")
     return "\n".join(lines)
 
 
@@ -112,9 +123,12 @@ def h2_text(report: dict) -> str:
         if row["supported"] is None:
             lines.append(f"- {axis}: not tested ({row['why']}).")
             continue
+        easy, hard = row["gaps"][row["easiest"]], row["gaps"][row["hardest"]]
         lines.append(
-            f"- {axis}: gap {_pct(row['gap_easiest'])} points at {axis_label(report, axis, row['easiest'])}, "
-            f"{_pct(row['gap_hardest'])} at {axis_label(report, axis, row['hardest'])}: "
+            f"- {axis}: gap {_pct(easy['gap'])} points [{_pct(easy['low'])}, {_pct(easy['high'])}] at "
+            f"{axis_label(report, axis, row['easiest'])} (best zero-order: {easy['best_zero_order']}), "
+            f"{_pct(hard['gap'])} [{_pct(hard['low'])}, {_pct(hard['high'])}] at "
+            f"{axis_label(report, axis, row['hardest'])} ({hard['best_zero_order']}): "
             f"{'supported' if row['supported'] else 'not supported'}."
         )
     return "\n".join(lines)

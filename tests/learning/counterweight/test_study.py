@@ -157,6 +157,23 @@ def test_intervals_come_from_rlibles_stratified_bootstrap_over_seeds_and_goals()
         "mean": 1.0,
         "per_seed": None,
     }
+    # seeds that disagree: the interval resamples whole seeds, so it carries their spread (a per-entry bootstrap of
+    # seeds gave [47, 53] here)
+    split = np.concatenate((np.ones((5, 128)), np.zeros((5, 128))))
+    spread = summary(split)
+    assert spread["iqm"] == 0.5 and spread["low"] < 0.25 and spread["high"] > 0.75
+
+
+def test_the_gap_interval_resamples_seeds_of_both_methods():
+    from learning.counterweight.study.analysis import gap_interval
+
+    rng = np.random.default_rng(1)
+    same = (rng.random((10, 64)) < 0.6).astype(float)
+    gap, low, high = gap_interval(same, same)
+    assert gap == 0.0 and low < 0.0 < high
+    better = (rng.random((10, 64)) < 0.95).astype(float)
+    gap, low, high = gap_interval(better, same)
+    assert 0.25 < gap < 0.45 and 0.0 < low < gap < high
 
 
 def test_sparse_probes_keep_every_selected_checkpoint_and_the_last():
