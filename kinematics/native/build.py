@@ -26,7 +26,17 @@ from typing import TypeVar
 
 CSRC = Path(__file__).with_name("csrc")
 # the longest compiles first: the parallel build's wall time is the longest unit's where cores allow
-UNITS = ("fused_ik.c", "qp_active_set.c", "qp_ipm.c", "tree.c", "chain.c", "hull.c", "wholebody_step.c", "identity.c")
+UNITS = (
+    "fused_ik.c",
+    "qp_active_set.c",
+    "qp_ipm.c",
+    "tree.c",
+    "chain.c",
+    "hull.c",
+    "wholebody_step.c",
+    "wholebody_backward.c",
+    "identity.c",
+)
 LIBRARY = "libkinematics_native.so"  # the installed library, beside this file
 # -std=c99 (ISO C) keeps GCC's fp-contract off (ISO rounding); qp_ipm.c and qp_active_set.c turn it on for themselves
 CFLAGS = ("-O3", "-fPIC", "-std=c99")

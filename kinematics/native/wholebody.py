@@ -16,7 +16,7 @@ from kinematics.native import loader
 
 @dataclass(frozen=True)
 class StepPlan:
-    """What the kernel reads of a layer (``csrc/wholebody_step.c`` documents the layout): the int64 ``plan``, the
+    """What the kernel reads of a layer (``csrc/wholebody_shared.h`` documents the layout): the int64 ``plan``, the
     float64 ``settings``, ``arrays`` (the addresses of ``held``, the tree's buffers, which it keeps alive), and per
     target what it reads of one row (``target_specs``: shape, dtype, contiguous strides, size); ``nv``, the levels'
     and inequality rows' counts, the tasks' residuals' total width and the constraints' count; the most equality rows
@@ -90,7 +90,7 @@ def wholebody_step_backward(
     wanted: Sequence[bool],
     configuration: bool = False,
 ) -> tuple[list[torch.Tensor | None], torch.Tensor | None] | None:
-    """One step's backward w.r.t. the tasks' targets (``csrc/wholebody_step.c``, ``wb_backward_chunk``): for the
+    """One step's backward w.r.t. the tasks' targets (``csrc/wholebody_backward.c``, ``wb_backward_chunk``): for the
     step from ``q`` for which ``wholebody_step(..., save=True)`` gave ``forward`` (its ``dq``, ``level_status`` and
     saved output) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq`` ``(B, nv)``, the gradient
     ``(B, *shape)`` of each target where ``wanted`` (a task's target only), ``None`` elsewhere; with ``configuration``

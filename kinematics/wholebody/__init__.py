@@ -5,6 +5,7 @@ from kinematics.wholebody.cascade import CascadeStep, cascade_step
 from kinematics.wholebody.constraints import ComInSupportPolygon, ConfigurationLimit, Constraint, Contact, StepLimit
 from kinematics.wholebody.layer import WholeBodyIKCfg, WholeBodyIKLayer, WholeBodyIKResult
 from kinematics.wholebody.standing import Stance, StandingProblem, stance, standing_configuration, standing_problem
+from kinematics.wholebody.step_plan import NoCompiledFormWarning
 from kinematics.wholebody.tasks import ComTask, FrameTask, PostureTask, RelativeFrameTask, Task
 
 __all__ = [
@@ -12,6 +13,7 @@ __all__ = [
     "ComInSupportPolygon",
     "ComTask",
     "ConfigurationLimit",
+    "NoCompiledFormWarning",
     "Constraint",
     "Contact",
     "FrameTask",

@@ -140,8 +140,8 @@ long qp_adjoint_structured_double(long nb, long threads, long n, long me, long m
 
 /* wholebody_step.c: `steps` cascade steps of the whole-body layer (kinematics.wholebody.step_kernel) and, where
    residuals is not NULL, the evaluation at the last configuration, where saved is not NULL what the last step's
-   backward reads; and that backward w.r.t. the tasks' targets and, where grad_q is not NULL, the configuration q. Each returns 0, or -1 where its scratch could not be
-   allocated */
+   backward reads; wholebody_backward.c: that backward w.r.t. the tasks' targets and, where grad_q is not NULL, the
+   configuration q. Each returns 0, or -1 where its scratch could not be allocated */
 long wholebody_step_float(long n, long threads, long steps, const long long *plan, const double *settings,
                           const void *const *arrays, const void *const *targets, const long long *strides,
                           const float *q, float *q_next, float *dq, signed char *status,
