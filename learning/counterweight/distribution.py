@@ -25,14 +25,46 @@ PROPERTIES = (
 )
 
 
-def _rate(mask: torch.Tensor) -> float:
+def rate(mask: torch.Tensor) -> float:
     return float(mask.double().mean()) if mask.numel() else float("nan")
 
 
 @torch.no_grad()
-def _success(problem: CounterweightProblem, goals: torch.Tensor, outputs, layer: str = "body") -> torch.Tensor:
+def solved(problem: CounterweightProblem, goals: torch.Tensor, outputs, layer: str = "body") -> torch.Tensor:
+    """``(n,)`` bool: success (``"no_balance"``: the hand reached, feet and limits held) of ``outputs`` on ``goals``."""
     outcome = problem.outcome(problem.solve(goals, outputs, layer))
     return outcome.reached if layer == "no_balance" else outcome.success
+
+
+def constant_and_per_goal(
+    problem: CounterweightProblem,
+    cfg: ExperimentCfg,
+    train: torch.Tensor,
+    validation: torch.Tensor,
+    test: torch.Tensor,
+    per_goal_count: int,
+    log: Callable[[str], None] = lambda _: None,
+) -> tuple[object, torch.nn.Module, torch.Tensor, torch.Tensor]:
+    """The two baselines that decide whether a task tests the claim: the best constant offset (trained on
+    ``train``, chosen on ``validation``) and per-goal optimisation on the first ``per_goal_count`` ``test`` goals.
+    Returns the constant's run, its policy, and the per-goal success of each on ``test`` and on that subset."""
+    constant = train_best_constant(problem, cfg, train, validation, log)
+    policy = make_policy("constant", problem, cfg)
+    policy.load_state_dict(constant.state)
+    with torch.no_grad():
+        constant_success = solved(problem, test, policy(test))
+    subset = test[:per_goal_count]
+    with torch.enable_grad():
+        offsets = optimise_offsets(problem, subset, cfg.baselines, cfg.train.output_penalty)
+    return constant, policy, constant_success, solved(problem, subset, offsets)
+
+
+def task_properties(row: dict) -> dict[str, bool]:
+    """Each of ``PROPERTIES`` held by the diagnostics ``row``, by its text (``"best_constant <= 0.5"``)."""
+    return {
+        f"{key} {op} {threshold}": (row[key] <= threshold if op == "<=" else row[key] >= threshold)
+        for key, op, threshold in PROPERTIES
+    }
 
 
 def distribution_check(
@@ -51,37 +83,28 @@ def distribution_check(
             "goals": len(goals),
             "candidates": split.candidates,
             "kept": len(goals) / max(split.candidates, 1),
-            "front_share": _rate(split.sector == 0),
+            "front_share": rate(split.sector == 0),
         }
         if name in TEST_SPLITS:
-            row["reach_only"] = _rate(_success(problem, goals, None))
-            row["no_balance"] = _rate(_success(problem, goals, None, "no_balance"))
+            row["reach_only"] = rate(solved(problem, goals, None))
+            row["no_balance"] = rate(solved(problem, goals, None, "no_balance"))
         check["splits"][name] = row
     iid = splits["test_iid"]
     goals = iid.goals.to(dtype)
-    constant = train_best_constant(problem, cfg, splits["train"].goals, splits["validation"].goals, log)
-    policy = make_policy("constant", problem, cfg)
-    policy.load_state_dict(constant.state)
-    with torch.no_grad():
-        constant_success = _success(problem, goals, policy(goals))
-    subset = goals[: cfg.baselines.online_goals]
-    with torch.enable_grad():
-        offsets = optimise_offsets(problem, subset, cfg.baselines, cfg.train.output_penalty)
-    per_goal = _success(problem, subset, offsets)
+    constant, policy, constant_success, per_goal = constant_and_per_goal(
+        problem, cfg, splits["train"].goals, splits["validation"].goals, goals, cfg.baselines.online_goals, log
+    )
     iid_row = {
         "reach_only": check["splits"]["test_iid"]["reach_only"],
         "no_balance": check["splits"]["test_iid"]["no_balance"],
-        "best_constant": _rate(constant_success),
+        "best_constant": rate(constant_success),
         "best_constant_by_sector": {
-            sector: _rate(constant_success[iid.sector == index]) for index, sector in enumerate(("front", "behind"))
+            sector: rate(constant_success[iid.sector == index]) for index, sector in enumerate(("front", "behind"))
         },
         "best_constant_offset": [float(v) for v in policy(goals[:1]).detach()[0]],
-        "per_goal": _rate(per_goal),
-        "per_goal_goals": len(subset),
+        "per_goal": rate(per_goal),
+        "per_goal_goals": len(per_goal),
     }
-    iid_row["properties"] = {
-        f"{key} {op} {threshold}": (iid_row[key] <= threshold if op == "<=" else iid_row[key] >= threshold)
-        for key, op, threshold in PROPERTIES
-    }
+    iid_row["properties"] = task_properties(iid_row)
     check["iid"] = iid_row
     return check, constant.state
