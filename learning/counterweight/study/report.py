@@ -171,6 +171,46 @@ def tuning_table(report: dict) -> str:
     return "\n".join(lines)
 
 
+def verdict_paragraph(report: dict) -> str:
+    """The study's answer in one paragraph, from its numbers: per kept cell the 10x verdict against the gradient
+    policy (by how many points the closest zero-order method is below it), where along each axis zero-order breaks
+    down, and the cells not kept. What the README and the experiment's page quote."""
+    cells = report["analysis"]["cells"]
+    holds, not_holds = [], []
+    for cell, analysis in cells.items():
+        v = analysis["verdicts"]["gradient"]["10x"]
+        label = f"{report['levels'][cell]}" if cell != "base" else "the base cell"
+        text = f"{label} ({v['closest']} {_pct(v['closest_gap'])} points below)"
+        (not_holds if v["outcome"] == "does not hold" else holds).append((text, v["outcome"]))
+    parts = [
+        f"At 10x the gradient trainer's layer evaluations, every zero-order method given {len(report['config']['seeds'])}"
+        f" seeds and its own tuning, the claim that zero-order fails "
+    ]
+    if not not_holds:
+        parts.append("holds in every kept cell")
+    elif not holds:
+        parts.append("holds in no kept cell")
+    else:
+        parts.append(f"holds in {len(holds)} of {len(cells)} kept cells")
+    if holds:
+        parts.append(": it holds in " + "; ".join(f"{t} ({o})" for t, o in holds))
+    if not_holds:
+        parts.append("; it does not hold in " + "; ".join(t for t, _ in not_holds))
+    parts.append(". ")
+    breaks = []
+    for axis, row in report["analysis"]["axes"].items():
+        where = row["breaks_down_at"]
+        breaks.append(
+            f"along {axis.replace('_', '-')} zero-order "
+            + (f"breaks down first at {axis_label(report, axis, where)}" if where else "breaks down at no kept level")
+        )
+    parts.append("; ".join(breaks).capitalize() + ".")
+    dropped = [report["levels"][name] for name in report["diagnostics"] if name not in cells]
+    if dropped:
+        parts.append(f" Not kept (the task loses its properties there, so they test nothing): {', '.join(dropped)}.")
+    return "".join(parts)
+
+
 def _sessions_note(report: dict) -> str:
     sessions = report.get("sessions") or []
     if len(sessions) < 2:
@@ -197,6 +237,10 @@ def render_markdown(report: dict) -> str:
         f"{report['one_x']} layer evaluations (selection included), 10x = {cfg['multiple'] * report['one_x']}. "
         f"The whole study took {minutes:.1f} min on {cfg['workers']} worker processes of one torch thread each"
         f"{_sessions_note(report)}.",
+        "",
+        "## Verdict",
+        "",
+        verdict_paragraph(report),
         "",
         "## The cells, before any training",
         "",

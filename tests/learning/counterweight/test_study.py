@@ -220,7 +220,7 @@ def test_the_smoke_study_runs_reports_and_resumes_without_running_again(tmp_path
     assert {("base", "A"), ("base", "B"), ("width-8", "level")} <= stages
     assert any(s["extensions"] for s in study["tuning"])  # the smoke grids' choices sit on edges
     text = (out / "report.md").read_text()
-    for heading in ("## The verdict per cell and budget", "## Along each axis", "## Tuning", "H2"):
+    for heading in ("## Verdict", "## The verdict per cell and budget", "## Along each axis", "## Tuning", "H2"):
         assert heading in text
     assert all((out / figure).is_file() for figure in report["figures"])
     verdicts = report["analysis"]["cells"]["base"]["verdicts"]["gradient"]
