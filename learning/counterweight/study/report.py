@@ -180,8 +180,9 @@ def verdict_paragraph(report: dict) -> str:
     for cell, analysis in cells.items():
         v = analysis["verdicts"]["gradient"]["10x"]
         label = f"{report['levels'][cell]}" if cell != "base" else "the base cell"
-        text = f"{label} ({v['closest']} {_pct(v['closest_gap'])} points below)"
-        (not_holds if v["outcome"] == "does not hold" else holds).append((text, v["outcome"]))
+        gap = v["closest_gap"]
+        side = f"{_pct(abs(gap))} points {'below' if gap >= 0 else 'above'} the gradient policy"
+        (not_holds if v["outcome"] == "does not hold" else holds).append((label, v["outcome"], v["closest"], side))
     parts = [
         f"At 10x the gradient trainer's layer evaluations, every zero-order method given {len(report['config']['seeds'])}"
         f" seeds and its own tuning, the claim that zero-order fails "
@@ -193,9 +194,15 @@ def verdict_paragraph(report: dict) -> str:
     else:
         parts.append(f"holds in {len(holds)} of {len(cells)} kept cells")
     if holds:
-        parts.append(": it holds in " + "; ".join(f"{t} ({o})" for t, o in holds))
+        parts.append(
+            ": it holds in "
+            + "; ".join(f"{label} ({outcome}; the closest, {m}, {side})" for label, outcome, m, side in holds)
+        )
     if not_holds:
-        parts.append("; it does not hold in " + "; ".join(t for t, _ in not_holds))
+        parts.append(
+            ("; it does not hold in " if holds else ": it does not hold in ")
+            + "; ".join(f"{label} ({m} {side})" for label, _, m, side in not_holds)
+        )
     parts.append(". ")
     breaks = []
     for axis, row in report["analysis"]["axes"].items():
