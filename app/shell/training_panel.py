@@ -72,7 +72,9 @@ class TrainingPanel:
             buttons = server.gui.add_button_group(
                 "trainer",
                 ("Start", "Pause", "Reset"),
-                hint="Reset starts over from new random weights (the next seed) at step 0.",
+                # one hint for the group (viser shows it over each button): it says what each of the three does
+                hint="Start: train (or go on). Pause: stop, keeping the weights and the curves. Reset: start over "
+                "from new random weights (the next seed) at step 0.",
             )
             self.loss_plot = server.gui.add_uplot(
                 data=(np.zeros(1), np.full(1, np.nan)),
