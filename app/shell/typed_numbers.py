@@ -151,7 +151,7 @@ class TypedNumbers:
         if not refused:
             return None
         parts = [
-            f"{self.labels[i]}: {repr(texts[i].strip()) if texts[i].strip() else 'nothing'} is not a number, "
+            f"{self.labels[i]}: {f'{texts[i].strip()!r} is not a number' if texts[i].strip() else 'the box is empty'}, "
             f"it stays {format_value(in_force[i])}"
             for i in refused
         ]
