@@ -9,7 +9,6 @@ import argparse
 import dataclasses
 import json
 import shlex
-import signal
 import sys
 from pathlib import Path
 
@@ -73,10 +72,6 @@ def write_report(cfg: StudyCfg, folder: Path, study: dict, command: str) -> dict
     return report
 
 
-def _stop(signum, frame) -> None:
-    raise KeyboardInterrupt(f"stopped by signal {signum}")
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m learning.counterweight.study", description=__doc__)
     parser.add_argument("--out", type=Path, required=True, help="the study's folder")
@@ -97,7 +92,6 @@ def main(argv: list[str] | None = None) -> int:
         report = write_report(cfg, args.out, study, command)
         print(f"report: {args.out / 'report.md'}")
         return 0
-    signal.signal(signal.SIGTERM, _stop)  # a stopped study records its session's seconds, then --resume goes on
     folder = RunFolder(args.out, cfg.to_dict(), args.resume)
     with make_executor(args.executor, cfg.workers, args.address, args.retries, log=print) as executor:
         study = run_study(cfg, folder, executor, print, command)

@@ -117,7 +117,7 @@ class Study:
                 settings = dict(job.settings)
                 result["_cell"], result["_probe"] = settings["cell"], settings["probe"]  # for the tuning limits
                 self.results[job.name] = result
-        finally:  # a stopped session (SIGTERM, Ctrl-C) keeps the seconds it spent: its finished runs are stored
+        finally:  # a phase that raises keeps the seconds it spent (its finished runs are stored)
             self.phase_seconds[phase] = self.phase_seconds.get(phase, 0.0) + time.perf_counter() - started
             self.save_session()
 
