@@ -50,7 +50,7 @@ class PlanBuilder:
     A task's or constraint's ``compiled_form`` calls one block method; ``decline`` ends the plan without a warning."""
 
     def __init__(self, layer, dtype: torch.dtype, settings: list[float]) -> None:
-        self.layer, self.nv, self.dtype = layer, layer.tree.nv, dtype
+        self.nv, self.dtype = layer.tree.nv, dtype
         self.settings = settings
         self.records: list[list[int]] = []
         self.frames: dict[str, int] = {}
