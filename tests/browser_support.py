@@ -132,6 +132,12 @@ def read_inputs(page, labels: list[str]) -> list[str]:
     )
 
 
+def pick(page, label: str, option: str) -> None:
+    """Choose ``option`` in the dropdown labelled ``label``, as a user does: open it, click the option."""
+    page.locator(f"xpath={input_xpath(label)}").click(timeout=UI_TIMEOUT_MS)
+    page.get_by_role("option", name=option, exact=True).click(timeout=UI_TIMEOUT_MS)
+
+
 def method_row(page, label: str) -> list[str]:
     """The cells of the answers-table row whose method cell contains ``label``."""
     return page.evaluate(

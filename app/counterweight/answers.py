@@ -29,6 +29,7 @@ from learning.counterweight.online import optimise_offsets
 from learning.counterweight.problem import BODY_TASKS, HAND
 
 REACH_ONLY, POLICY, ONLINE = "reach_only", "policy", "online"
+RACE = "race"  # the live race's zero-order policy (``app.counterweight.race``)
 MOVING, RESTED = "moving", "rested"  # a warm-started chunk while the goal moves; the full solve once it rests
 Choice = dict[str, torch.Tensor] | None  # a method's body targets (task -> (4, 4)); None: the rest targets
 

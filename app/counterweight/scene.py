@@ -3,13 +3,16 @@ feet held and an 8 kg payload in its right hand; a reach goal, dragged (gizmo) o
 region (``app.counterweight.region``); reach only, the gradient policy (trained live, or a run's), a loaded run's
 other policies (the 7-D ablation, the best constant, every zero-order policy at both budgets) and the per-goal
 optimisation as ghosts (a picker chooses which are drawn), their centre of mass over the support polygon and the
-body targets each chose as frames; one table of every method's answer.
+body targets each chose as frames; one table of every method's answer. The race (``app.counterweight.race``): a
+zero-order trainer of the user's pick runs beside the gradient trainer on the same goals (the experiment's region or
+one of the study's levels of goal-dependence), its policy drawn as a ghost of its own, both validation curves on one
+chart against layer evaluations and one against seconds.
 
 The shell's machinery (``app.shell``) carries it: one ``QuestionBoard`` owns the question (goal ``p``, no start joints:
 the G1 always starts standing, and the gradient policy's snapshot), its gates feed the workers and draw their
 answers under its lock, so an answer is drawn only while its question is current; every background part runs under
 the ``Supervisor``; the trainer is a ``TrainerWorker`` with its ``TrainingPanel``. Locks, outermost first:
-``QuestionBoard.lock`` -> ``G1Viewer._results_lock``.
+``QuestionBoard.lock`` -> ``G1Viewer._results_lock``. The two trainers take turns on one core (``_training_core``).
 
 The trainer steps beside the answers, not in turns with them. An answer is the whole-body layer's compiled solve
 (one native call per chunk of steps, the GIL released while it runs; about 10 ms for the fast methods' rows), and
@@ -36,13 +39,19 @@ from torch import nn
 
 import assets
 from app.config import ViewerConfig
-from app.counterweight.answers import ONLINE, POLICY, REACH_ONLY, BodyAnswer, BodySolver
-from app.counterweight.methods import BODY_KEYS, BODY_METHODS, GROUP_TITLES, RUN_KEYS
+from app.counterweight.answers import ONLINE, POLICY, RACE, REACH_ONLY, BodyAnswer, BodySolver
+from app.counterweight.methods import BODY_KEYS, BODY_METHODS, GROUP_TITLES, LIVE_KEYS, RUN_KEYS
 from app.counterweight.metrics_panel import CounterweightMetricsPanel
 from app.counterweight.online import OnlineWorker
 from app.counterweight.panel import ReachPanel
+from app.counterweight.race import EXPERIMENT_REGION, LEVELS, RACE_METHODS, RacePanel, level_goals, race_settings
 from app.counterweight.region import GoalRegion
-from app.counterweight.trainer import LiveCounterweightTrainer, live_goals
+from app.counterweight.trainer import (
+    LiveCounterweightTrainer,
+    live_goals,
+    live_gradient_trainer,
+    live_zero_order_trainer,
+)
 from app.counterweight.view import (
     PAYLOAD_RGB,
     SOLID_RGB,
@@ -86,6 +95,7 @@ LIVE_BATCH = 8  # goals per live trainer step (the experiment's 32 take about 1.
 TRAINER_QUIET_S = 0.5  # the trainer starts a step only once the goal has rested this long
 TRAINER_WAIT_S = 30.0  # ... or once it has waited this long (a drag that never pauses still trains, slowly)
 GOALS_JOIN_S = 60.0  # how long closing waits for the live trainer's goals to be drawn (about 6 s on one core)
+RACE_DEFAULT = "es"  # the race's zero-order method until the user picks another
 NEEDS_A_RUN = "needs `--run RUN`"
 NOT_IN_RUN = "not in the run"
 PAGE = "page"
@@ -122,6 +132,7 @@ class G1Viewer:
         self._results_lock = threading.Lock()
         self.drawn: dict[str, BodyAnswer | str | None] = {key: None for key in BODY_KEYS}
         self.drawn[POLICY] = None if initial_policy else "no snapshot yet"
+        self.drawn[RACE] = "no snapshot yet"
         for key in RUN_KEYS:
             if key not in self.trained:
                 self.drawn[key] = NEEDS_A_RUN if initial_policy is None else NOT_IN_RUN
@@ -186,8 +197,11 @@ class G1Viewer:
                 policy = make_policy("gradient", problem, self.cfg)
             if initial_state:  # the first trainer continues from the run's policy; Reset starts from scratch
                 policy.load_state_dict(initial_state.pop())
-            return LiveCounterweightTrainer(problem, policy, *self.goals, live, seed)
+            return live_gradient_trainer(problem, policy, self.goals, live, seed)
 
+        # One core for the trainers, which take turns (the answers and the page have the other).
+        self._training_core = threading.Lock()
+        running = config.train and initial_policy is None
         self.trainer = TrainerWorker(
             build,
             self._snapshot,
@@ -195,10 +209,30 @@ class G1Viewer:
             self.supervisor,
             snapshot_every=SNAPSHOT_EVERY,
             validate_every=self.cfg.train.validate_every,
-            running=config.train and initial_policy is None,
+            running=running,
             wait_turn=self._answers_first,
+            exclusive=self._training_core,
         )
         self.training = TrainingPanel(self.server, self.trainer, "Counterweight policy (live)", log_loss=True)
+        self.race_method = RACE_DEFAULT
+        self.race_trainer = TrainerWorker(
+            self._build_race,
+            self._race_snapshot,
+            self._race_status,
+            self.supervisor,
+            snapshot_every=1,
+            running=running,
+            wait_turn=self._answers_first,
+            exclusive=self._training_core,
+        )
+        self.race_training = TrainingPanel(
+            self.server, self.race_trainer, "Zero-order policy (live race)", log_loss=True
+        )
+        self.race = RacePanel(self.server, self.race_method, self._pick_race_method, self._pick_race_goals)
+        self._experiment_goals = self.goals  # the goals of "the experiment's region" (a run's, or drawn below)
+        self.goals_name = EXPERIMENT_REGION  # what the trainers train on (a key of ``race.LEVELS``)
+        self._race_goals_lock = threading.Lock()  # one drawing of goals at a time
+        self._race_goals_thread: threading.Thread | None = None
         self.metrics = CounterweightMetricsPanel(self.server, run, self.supervisor)
 
         self.answers.start()
@@ -207,7 +241,7 @@ class G1Viewer:
         if self.goals is None:
             self._goals_thread.start()
         else:
-            self.trainer.start_thread()
+            self._start_trainers()
         self.board.begin()
 
     # Loading.
@@ -279,8 +313,54 @@ class G1Viewer:
         starts, the answers go on)."""
         self.training.show_progress(None, "**drawing** the live trainer's goals (those that need a counterweight)")
         with self.supervisor.guard("live goals", "drawing the live trainer's goals"):
-            self.goals = live_goals(build_problem(self.cfg), self.cfg)
-            self.trainer.start_thread()
+            with self._race_goals_lock:
+                self.goals = self._experiment_goals = live_goals(build_problem(self.cfg), self.cfg)
+            self._start_trainers()
+
+    def _start_trainers(self) -> None:
+        self.trainer.start_thread()
+        self.race_trainer.start_thread()
+
+    # The race.
+    def _build_race(self, seed: int) -> LiveCounterweightTrainer:
+        """The race's zero-order trainer of the picked method on the current goals, validated about as often (in
+        layer evaluations) as the gradient trainer."""
+        method, goals = self.race_method, self.goals
+        settings, source = race_settings(method, self.cfg)
+        trainer = live_zero_order_trainer(build_problem(self.cfg), self.cfg, method, settings, goals, seed)
+        every = self.cfg.train.validate_every * LIVE_BATCH
+        self.race_trainer.validate_every = max(1, round(every / trainer.evaluations_per_step))
+        self.race.say(
+            f"**{RACE_METHODS[method]}** ({trainer.evaluations_per_step} layer evaluations a generation) at "
+            f"{source}; the gradient policy: Adam through the layer, {LIVE_BATCH} goals a step. Both on "
+            f"{len(goals[0])} goals of **{self.goals_name}**, validated on {len(goals[1])} others."
+        )
+        return trainer
+
+    def _pick_race_method(self, method: str) -> None:
+        with self.supervisor.guard(PAGE, f"picking the race's method {method}"):
+            self.race_method = method
+            self.race_trainer.reset()
+
+    def _pick_race_goals(self, name: str) -> None:
+        """Draw the goals ``name`` names on a thread (seconds), then restart both trainers on them."""
+        thread = threading.Thread(target=self._draw_race_goals, args=(name,), name="race goals", daemon=True)
+        self._race_goals_thread = thread
+        thread.start()
+
+    def _draw_race_goals(self, name: str) -> None:
+        with self.supervisor.guard("race goals", f"drawing the race's goals ({name})"), self._race_goals_lock:
+            if self.race.goals.value != name or self.trainer.closing:
+                return  # picked again meanwhile: the later pick draws its own
+            self.race.say(f"**drawing** the goals of {name} (those that need a counterweight) …")
+            cell = LEVELS[name]
+            if cell is None:
+                goals = self._experiment_goals or live_goals(build_problem(self.cfg), self.cfg)
+            else:
+                goals = level_goals(build_problem(self.cfg), self.cfg, cell)
+            self.goals, self.goals_name = goals, name
+            self.trainer.reset()
+            self.race_trainer.reset()
 
     # Inputs -> questions.
     def set_target(self, p: np.ndarray) -> Question:
@@ -337,7 +417,7 @@ class G1Viewer:
                 self.ghosts[ONLINE].hide()  # slow: hidden until its answer for the new goal lands
                 self.drawn[ONLINE] = PENDING
                 self.pending.add(ONLINE)
-            fast = [REACH_ONLY, *self.trained, *([POLICY] if POLICY in new.policies else [])]
+            fast = [REACH_ONLY, *self.trained, *(key for key in LIVE_KEYS if key in new.policies)]
             for key in fast:  # pending: no answer drawn for this goal (an earlier snapshot's answer is not)
                 pending = self._answered_goal.get(key) != new.p
                 self.ghosts[key].set_pending(pending)
@@ -350,6 +430,9 @@ class G1Viewer:
 
     def _snapshot(self, version: int, policy: nn.Module) -> None:
         self.board.offer_policy(version, policy, busy=lambda: self.answers.signal.is_busy, key=POLICY)
+
+    def _race_snapshot(self, version: int, policy: nn.Module) -> None:
+        self.board.offer_policy(version, policy, busy=lambda: self.answers.signal.is_busy, key=RACE)
 
     def _answers_first(self) -> None:
         """Block (up to ``TRAINER_WAIT_S``) while a question waits for its answer, the goal has moved within
@@ -377,10 +460,11 @@ class G1Viewer:
                 self.drawn[key] = answer
                 self._answered_goal[key] = result.question.p
                 self.pending.discard(key)
-            if POLICY not in result.question.policies:
-                self.ghosts[POLICY].hide()
-                self.drawn[POLICY] = "no snapshot yet"
-                self.pending.discard(POLICY)
+            for key in LIVE_KEYS:
+                if key not in result.question.policies:
+                    self.ghosts[key].hide()
+                    self.drawn[key] = "no snapshot yet"
+                    self.pending.discard(key)
             phase = next(iter(result.methods.values())).phase
             for series, wanted in (("first", None), ("rested", "rested")):
                 changed = self._changed_at.get(series)
@@ -412,14 +496,23 @@ class G1Viewer:
 
     def _trainer_status(self, status: TrainerStatus) -> None:
         self.training.show(status)
+        self.race.show("gradient", status)
         self.status.set("trainer", f"⚠ trainer failed: {status.error}" if status.state == FAILED else None)
+
+    def _race_status(self, status: TrainerStatus) -> None:
+        self.race_training.show(status)
+        self.race.show("zero_order", status)
+        self.status.set("race", f"⚠ zero-order trainer failed: {status.error}" if status.state == FAILED else None)
 
     # Shutdown.
     def close(self) -> None:
         self.board.close()
         if self._goals_thread.is_alive():  # it cannot be interrupted: let it finish its draw (seconds), so that no
             self._goals_thread.join(GOALS_JOIN_S)  # thread is left inside torch when the process exits (an abort)
-        self.trainer.close()
+        self.trainer.close()  # first: a drawing of the race's goals that has not begun sees it and returns
+        self.race_trainer.close()
+        if self._race_goals_thread is not None and self._race_goals_thread.is_alive():
+            self._race_goals_thread.join(GOALS_JOIN_S)
         self.answers.join(5.0)
         self.online.join(30.0)
         self.server.stop()

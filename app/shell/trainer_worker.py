@@ -52,6 +52,8 @@ class TrainerStatus:
     loss: list[float] = field(default_factory=list)
     val_steps: list[int] = field(default_factory=list)
     val_success: list[float] = field(default_factory=list)
+    val_evaluations: list[int] = field(default_factory=list)  # training evaluations spent at each validation
+    val_seconds: list[float] = field(default_factory=list)  # training seconds spent at each validation
     error: str | None = None
     steps_per_second: float = 0.0
 
@@ -165,6 +167,8 @@ class TrainerWorker:
                 loss=list(h.loss),
                 val_steps=list(h.val_steps),
                 val_success=list(h.val_success),
+                val_evaluations=list(h.val_ik_evaluations),
+                val_seconds=list(h.val_seconds),
                 error=self._error,
                 steps_per_second=self._rate,
             )
@@ -235,6 +239,8 @@ class TrainerWorker:
             del copy.steps[:-keep], copy.loss[:-keep]
             copy.val_steps[:] = source.val_steps[-keep:]
             copy.val_success[:] = source.val_success[-keep:]
+            copy.val_ik_evaluations[:] = source.val_ik_evaluations[-keep:]
+            copy.val_seconds[:] = source.val_seconds[-keep:]
             self._step_count = trainer.step_count
 
     def _snapshot(self, trainer: Trainer) -> None:

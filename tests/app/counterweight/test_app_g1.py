@@ -25,7 +25,7 @@ from app.counterweight.methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
 from app.counterweight.panel import answers_table
 from app.counterweight.region import INSIDE_RAD, GoalRegion
 from app.counterweight.scene import CAMERA, INITIAL_GOAL, NEEDS_A_RUN
-from app.counterweight.trainer import LiveCounterweightTrainer
+from app.counterweight.trainer import LiveCounterweightTrainer, live_gradient_trainer
 from app.shell.stage import GIZMO_SCALE
 from learning.counterweight.config import PRESETS
 from learning.counterweight.experiment import build_problem, checkpoint_path
@@ -109,7 +109,7 @@ def test_live_trainer_steps_validates_and_snapshots(one_thread) -> None:
     solver = BodySolver(cfg)
     goals = (solver.problem.shoulder + torch.tensor([0.3, -0.05, -0.1]))[None].double()
     policy = make_policy("gradient", solver.problem, cfg)
-    trainer = LiveCounterweightTrainer(solver.problem, policy, goals, goals, cfg.train, 0)
+    trainer = live_gradient_trainer(solver.problem, policy, (goals, goals), cfg.train, 0)
     loss = trainer.step()
     assert math.isfinite(loss) and trainer.step_count == 1 and trainer.history.loss == [loss]
     assert 0.0 <= trainer.validate() <= 1.0 and trainer.history.val_steps == [1]

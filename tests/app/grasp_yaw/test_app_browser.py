@@ -24,6 +24,7 @@ from browser_support import (
     drag_gizmo_along_x,
     input_xpath,
     method_row,
+    pick,
     read_inputs,
     screenshot_path,
     table_height_stays_while_idle,
@@ -109,12 +110,6 @@ def landscape_source(page) -> str:
             return images.length ? images[images.length - 1].src : "";
         }"""
     )
-
-
-def pick(page, label: str, option: str) -> None:
-    """Choose ``option`` in the dropdown labelled ``label``, as a user does: open it, click the option."""
-    page.locator(f"xpath={input_xpath(label)}").click(timeout=UI_TIMEOUT_MS)
-    page.get_by_role("option", name=option, exact=True).click(timeout=UI_TIMEOUT_MS)
 
 
 def wait_for_text(page, text: str, timeout_s: float = 30.0) -> None:
