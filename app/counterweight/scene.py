@@ -85,7 +85,6 @@ CAMERA = Camera(
 )  # m: the G1, its reach, the polygon
 INITIAL_GOAL = (0.40, -0.15, -0.2)  # distance (m), azimuth, elevation (rad) from the shoulder: in front, needs a
 # counterweight
-GOAL_BOX_M = 0.45  # the goal inputs' range: this far from the shoulder, per axis (the region reaches 0.44 m)
 # The gizmo's own limits are left open (viser's default): drei applies them to the offset from where the gizmo was
 # first placed, not to world coordinates, and they go stale once the page moves it; the region's clamp bounds the
 # goal, and a drag that ends outside the region puts the gizmo back on the clamped goal.
@@ -159,14 +158,13 @@ class G1Viewer:
         self.payload.position = tuple(float(v) for v in self.solver.standing_payload())
         self.ghosts = {m.key: BodyGhost(self.server, bones, m, payload_kg) for m in BODY_METHODS}
         goal = self.region.point(*INITIAL_GOAL)
-        box = tuple((float(c) - GOAL_BOX_M, float(c) + GOAL_BOX_M) for c in self.region.shoulder)
         self.gizmo = TargetGizmo(self.server, goal, GIZMO_FREE, self._gizmo_moved)
         self.reach = ReachPanel(
             self.server,
             goal,
-            box,
-            on_goal=lambda p: self.supervisor.call(PAGE, "reading the goal inputs", self._ask_goal, p, Source.INPUTS),
+            on_goal=lambda p: np.array(self._ask_goal(p, Source.INPUTS).p),
             on_random_goal=lambda: self.supervisor.call(PAGE, "Random goal", self.set_target, self._random_goal()),
+            guard=lambda doing: self.supervisor.guard(PAGE, doing),
         )
         missing = {key: self.drawn[key] for key in RUN_KEYS if key not in self.trained}  # no ghost to draw
         for key in missing:
@@ -385,10 +383,7 @@ class G1Viewer:
         clamped, message = self.region.clamp(p)
         self._bounds(message)
         with self.board.lock:
-            question = self.board.ask(p=clamped, source=source)
-            if source is Source.INPUTS and message is not None:
-                self.reach.show_goal(clamped)  # committed: the inputs now show where the goal went
-        return question
+            return self.board.ask(p=clamped, source=source)  # typed: the boxes show where it went once committed
 
     def _random_goal(self) -> np.ndarray:
         """A random validation goal (either sector; they need a counterweight), or, before the live trainer has
@@ -506,6 +501,7 @@ class G1Viewer:
 
     # Shutdown.
     def close(self) -> None:
+        self.reach.typed.close()
         self.board.close()
         if self._goals_thread.is_alive():  # it cannot be interrupted: let it finish its draw (seconds), so that no
             self._goals_thread.join(GOALS_JOIN_S)  # thread is left inside torch when the process exits (an abort)

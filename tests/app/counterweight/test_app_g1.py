@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 from browser_support import find_x_arrow, input_xpath, method_row, project
-from viewer_support import free_port, rested, wait_until
+from viewer_support import free_port, rested, type_text, wait_until
 
 from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer, BodySolver, convex_hull
 from app.counterweight.methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
@@ -209,22 +209,47 @@ def test_a_goal_outside_the_region_is_clamped_with_a_message(start_g1, smoke_run
     assert f"moved to ({moved}) m" in viewer.reach.bounds.content
     assert "between the sectors" in viewer.reach.where.content
     np.testing.assert_allclose(viewer.gizmo.handle.position, question.p)
-    np.testing.assert_allclose(viewer.reach.goal, question.p, atol=1e-4)  # the inputs follow a button
+    np.testing.assert_allclose(_boxes(viewer), question.p, atol=1e-4)  # the boxes follow a button
 
     far = region.point(0.6, -2.7, 0.0)  # typed: too far, behind
-    for handle, v in zip(viewer.reach.inputs, far, strict=True):
-        handle.value = float(v)  # a draft: nothing moves yet
-    assert viewer.board.current.p == question.p
-    viewer.reach.form.submit()  # Enter
+    for box, v in zip(viewer.reach.typed.boxes, far, strict=True):
+        box.value = repr(float(v))  # typed text, taken at Enter (or a pause)
+    viewer.reach.typed.commit()  # Enter
     distance, azimuth, _ = region.spherical(np.array(viewer.board.current.p))
     assert distance == pytest.approx(REGION.far_distance[1] - INSIDE_RAD) and azimuth == pytest.approx(-2.7)
     assert (
         "behind sector" in viewer.reach.where.content and "farther than any trained goal" in viewer.reach.where.content
     )
-    np.testing.assert_allclose(viewer.reach.goal, viewer.board.current.p, atol=1e-4)  # committed: shows where it went
+    np.testing.assert_allclose(_boxes(viewer), viewer.board.current.p, atol=1e-4)  # committed: shows where it went
     inside = region.point(0.37, -2.6, -0.1)
     viewer.set_target(inside)
     assert "goal bounds" not in viewer.status.messages and viewer.reach.bounds.content == ""
+
+
+def _boxes(viewer) -> list[float]:
+    return [float(box.value) for box in viewer.reach.typed.boxes]
+
+
+def test_a_goal_typed_key_by_key_keeps_its_minus_sign_and_refused_text_says_why(start_g1) -> None:
+    """The goal boxes are the Franka scene's typed numbers: ``-0.25`` typed at 120 ms a key is -0.25, not 0.25; a box
+    reading ``abc`` is refused under the boxes, the goal unchanged."""
+    viewer = start_g1(train=False)
+    region = viewer.region
+    start = region.point(0.38, -0.3, -0.1)  # in front, right of the shoulder
+    viewer.set_target(start)
+    wanted = np.array(viewer.board.current.p)
+    wanted[1] = round(wanted[1] - 0.01, 4)
+    assert wanted[1] < 0 and region.clamp(wanted)[1] is None  # inside the region: nothing moves it
+    said = type_text(viewer.reach.typed.boxes[1], f"{wanted[1]:.4f}", key_interval_s=0.12)
+    assert said[:2] == ["-", "-0"]  # never rewritten under the cursor
+    viewer.reach.typed.commit()  # Enter
+    assert viewer.board.current.p[1] == pytest.approx(wanted[1]) and viewer.reach.refused.content == ""
+    before = viewer.board.current.p
+    viewer.reach.typed.boxes[0].value = "abc"
+    viewer.reach.typed.commit()
+    assert viewer.board.current.p == before
+    assert "'abc' is not a number" in viewer.reach.refused.content
+    assert viewer.reach.typed.boxes[0].value == f"{before[0]:.4f}".rstrip("0").rstrip(".")  # rewritten at Enter
 
 
 @pytest.mark.slow
@@ -253,7 +278,7 @@ TYPED_GOAL = (0.38, 0.1, -0.1)  # distance (m), azimuth, elevation (rad): in fro
 
 @pytest.mark.browser
 def test_dragging_the_goal_with_the_mouse_from_front_to_behind(page, tmp_path: Path) -> None:  # noqa: F811
-    """Then types a goal in front and commits it with Enter. ``--light``: the solid G1 as a stick figure too (its
+    """Then types a goal in front into the goal's text boxes and commits it with Enter. ``--light``: the solid G1 as a stick figure too (its
     meshes take seconds a frame in software WebGL)."""
     log_path = tmp_path / "app.log"
     with log_path.open("w") as log:
@@ -315,13 +340,11 @@ def _drag_in_browser(page, proc, log_path: Path) -> None:  # noqa: F811
     wait_until(lambda: answered("rested") and rows() != before, 60, "rows answering the dragged goal", poll_s=0.2)
     print(f"\ndragged {np.linalg.norm(end - start):.0f} px: {_goal_line(page)}; rows {rows()}")
 
-    typed = _goal(TYPED_GOAL)  # typed back into the front sector: a draft until Enter
+    typed = _goal(TYPED_GOAL)  # typed back into the front sector, committed by Enter (a pause would too)
     behind = rows()
     for axis, value in zip("xyz", typed, strict=True):
         page.locator(f"xpath={input_xpath(f'goal {axis} (m)')}").fill(f"{value:.4f}")
         page.wait_for_timeout(200)  # viser's page sends one message per 50 ms and keeps only the latest
-    page.wait_for_timeout(1000)
-    assert "behind sector" in _goal_line(page), "a typed draft moved the goal"
     page.locator(f"xpath={input_xpath('goal z (m)')}").press("Enter")
     wait_until(lambda: "front sector" in _goal_line(page), 30, "the typed goal, committed by Enter", poll_s=0.2)
     wait_until(lambda: answered("rested") and rows() != behind, 60, "rows answering the typed goal", poll_s=0.2)
