@@ -30,7 +30,7 @@ def format_row(label: str, rgb: tuple[int, int, int], answer: BodyAnswer | str |
         return answer_row(label, rgb, f"{PENDING}…" if answer == PENDING else answer, pending, 5)
     margin = f"{1e3 * answer.balance_margin:.1f}" + ("" if answer.balanced else " ⚠")
     cells = (
-        "✔" if answer.success else "✘",
+        "✔" if answer.success else " ".join(("✘", *answer.failed)),
         f"{1e3 * answer.hand_error:.1f}",
         margin,
         f"{answer.phase} ({answer.iterations} it.{'' if answer.snapshot is None else f', v{answer.snapshot}'})",
@@ -39,18 +39,33 @@ def format_row(label: str, rgb: tuple[int, int, int], answer: BodyAnswer | str |
     return answer_row(label, rgb, cells, pending, 5)
 
 
-def answers_table(drawn: Drawn, pending: Set[str] = frozenset()) -> str:
+def verdict_legend(tolerance: float, margin: float, feet_tolerance: float) -> str:
+    """What ✔ and ✘ mean: the experiment's success (``CounterweightProblem.outcome``), with its numbers (m)."""
+    return (
+        f"✔: the experiment's success: the hand within {1e3 * tolerance:g} mm of the goal, both feet held (within "
+        f"{1e3 * feet_tolerance:g} mm), every joint within its limits and the centre of mass at least "
+        f"{1e3 * (margin - feet_tolerance):g} mm inside the support polygon. ✘ names what was missed: *hand*, *margin*, "
+        "*feet*, *limits*."
+    )
+
+
+def answers_table(drawn: Drawn, pending: Set[str] = frozenset(), verdict: str = "") -> str:
+    """The table and its legend (``verdict``: ``verdict_legend``'s sentence, first)."""
     lines = [
         "| method | ok | hand error mm | balance margin mm | answer | ms |",
         "|:--|:-:|--:|--:|:--|--:|",
     ]
     rows = [format_row(m.label, m.rgb, drawn.get(m.key), m.key in pending) for m in BODY_METHODS]
     legend = (
-        "*moving*: one warm-started chunk from the previous answer while the goal moves; *rested*: the full solve "
-        "from standing once it rests (v*N*: the live policy's snapshot it answers; a new snapshot re-answers the "
-        "policy alone, by the full solve). ⚠: the centre of mass is outside the support polygon's margin (its marker "
-        "turns red). Each drawn ghost's body targets are frames in its colour: the pelvis pose, the torso "
-        f"orientation (at the torso), the free hand's position. {PENDING_LEGEND}"
+        verdict
+        + (" " if verdict else "")
+        + (
+            "*moving*: one warm-started chunk from the previous answer while the goal moves; *rested*: the full solve "
+            "from standing once it rests (v*N*: the live policy's snapshot it answers; a new snapshot re-answers the "
+            "policy alone, by the full solve). ⚠: the centre of mass is outside the support polygon's margin (its marker "
+            "turns red). Each drawn ghost's body targets are frames in its colour: the pelvis pose, the torso "
+            f"orientation (at the torso), the free hand's position. {PENDING_LEGEND}"
+        )
     )
     return "\n".join(lines + rows) + "\n\n" + legend
 
@@ -65,6 +80,7 @@ class ReachPanel:
             force (moved into the task's region where it had to be).
         on_random_goal: the Random goal button.
         guard: runs a commit so that a failure is shown in the page.
+        verdict: what ✔ and ✘ mean (``verdict_legend``).
     """
 
     def __init__(
@@ -74,9 +90,11 @@ class ReachPanel:
         on_goal: Callable[[np.ndarray], np.ndarray],
         on_random_goal: Callable[[], None],
         guard: Guard,
+        verdict: str = "",
     ) -> None:
+        self.verdict = verdict
         with server.gui.add_folder("Reach"):
-            self.table = server.gui.add_markdown(answers_table({}))
+            self.table = server.gui.add_markdown(answers_table({}, verdict=verdict))
             self.where = server.gui.add_markdown("")
             self.bounds = server.gui.add_markdown("")
             self.typed = TypedNumbers(
@@ -119,4 +137,4 @@ class ReachPanel:
         self.bounds.content = "" if message is None else f"⚠ {message}"
 
     def show(self, drawn: Drawn, pending: Set[str]) -> None:
-        self.table.content = answers_table(drawn, pending)
+        self.table.content = answers_table(drawn, pending, self.verdict)

@@ -43,7 +43,7 @@ from app.counterweight.answers import ONLINE, POLICY, RACE, REACH_ONLY, BodyAnsw
 from app.counterweight.methods import BODY_KEYS, BODY_METHODS, GROUP_TITLES, LIVE_KEYS, RUN_KEYS
 from app.counterweight.metrics_panel import CounterweightMetricsPanel
 from app.counterweight.online import OnlineWorker
-from app.counterweight.panel import ReachPanel
+from app.counterweight.panel import ReachPanel, verdict_legend
 from app.counterweight.race import EXPERIMENT_REGION, LEVELS, RACE_METHODS, RacePanel, level_goals, race_settings
 from app.counterweight.region import GoalRegion
 from app.counterweight.trainer import (
@@ -165,6 +165,7 @@ class G1Viewer:
             on_goal=lambda p: np.array(self._ask_goal(p, Source.INPUTS).p),
             on_random_goal=lambda: self.supervisor.call(PAGE, "Random goal", self.set_target, self._random_goal()),
             guard=lambda doing: self.supervisor.guard(PAGE, doing),
+            verdict=verdict_legend(problem.cfg.tolerance, problem.cfg.margin, problem.cfg.feet_tolerance),
         )
         missing = {key: self.drawn[key] for key in RUN_KEYS if key not in self.trained}  # no ghost to draw
         for key in missing:
@@ -367,8 +368,8 @@ class G1Viewer:
         return self._ask_goal(p, Source.PROGRAM)
 
     def _bounds(self, message: str | None) -> None:
-        """Show (or clear) what the last clamp of the goal did."""
-        self.status.set("goal bounds", None if message is None else f"⚠ {message}")
+        """Show (or clear) what the last clamp of the goal did, under the answers beside the goal line (not in the
+        page's status at the top, where it would stack above the table)."""
         self.reach.show_bounds(message)
 
     def _gizmo_moved(self, p: np.ndarray) -> None:

@@ -22,7 +22,7 @@ from viewer_support import free_port, rested, type_text, wait_until
 
 from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer, BodySolver, convex_hull
 from app.counterweight.methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
-from app.counterweight.panel import answers_table
+from app.counterweight.panel import answers_table, verdict_legend
 from app.counterweight.region import INSIDE_RAD, GoalRegion
 from app.counterweight.scene import CAMERA, INITIAL_GOAL, NEEDS_A_RUN
 from app.counterweight.trainer import LiveCounterweightTrainer, live_gradient_trainer
@@ -58,13 +58,15 @@ def _row(table: str, label: str) -> str:
 
 def test_table_marks_pending_answers_a_violated_margin_and_methods_without_a_run() -> None:
     drawn = {
-        "reach_only": _answer(balanced=False, balance_margin=-0.003, success=False),
+        "reach_only": _answer(balanced=False, balance_margin=-0.003, success=False, failed=("margin",)),
         "policy": _answer(),
+        "constant": _answer(success=False, hand_error=0.0008, balance_margin=0.011, failed=("feet", "limits")),
         "es_seconds": NEEDS_A_RUN,
     }
     table = answers_table(drawn, pending={"policy"})
     reach = _row(table, "reach only")
-    assert "✘" in reach and "-3.0 ⚠" in reach and "rested (16 it.)" in reach
+    assert "| ✘ margin |" in reach and "-3.0 ⚠" in reach and "rested (16 it.)" in reach
+    assert "| ✘ feet limits | 0.8 | 11.0 |" in _row(table, "best constant offset")  # reached, yet missed: says why
     policy = _row(table, "learned policy (R^9)")
     assert "□</span>" in policy and "opacity" in policy and ">4.0<" in policy, "pending: hollow swatch, dimmed"
     answered = answers_table(drawn).splitlines()
@@ -76,6 +78,9 @@ def test_table_marks_pending_answers_a_violated_margin_and_methods_without_a_run
     assert "| needs `--run RUN` |" in _row(table, "ES (equal time)")
     assert "| – |" in _row(table, "per-goal optimisation")
     assert len([line for line in table.splitlines() if line.startswith("| <span")]) == len(BODY_BY_KEY)
+    legend = verdict_legend(0.01, 0.01, 1e-4)
+    assert "the hand within 10 mm of the goal" in legend and "at least 9.9 mm inside the support polygon" in legend
+    assert answers_table(drawn, verdict=legend).split("\n\n")[1].startswith("✔: the experiment's success")
 
 
 def test_chunked_solve_is_the_experiments_solve(one_thread) -> None:
@@ -141,6 +146,14 @@ def test_goal_region_clamps_side_near_and_far_goals_into_the_region() -> None:
         assert region.clamp(np.round(point, 4))[1] is None  # the page's rounding keeps it inside
     point, message = region.clamp(np.array([np.nan, 0.0, 1.0]))
     assert np.all(np.isfinite(point)) and "nan" in message
+    far = region.point(0.43, -0.1, 0.4)  # held out by distance, above the elevation range
+    point, message = region.clamp(far)
+    distance, _, elevation = region.spherical(point)
+    limit = f"{math.degrees(REGION.elevation[1]):.1f}°"
+    assert f"to {limit}" in message and f"elevation {math.degrees(elevation):.1f}°" in region.describe(point)
+    assert math.degrees(elevation) <= math.degrees(REGION.elevation[1])  # the two lines agree: inside the limit
+    assert f"beyond {REGION.distance[1]:.3f} m held out" in message and f"{distance:.3f} m" in region.describe(point)
+    assert len(message) < 320 and "sector:" not in message  # a short paragraph; where it lies is the goal line's
 
 
 @pytest.mark.slow
@@ -182,7 +195,8 @@ def test_a_loaded_run_shows_every_policy_as_a_ghost_and_a_row(start_g1, smoke_ru
     table = viewer.reach.table.content
     for key in FAST_BODY_KEYS:
         answer, ghost = viewer.drawn[key], viewer.ghosts[key]
-        assert re.search(r"\| [✔✘] \|", _row(table, BODY_BY_KEY[key].label)), key
+        assert re.search(r"\| (✔|✘( [a-z]+)*) \|", _row(table, BODY_BY_KEY[key].label)), key
+        assert answer.success == (answer.failed == ()), key  # a ✘ names what was missed
         assert ghost.drawn == BODY_BY_KEY[key].shown  # answered; drawn as the picker says
         if key != REACH_ONLY:  # its body targets, as frames where its ghost is drawn
             for name, frame in ghost.targets.items():
@@ -205,8 +219,7 @@ def test_a_goal_outside_the_region_is_clamped_with_a_message(start_g1, smoke_run
     distance, azimuth, _ = region.spherical(np.array(question.p))
     assert azimuth == pytest.approx(REGION.between_azimuth[0] + INSIDE_RAD)
     moved = ", ".join(f"{v:.3f}" for v in question.p)
-    assert f"moved to ({moved}) m" in viewer.status.messages["goal bounds"]
-    assert f"moved to ({moved}) m" in viewer.reach.bounds.content
+    assert f"moved to ({moved}) m" in viewer.reach.bounds.content and "goal bounds" not in viewer.status.messages
     assert "between the sectors" in viewer.reach.where.content
     np.testing.assert_allclose(viewer.gizmo.handle.position, question.p)
     np.testing.assert_allclose(_boxes(viewer), question.p, atol=1e-4)  # the boxes follow a button
@@ -223,7 +236,7 @@ def test_a_goal_outside_the_region_is_clamped_with_a_message(start_g1, smoke_run
     np.testing.assert_allclose(_boxes(viewer), viewer.board.current.p, atol=1e-4)  # committed: shows where it went
     inside = region.point(0.37, -2.6, -0.1)
     viewer.set_target(inside)
-    assert "goal bounds" not in viewer.status.messages and viewer.reach.bounds.content == ""
+    assert viewer.reach.bounds.content == ""
 
 
 def _boxes(viewer) -> list[float]:
@@ -319,7 +332,7 @@ def _drag_in_browser(page, proc, log_path: Path) -> None:  # noqa: F811
 
     def answered(phase: str | None = None) -> bool:
         current = rows()
-        return all(len(c) > 4 and c[1] in "✔✘" and (phase is None or phase in c[4]) for c in current.values())
+        return all(len(c) > 4 and c[1][:1] in ("✔", "✘") and (phase is None or phase in c[4]) for c in current.values())
 
     wait_until(lambda: answered("rested"), 90, "the first rested answers in the page", poll_s=0.2)
     assert "front sector" in _goal_line(page)

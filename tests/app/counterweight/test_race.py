@@ -134,7 +134,7 @@ def test_the_race_is_picked_and_watched_with_the_mouse(request, page, tmp_path: 
 
     def answered() -> bool:
         row = race_row()
-        return len(row) > 4 and row[1] in "✔✘"
+        return len(row) > 4 and row[1][:1] in ("✔", "✘")
 
     wait_until(answered, 120, "the race's zero-order policy answering in the table", poll_s=0.2)
     page.get_by_text("ES (", exact=False).first.wait_for(timeout=UI_TIMEOUT_MS)
