@@ -303,14 +303,15 @@ def test_trainer_status_reads_steps_and_losses_together() -> None:
             status = worker.status
             reads += 1
             mismatched += len(status.steps) != len(status.loss)
-            assert len(status.steps) <= 50
+            assert len(status.steps) <= 50 + 1 + status.points_per_loss  # keep, one to pair, the newest steps
     finally:
         worker.close()
     assert reads > 100 and worker.status.step > 100
     assert mismatched == 0
-    status = worker.status
-    assert status.steps == list(range(status.step - 49, status.step + 1))
-    assert status.loss == pytest.approx([1.0 / s for s in status.steps])
+    status = worker.status  # the whole run, its older points averaged in pairs (2^k steps each)
+    assert status.steps[0] == pytest.approx((1 + status.points_per_loss) / 2) and status.points_per_loss > 1
+    assert status.step - status.points_per_loss < status.steps[-1] <= status.step and np.all(np.diff(status.steps) > 0)
+    assert status.loss[0] == pytest.approx(np.mean([1.0 / s for s in range(1, status.points_per_loss + 1)]))
 
 
 def test_callback_failures_of_the_trainer_are_shown_and_training_goes_on() -> None:
