@@ -14,6 +14,7 @@ import assets
 from app.grasp_yaw.inference import MethodResult
 from app.grasp_yaw.methods import BY_KEY, KEYS
 from app.shell.answers_table import PENDING_LEGEND, answer_row, dimmed
+from app.shell.status import StatusLine
 from app.shell.typed_numbers import Guard, TypedNumbers, parse_value
 
 ANSWER_COLUMNS = 5  # yaw, ok, displacement, residual, latency
@@ -105,7 +106,9 @@ class GraspPanel:
 
     The panel does not own the question: it hands what the user typed to ``on_target`` / ``on_q0`` when they
     commit it, and ``show_question`` writes the current question back into the boxes. The target and ``q0`` are
-    typed into ``TypedNumbers`` boxes (Enter or a pause commits them; nothing is rewritten under the cursor).
+    typed into ``TypedNumbers`` boxes (Enter or a pause commits them; nothing is rewritten under the cursor); what
+    was refused or moved is said right under the boxes (``target_notes``, ``q0_notes``: keyed lines, as the page's
+    status), not at the top of the page, out of view while typing in the joint boxes further down.
 
     Args:
         server: the viser server.
@@ -115,7 +118,6 @@ class GraspPanel:
         on_target: called with the three typed target values ``(3,)`` m when the user commits them; returns the
             target in force ``(3,)`` (moved into reach if it was outside).
         on_q0: the same for the seven start joints (clipped to their limits).
-        on_message: ``(key, message or None)``: why typed text was refused (``TYPED_TARGET``, ``TYPED_Q0``).
         guard: ``guard(doing)`` runs a commit so that a failure is shown in the page.
         on_random_target, on_random_q0, on_ready: the buttons.
     """
@@ -128,7 +130,6 @@ class GraspPanel:
         limits: dict[str, tuple[float, float]],
         on_target: Callable[[np.ndarray], np.ndarray],
         on_q0: Callable[[np.ndarray], np.ndarray],
-        on_message: Callable[[str, str | None], None],
         guard: Guard,
         on_random_target: Callable[[], None],
         on_random_q0: Callable[[], None],
@@ -142,9 +143,10 @@ class GraspPanel:
                 [f"target {axis} (m)" for axis in "xyz"],
                 target,
                 on_target,
-                lambda message: on_message(TYPED_TARGET, message),
+                lambda message: self.target_notes.set(TYPED_TARGET, None if message is None else f"⚠ {message}"),
                 guard,
             )
+            self.target_notes = StatusLine(server, empty="")  # under the boxes, where the user types
             random_target = server.gui.add_button("Random target", icon=viser.Icon.TARGET)
             with server.gui.add_folder("Start joints q0", expand_by_default=False):
                 self.joints = TypedNumbers(
@@ -153,10 +155,11 @@ class GraspPanel:
                     assets.PANDA.joints,
                     q0,
                     on_q0,
-                    lambda message: on_message(TYPED_Q0, message),
+                    lambda message: self.q0_notes.set(TYPED_Q0, None if message is None else f"⚠ {message}"),
                     guard,
                     hints=[f"{limits[name][0]:.4f} to {limits[name][1]:.4f} rad" for name in assets.PANDA.joints],
                 )
+                self.q0_notes = StatusLine(server, empty="")
                 random_q0 = server.gui.add_button("Random q0", icon=viser.Icon.DICE)
                 ready = server.gui.add_button("Ready pose")
         random_target.on_click(lambda _: on_random_target())

@@ -53,6 +53,7 @@ from learning.grasp_yaw.splits import make_splits, sample_points, sample_start_s
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # metres: inside the training region, off the radial rule's symmetry axis
 NEEDS_A_RUN = "needs a run"
 PAGE = "page"  # supervisor part of the page's callbacks (inputs, buttons)
+BOUNDS = "bounds"  # the note under a group of boxes saying what a clamp into the arm's reach or limits moved
 
 
 class Viewer:
@@ -119,7 +120,6 @@ class Viewer:
             self.robot.limits,
             on_target=lambda p: np.array(self._ask_target(p, Source.INPUTS).p),
             on_q0=lambda q: np.array(self._ask_q0(q, Source.INPUTS).q0),
-            on_message=lambda key, message: self.status.set(key, None if message is None else f"⚠ {message}"),
             guard=lambda doing: self.supervisor.guard(PAGE, doing),
             on_random_target=lambda: self.supervisor.call(
                 PAGE, "Random target", self.set_target, self._random_target()
@@ -178,9 +178,9 @@ class Viewer:
     def _show_case(self, p: np.ndarray, q0: np.ndarray) -> None:
         with self.supervisor.guard(PAGE, "showing a test case"):
             clamped_p, message = clamp_target(p)
-            self.status.set("target bounds", None if message is None else f"⚠ {message}")
+            self.grasp.target_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
             clamped_q0, message = clamp_joints(q0, self.robot.limits)
-            self.status.set("q0 bounds", None if message is None else f"⚠ {message}")
+            self.grasp.q0_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
             self.board.ask(p=clamped_p, q0=clamped_q0, source=Source.PROGRAM)
 
     def _pick_model(self, method: str | None, seed: int | None) -> None:
@@ -213,19 +213,19 @@ class Viewer:
     def _gizmo_moved(self, p: np.ndarray) -> None:
         with self.supervisor.guard(PAGE, "moving the target gizmo"):
             clamped, message = clamp_target(p)
-            self.status.set("target bounds", None if message is None else f"⚠ {message}")
+            self.grasp.target_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
             self.board.offer_target(clamped, busy=lambda: self.inference.signal.is_busy)
             if not self.gizmo.dragging and not np.array_equal(clamped, p):
                 self.gizmo.place(clamped)  # the drag ended outside the reach: show where the target went
 
     def _ask_target(self, p: np.ndarray, source: Source) -> Question:
         clamped, message = clamp_target(p)
-        self.status.set("target bounds", None if message is None else f"⚠ {message}")
+        self.grasp.target_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
         return self.board.ask(p=clamped, source=source)  # typed boxes write back what the clamp moved
 
     def _ask_q0(self, q0: np.ndarray, source: Source) -> Question:
         clamped, message = clamp_joints(q0, self.robot.limits)
-        self.status.set("q0 bounds", None if message is None else f"⚠ {message}")
+        self.grasp.q0_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
         return self.board.ask(q0=clamped, source=source)
 
     def _question_changed(self, old: Question | None, new: Question, source: Source) -> None:

@@ -12,7 +12,7 @@ from viewer_support import type_text, wait_until
 
 import assets
 from app.grasp_yaw.panel import TYPED_TARGET
-from app.grasp_yaw.scene import Viewer
+from app.grasp_yaw.scene import BOUNDS, Viewer
 from app.shell import typed_numbers
 from app.shell.typed_numbers import COMMIT_PAUSE_S, format_value
 
@@ -40,7 +40,7 @@ def test_a_target_typed_key_by_key_is_taken_once_committed_and_never_rewritten(s
     expected[AXIS[axis]] = float(text)
     assert viewer.board.current.p == tuple(expected), "only the typed coordinate moves"
     assert box.value == text, "the value in force is the typed one: its text stays as typed"
-    assert "target bounds" not in viewer.status.messages and TYPED_TARGET not in viewer.status.messages
+    assert not viewer.grasp.target_notes.messages and viewer.grasp.target_notes.handle.content == ""
 
 
 def test_keys_slower_than_the_pause_are_never_rewritten(start_viewer) -> None:
@@ -73,7 +73,7 @@ def test_a_joint_typed_outside_its_limits_is_clipped_with_a_message(start_viewer
     said = type_text(box, "0.5", KEY_INTERVAL_S)
     assert said == ["0", "0.", "0.5"], "the box was rewritten while typed in"
     wait_until(lambda: viewer.board.current.q0[3] == upper, 5 * COMMIT_PAUSE_S, "the pause to take the clipped value")
-    assert f"{joint} 0.500 -> {upper:.3f}" in viewer.status.messages["q0 bounds"], "the clip is said at once"
+    assert f"{joint} 0.500 -> {upper:.3f}" in viewer.grasp.q0_notes.messages[BOUNDS], "the clip is said at once"
     assert box.value == "0.5", "the pause rewrote the box"
     wait_until(
         lambda: box.value == format_value(upper), 2 * typed_numbers.SETTLE_S, "the box to show the value in force"
@@ -90,12 +90,12 @@ def test_text_that_is_not_a_number_is_refused_with_a_message(start_viewer, text)
     viewer.grasp.targets.commit()
     assert viewer.board.current.p == before
     assert box.value == format_value(before[1]), "the box shows the value in force"
-    message = viewer.status.messages[TYPED_TARGET]
+    message = viewer.grasp.target_notes.messages[TYPED_TARGET]
     said = "the box is empty" if text == "" else f"{text!r} is not a number"
     assert "target y (m)" in message and said in message and f"stays {format_value(before[1])}" in message
     type_text(box, "0.1")
     viewer.grasp.targets.commit()
-    assert TYPED_TARGET not in viewer.status.messages, "a commit that refuses nothing clears the message"
+    assert TYPED_TARGET not in viewer.grasp.target_notes.messages, "a commit that refuses nothing clears the message"
 
 
 def test_text_that_is_not_a_number_is_refused_at_the_pause_and_the_box_restored_once_settled(
@@ -106,11 +106,11 @@ def test_text_that_is_not_a_number_is_refused_at_the_pause_and_the_box_restored_
     before = viewer.board.current.p
     box = _box(viewer, "target y (m)")
     type_text(box, "abc")
-    wait_until(lambda: TYPED_TARGET in viewer.status.messages, 5 * COMMIT_PAUSE_S, "the refusal to be said")
-    assert "'abc' is not a number" in viewer.status.messages[TYPED_TARGET]
+    wait_until(lambda: TYPED_TARGET in viewer.grasp.target_notes.messages, 5 * COMMIT_PAUSE_S, "the refusal to be said")
+    assert "'abc' is not a number" in viewer.grasp.target_notes.messages[TYPED_TARGET]
     assert box.value == "abc" and viewer.board.current.p == before
     wait_until(lambda: box.value == format_value(before[1]), 2 * typed_numbers.SETTLE_S, "the box to be restored")
-    assert TYPED_TARGET in viewer.status.messages, "the message why stays beside the restored box"
+    assert TYPED_TARGET in viewer.grasp.target_notes.messages, "the message why stays beside the restored box"
 
 
 @pytest.mark.slow
