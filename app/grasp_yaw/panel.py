@@ -70,12 +70,14 @@ def format_row(
     return answer_row(method.label, method.rgb, cells, pending, ANSWER_COLUMNS)
 
 
-def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -> str:
+def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str], previous: str | None = None) -> str:
     """The learned predictor against the teacher once both answered, dimmed while either is pending (its text
-    stays: a shorter one would change the panel's height)."""
+    stays: a shorter one would change the panel's height). While either has no answer for this question (the
+    teacher's search, hidden while the target moves), ``previous`` (the last line for an answered question) dimmed,
+    for the same reason; before any, a line saying both are awaited."""
     learned, teacher = results.get("learned"), results.get("reference")
     if not isinstance(learned, MethodResult) or not isinstance(teacher, MethodResult):
-        return "Learned predictor vs teacher: waiting for both answers."
+        return dimmed(previous) if previous else "Learned predictor vs teacher: waiting for both answers."
     apart = abs(math.degrees(math.remainder(learned.yaw - teacher.yaw, 2 * math.pi)))
     extra = learned.displacement - teacher.displacement
     relative = f" ({100 * extra / teacher.displacement:+.0f} %)" if teacher.displacement > 0 else ""
@@ -88,17 +90,19 @@ def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str]
     return dimmed(line) if {"learned", "reference"} & pending else line
 
 
-def results_table(results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> str:
+def results_table(
+    results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset(), previous_gap: str | None = None
+) -> str:
     """Markdown table of every method's answer (``PENDING`` while computing, None before the first); methods in
     ``pending`` show their previous answer, marked pending without changing the layout; the best value of each
-    column is bold."""
+    column is bold; ``previous_gap``: ``gap_line``'s last line for an answered question."""
     lines = [
         "| method | yaw ° | ok | Δq rad² | pos mm / rot mrad | ms |",
         "|:--|--:|:-:|--:|--:|--:|",
     ]
     best = _best(results)
     rows = [format_row(key, results.get(key), key in pending, best) for key in KEYS]
-    return "\n".join(lines + rows) + "\n\n" + gap_line(results, pending) + "\n\n" + PENDING_LEGEND
+    return "\n".join(lines + rows) + "\n\n" + gap_line(results, pending, previous_gap) + "\n\n" + PENDING_LEGEND
 
 
 class GraspPanel:
@@ -135,6 +139,7 @@ class GraspPanel:
         on_random_q0: Callable[[], None],
         on_ready: Callable[[], None],
     ) -> None:
+        self._gap: str | None = None
         with server.gui.add_folder("Grasp"):
             self.table = server.gui.add_markdown(results_table({}))
             self.targets = TypedNumbers(
@@ -182,7 +187,9 @@ class GraspPanel:
         self.joints.show(q0)
 
     def show(self, results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> None:
-        self.table.content = results_table(results, pending)
+        if all(isinstance(results.get(key), MethodResult) for key in ("learned", "reference")):
+            self._gap = gap_line(results, set())  # the line while both answer: shown dimmed while they do not
+        self.table.content = results_table(results, pending, self._gap)
 
     def close(self) -> None:
         self.targets.close()

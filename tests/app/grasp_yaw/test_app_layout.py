@@ -13,9 +13,10 @@ from browser_support import project
 import assets
 from app.grasp_yaw.inference import MethodResult
 from app.grasp_yaw.methods import BY_KEY, KEYS, METHODS, SEARCH_KEYS
-from app.grasp_yaw.panel import results_table
+from app.grasp_yaw.panel import gap_line, results_table
 from app.grasp_yaw.scene import INITIAL_TARGET
 from app.grasp_yaw.workspace import SCENE_LABEL_ANCHOR, SCENE_LABEL_SCALE, workspace_labels
+from app.shell.answers_table import PENDING
 from app.shell.ghost_labels import LABEL_ANCHOR, LABEL_SCALE, label_position
 from app.shell.stage import translation_limits
 from learning.grasp_yaw.config import preset
@@ -49,6 +50,10 @@ def test_pending_answers_keep_the_tables_layout() -> None:
         assert "pending" not in "".join(marked), "pending is marked, not written into a cell"
         learned = next(line for line in marked if "learned predictor" in line)
         assert "□" in learned and "opacity" in learned, "the pending row is marked (hollow swatch, dimmed)"
+    searching = dict(rows) | {key: PENDING for key in SEARCH_KEYS}  # a drag: the searches hidden until they land
+    gap = gap_line(rows, set())
+    moving = results_table(searching, set(KEYS), gap).split("\n\n")[1]
+    assert _visible_text(moving) == _visible_text(gap) and "opacity" in moving, "the gap line keeps its text, dimmed"
 
 
 def _label_box(position: np.ndarray, text: str, scale: float, anchor: str) -> np.ndarray:
