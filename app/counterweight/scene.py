@@ -95,7 +95,7 @@ TRAINER_QUIET_S = 0.5  # the trainer starts a step only once the goal has rested
 TRAINER_WAIT_S = 30.0  # ... or once it has waited this long (a drag that never pauses still trains, slowly)
 GOALS_JOIN_S = 60.0  # how long closing waits for the live trainer's goals to be drawn (about 6 s on one core)
 RACE_DEFAULT = "es"  # the race's zero-order method until the user picks another
-NEEDS_A_RUN = "needs `--run RUN`"
+NEEDS_A_RUN = "needs a run"  # in the table's narrow cells (the picker's box says how: ``--run RUN``)
 NOT_IN_RUN = "not in the run"
 PAGE = "page"
 
@@ -170,7 +170,7 @@ class G1Viewer:
         missing = {key: self.drawn[key] for key in RUN_KEYS if key not in self.trained}  # no ghost to draw
         for key in missing:
             self.ghosts[key].enable(False)
-        unavailable = {key: why.replace("`", "") for key, why in missing.items()}  # plain text in a label
+        unavailable = {key: "needs --run RUN" if why == NEEDS_A_RUN else why for key, why in missing.items()}
         self.picker = MethodPicker(self.server, self._pick, BODY_METHODS, GROUP_TITLES, unavailable)
 
         first = Question(tuple(float(v) for v in goal), ())
