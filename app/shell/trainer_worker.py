@@ -67,6 +67,7 @@ class TrainerStatus:
     steps_per_second: float = 0.0
     points_per_loss: int = 1  # training steps each loss point averages (1: none), but the newest ones
     resetting: bool = False  # a Reset is pending: the next trainer (``seed``) is being built
+    seed_snapshots: int = 0  # snapshots of this trainer (``version`` counts every trainer's: versions never repeat)
 
 
 class TrainerWorker:
@@ -117,6 +118,7 @@ class TrainerWorker:
         self._reset_pending = True  # the first trainer is built on the worker thread
         self._closed = False
         self._version = 0
+        self._seed_snapshots = 0  # published from the current trainer (a Reset starts again at 0)
         self._trainer: Trainer | None = None
         self._step_count = 0
         self._history = TrainingHistory()  # the worker's copy of the curves, at most ``keep`` points per series
@@ -180,6 +182,7 @@ class TrainerWorker:
                 step=self._step_count,
                 version=self._version,
                 seed=self._seed,
+                seed_snapshots=self._seed_snapshots,
                 steps=[*h.steps, *self._tail.steps],
                 loss=[*h.loss, *self._tail.loss],
                 val_steps=list(h.val_steps),
@@ -219,6 +222,7 @@ class TrainerWorker:
         with self._cond:
             self._trainer, self._seed, self._step_count = trainer, seed, 0
             self._history, self._copied, self._merged, self._tail = TrainingHistory(), 0, 1, TrainingHistory()
+            self._seed_snapshots = 0
             if self._state == FAILED:
                 self._state, self._error = PAUSED, None
         trainer.validate()
@@ -273,6 +277,7 @@ class TrainerWorker:
         policy = trainer.snapshot()
         with self._cond:
             self._version += 1
+            self._seed_snapshots += 1
             version = self._version
         with self._supervisor.guard(self.CALLBACKS, f"publishing snapshot v{version}"):
             self._on_snapshot(version, policy)

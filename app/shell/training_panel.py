@@ -46,16 +46,22 @@ def running_mean(y: np.ndarray, window: int) -> np.ndarray:
         return np.where(n > 0, (sums[ends] - sums[starts]) / np.maximum(n, 1), np.nan)
 
 
+def _ordinal(n: int) -> str:
+    return f"{n}{'th' if 10 <= n % 100 <= 20 else {1: 'st', 2: 'nd', 3: 'rd'}.get(n % 10, 'th')}"
+
+
 def status_line(status: TrainerStatus, loss_format: str = ".3f") -> str:
     """``loss_format``: how the last loss is written (``".2e"`` for a loss that spans decades below 1e-3)."""
     if status.resetting:
         return f"**{status.state}** · resetting: building a trainer from new random weights (seed {status.seed})"
     loss = f"{status.loss[-1]:{loss_format}}" if status.loss else "–"
     success = f"{100 * status.val_success[-1]:.0f} %" if status.val_success else "–"
-    text = (
-        f"**{status.state}** · seed {status.seed} · loss {loss} · validation success {success} · "
-        f"snapshot v{status.version}"
+    snapshot = (
+        f"snapshot v{status.version} (the {_ordinal(status.seed_snapshots)} of this seed)"
+        if status.seed_snapshots
+        else "no snapshot of this seed yet"
     )
+    text = f"**{status.state}** · seed {status.seed} · loss {loss} · validation success {success} · {snapshot}"
     if status.state == RUNNING and status.steps_per_second:  # a paused trainer has no rate
         text += f" · {status.steps_per_second:.1f} steps/s"
     if status.state == FAILED and status.error:

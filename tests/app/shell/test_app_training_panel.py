@@ -95,3 +95,12 @@ def test_a_reset_drops_the_curves_and_says_so_at_once(panel) -> None:
     assert "resetting" in status_line(resetting) and "seed 1" in status_line(resetting)
     assert len(panel.loss_plot.data[0]) == 1 and np.isnan(panel.loss_plot.data[1]).all()
     assert np.isnan(panel.val_plot.data[1]).all()
+
+
+def test_the_snapshot_count_starts_again_with_each_seed() -> None:
+    """Versions never repeat (answers are told apart by them), so the line says which of this seed's it is."""
+    first = TrainerStatus(state=RUNNING, step=40, version=4, seed=0, seed_snapshots=4)
+    assert "snapshot v4 (the 4th of this seed)" in status_line(first)
+    after_reset = TrainerStatus(state=RUNNING, step=10, version=5, seed=1, seed_snapshots=1)
+    assert "snapshot v5 (the 1st of this seed)" in status_line(after_reset) and "seed 1" in status_line(after_reset)
+    assert "no snapshot of this seed yet" in status_line(TrainerStatus(state=RUNNING, step=0, version=5, seed=2))
