@@ -3,8 +3,8 @@ shown: *moving* or *rested*, latency) in one table whose rows carry the ghosts' 
 
 The goal is typed into three text boxes (``app.shell.typed_numbers.TypedNumbers``, the Franka scene's: a number typed
 key by key keeps its minus sign, a refused text says why under the boxes): what is typed is taken when committed
-(Enter in a box, the Set goal button, or a pause of the typist), and nothing is written into a box while a user
-types in it: the boxes are written when the goal moves by other means (the gizmo, a button) and after a commit that
+(Enter in a box, or the Set goal button: a pause takes nothing, so a half-typed number never moves the goal), and
+nothing is written into a box while a user types in it: the boxes are written when the goal moves by other means (the gizmo, a button) and after a commit that
 had to move the typed goal into the task's region (they then show where it went).
 """
 

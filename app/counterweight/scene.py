@@ -502,7 +502,6 @@ class G1Viewer:
 
     # Shutdown.
     def close(self) -> None:
-        self.reach.typed.close()
         self.board.close()
         if self._goals_thread.is_alive():  # it cannot be interrupted: let it finish its draw (seconds), so that no
             self._goals_thread.join(GOALS_JOIN_S)  # thread is left inside torch when the process exits (an abort)

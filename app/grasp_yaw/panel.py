@@ -110,7 +110,7 @@ class GraspPanel:
 
     The panel does not own the question: it hands what the user typed to ``on_target`` / ``on_q0`` when they
     commit it, and ``show_question`` writes the current question back into the boxes. The target and ``q0`` are
-    typed into ``TypedNumbers`` boxes (Enter or a pause commits them; nothing is rewritten under the cursor); what
+    typed into ``TypedNumbers`` boxes (Enter commits them; nothing is rewritten under the cursor); what
     was refused or moved is said right under the boxes (``target_notes``, ``q0_notes``: keyed lines, as the page's
     status), not at the top of the page, out of view while typing in the joint boxes further down.
 
@@ -144,7 +144,7 @@ class GraspPanel:
             self.table = server.gui.add_markdown(results_table({}))
             self.targets = TypedNumbers(
                 server,
-                "Target (Enter or a pause takes it)",
+                "Target (Enter commits)",
                 [f"target {axis} (m)" for axis in "xyz"],
                 target,
                 on_target,
@@ -152,11 +152,12 @@ class GraspPanel:
                 guard,
             )
             self.target_notes = StatusLine(server, empty="")  # under the boxes, where the user types
+            set_target = server.gui.add_button("Set target", hint="Takes the typed target (as Enter in a box does)")
             random_target = server.gui.add_button("Random target", icon=viser.Icon.TARGET)
             with server.gui.add_folder("Start joints q0", expand_by_default=False):
                 self.joints = TypedNumbers(
                     server,
-                    "q0, rad (Enter or a pause takes it)",
+                    "q0, rad (Enter commits)",
                     assets.PANDA.joints,
                     q0,
                     on_q0,
@@ -165,8 +166,11 @@ class GraspPanel:
                     hints=[f"{limits[name][0]:.4f} to {limits[name][1]:.4f} rad" for name in assets.PANDA.joints],
                 )
                 self.q0_notes = StatusLine(server, empty="")
+                set_q0 = server.gui.add_button("Set q0", hint="Takes the typed joints (as Enter in a box does)")
                 random_q0 = server.gui.add_button("Random q0", icon=viser.Icon.DICE)
                 ready = server.gui.add_button("Ready pose")
+        set_target.on_click(lambda _: self.targets.commit())
+        set_q0.on_click(lambda _: self.joints.commit())
         random_target.on_click(lambda _: on_random_target())
         random_q0.on_click(lambda _: on_random_q0())
         ready.on_click(lambda _: on_ready())
@@ -190,10 +194,6 @@ class GraspPanel:
         if all(isinstance(results.get(key), MethodResult) for key in ("learned", "reference")):
             self._gap = gap_line(results, set())  # the line while both answer: shown dimmed while they do not
         self.table.content = results_table(results, pending, self._gap)
-
-    def close(self) -> None:
-        self.targets.close()
-        self.joints.close()
 
 
 def _said(numbers: TypedNumbers) -> np.ndarray:

@@ -362,7 +362,6 @@ class Viewer:
             return statistics.median(self.latencies_ms) if self.latencies_ms else float("nan")
 
     def close(self) -> None:
-        self.grasp.close()
         self.board.close()
         self.trainers.close()
         self.inference.join(5.0)
