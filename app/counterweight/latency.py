@@ -116,11 +116,11 @@ def measure(goals: int, interval_s: float, seed: int = 0) -> dict:
     (in this process's settings: ``run_as_the_app_does`` first, to measure what the app does)."""
     viewer = launch_g1(ViewerConfig(robot="g1", light=True, port=_free_port()))
     try:
-        trainers = (viewer.trainer, viewer.race_trainer)
+        trainers = (viewer.trainer, viewer.race.trainer)
         _wait(lambda: all(t.status.step >= 1 for t in trainers) and _rested(viewer), "both trainers' first steps")
         viewer.latencies_ms.clear()
         viewer.rested_latencies_ms.clear()
-        first_step, first_generation = viewer.trainer.status.step, viewer.race_trainer.status.step
+        first_step, first_generation = viewer.trainer.status.step, viewer.race.trainer.status.step
         generator = torch.Generator().manual_seed(seed)
         for _ in range(goals):
             viewer.set_target(viewer.region.sample(generator))
@@ -133,8 +133,8 @@ def measure(goals: int, interval_s: float, seed: int = 0) -> dict:
             "goals": goals,
             "interval_s": interval_s,
             "trainer_steps": [first_step, viewer.trainer.status.step],
-            "race_method": viewer.race_method,
-            "race_steps": [first_generation, viewer.race_trainer.status.step],
+            "race_method": viewer.race.method,
+            "race_steps": [first_generation, viewer.race.trainer.status.step],
             "first": summary(viewer.latencies_ms),
             "rested": summary(viewer.rested_latencies_ms),
         }

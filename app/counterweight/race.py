@@ -13,22 +13,31 @@ validation success against the layer evaluations their training steps spent, one
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
 import viser
 import viser.uplot as uplot
+from torch import nn
 
-from app.shell.trainer_worker import TrainerStatus
-from app.shell.training_panel import CURVE_PERIOD_S, binned
+from app.counterweight.trainer import LiveCounterweightTrainer, live_goals, live_zero_order_trainer
+from app.shell.status import StatusLine
+from app.shell.supervision import Supervisor
+from app.shell.trainer_worker import FAILED, TrainerStatus, TrainerWorker
+from app.shell.training_panel import CURVE_PERIOD_S, TrainingPanel, binned
 from learning.counterweight.config import ExperimentCfg
+from learning.counterweight.experiment import build_problem
 from learning.counterweight.goals import SPLITS
 from learning.counterweight.problem import CounterweightProblem
 from learning.counterweight.study.design import StudyCfg
 from learning.counterweight.study.regions import sample_goals
 from learning.counterweight.study.tuned import tuned_settings
 
+RACE_DEFAULT = "es"  # the zero-order method until the user picks another
+GOALS_JOIN_S = 60.0  # how long closing waits for a drawing of goals (seconds on one core)
 RACE_METHODS = {"es": "ES", "sep_cma": "sep-CMA-ES", "linear_cma": "linear CMA-ES", "pgpe": "PGPE"}
 TUNED_BUDGET = "10x"  # the study's settings for its largest budget: the race runs on and on
 EXPERIMENT_REGION = "the experiment's region"
@@ -153,3 +162,106 @@ class RacePanel:
         gradient, zero_order = self._statuses["gradient"], self._statuses["zero_order"]
         self.by_evaluations.data = race_curves(gradient, zero_order, "evaluations")
         self.by_seconds.data = race_curves(gradient, zero_order, "seconds")
+
+
+class Race:
+    """The race's parts: the zero-order trainer (``trainer``, its panel ``training``), the pickers and charts
+    (``panel``), and the goals both trainers train on (``goals``: train, validation; ``goals_name``: a key of
+    ``LEVELS``), which it owns: the scene's gradient trainer reads them, and is reset with the zero-order one when
+    new goals are drawn.
+
+    Args:
+        experiment_goals: the experiment's region's goals (a run's splits), or None until ``set_experiment_goals``.
+        gradient: the scene's gradient trainer's worker.
+        gradient_batch: its goals per step (the about line, and how often the zero-order trainer validates).
+        offer: ``(version, policy)``: a zero-order snapshot for the page to answer with.
+        running, wait_turn, exclusive: as ``TrainerWorker``'s (``exclusive`` shared with the gradient trainer).
+    """
+
+    PART = "race goals"
+
+    def __init__(
+        self,
+        server: viser.ViserServer,
+        supervisor: Supervisor,
+        status: StatusLine,
+        cfg: ExperimentCfg,
+        experiment_goals: tuple[torch.Tensor, torch.Tensor] | None,
+        gradient: TrainerWorker,
+        gradient_batch: int,
+        offer: Callable[[int, nn.Module], None],
+        running: bool,
+        wait_turn: Callable[[], object],
+        exclusive: threading.Lock,
+    ) -> None:
+        self.cfg, self._supervisor, self._status, self._gradient = cfg, supervisor, status, gradient
+        self._gradient_batch = gradient_batch
+        self.method, self.goals, self.goals_name = RACE_DEFAULT, experiment_goals, EXPERIMENT_REGION
+        self._experiment_goals = experiment_goals
+        self._goals_lock = threading.Lock()  # one drawing of goals at a time
+        self._goals_thread: threading.Thread | None = None
+        self.trainer = TrainerWorker(self._build, offer, self._show_status, supervisor, snapshot_every=1,
+                                     running=running, wait_turn=wait_turn, exclusive=exclusive)  # fmt: skip
+        self.training = TrainingPanel(server, self.trainer, "Zero-order policy (live race)", log_loss=True)
+        self.panel = RacePanel(server, self.method, self._pick_method, self._pick_goals)
+
+    def set_experiment_goals(self, goals: tuple[torch.Tensor, torch.Tensor]) -> None:
+        """The experiment's region's goals, drawn at start-up: the trainers' until another level is picked."""
+        with self._goals_lock:
+            self._experiment_goals = goals
+            if self.goals_name == EXPERIMENT_REGION:
+                self.goals = goals
+
+    def show_gradient(self, status: TrainerStatus) -> None:
+        self.panel.show("gradient", status)
+
+    def close(self) -> None:
+        """After the gradient trainer's close (a drawing of goals that has not begun sees it and returns)."""
+        self.trainer.close()
+        if self._goals_thread is not None and self._goals_thread.is_alive():
+            self._goals_thread.join(GOALS_JOIN_S)
+
+    def _build(self, seed: int) -> LiveCounterweightTrainer:
+        """The picked method's trainer on the current goals, validated about as often (in layer evaluations) as the
+        gradient trainer."""
+        method, goals = self.method, self.goals
+        settings, source = race_settings(method, self.cfg)
+        trainer = live_zero_order_trainer(build_problem(self.cfg), self.cfg, method, settings, goals, seed)
+        every = self.cfg.train.validate_every * self._gradient_batch
+        self.trainer.validate_every = max(1, round(every / trainer.evaluations_per_step))
+        self.panel.say(
+            f"**{RACE_METHODS[method]}** ({trainer.evaluations_per_step} layer evaluations a generation) at "
+            f"{source}; the gradient policy: Adam through the layer, {self._gradient_batch} goals a step. Both on "
+            f"{len(goals[0])} goals of **{self.goals_name}**, validated on {len(goals[1])} others."
+        )
+        return trainer
+
+    def _show_status(self, status: TrainerStatus) -> None:
+        self.training.show(status)
+        self.panel.show("zero_order", status)
+        self._status.set("race", f"⚠ zero-order trainer failed: {status.error}" if status.state == FAILED else None)
+
+    def _pick_method(self, method: str) -> None:
+        with self._supervisor.guard(self.PART, f"picking the race's method {method}"):
+            self.method = method
+            self.trainer.reset()
+
+    def _pick_goals(self, name: str) -> None:
+        """Draw the goals ``name`` names on a thread (seconds), then restart both trainers on them."""
+        thread = threading.Thread(target=self._draw_goals, args=(name,), name="race goals", daemon=True)
+        self._goals_thread = thread
+        thread.start()
+
+    def _draw_goals(self, name: str) -> None:
+        with self._supervisor.guard(self.PART, f"drawing the race's goals ({name})"), self._goals_lock:
+            if self.panel.goals.value != name or self._gradient.closing:
+                return  # picked again meanwhile (the later pick draws its own), or closing
+            self.panel.say(f"**drawing** the goals of {name} (those that need a counterweight) …")
+            cell = LEVELS[name]
+            if cell is None:
+                goals = self._experiment_goals or live_goals(build_problem(self.cfg), self.cfg)
+            else:
+                goals = level_goals(build_problem(self.cfg), self.cfg, cell)
+            self.goals, self.goals_name = goals, name
+            self._gradient.reset()
+            self.trainer.reset()

@@ -44,14 +44,9 @@ from app.counterweight.methods import BODY_KEYS, BODY_METHODS, GROUP_TITLES, LIV
 from app.counterweight.metrics_panel import CounterweightMetricsPanel
 from app.counterweight.online import OnlineWorker
 from app.counterweight.panel import ReachPanel, verdict_legend
-from app.counterweight.race import EXPERIMENT_REGION, LEVELS, RACE_METHODS, RacePanel, level_goals, race_settings
+from app.counterweight.race import Race
 from app.counterweight.region import GoalRegion
-from app.counterweight.trainer import (
-    LiveCounterweightTrainer,
-    live_goals,
-    live_gradient_trainer,
-    live_zero_order_trainer,
-)
+from app.counterweight.trainer import LiveCounterweightTrainer, live_goals, live_gradient_trainer
 from app.counterweight.view import (
     PAYLOAD_RGB,
     SOLID_RGB,
@@ -94,7 +89,6 @@ LIVE_BATCH = 8  # goals per live trainer step (the experiment's 32 take about 1.
 TRAINER_QUIET_S = 0.5  # the trainer starts a step only once the goal has rested this long
 TRAINER_WAIT_S = 30.0  # ... or once it has waited this long (a drag that never pauses still trains, slowly)
 GOALS_JOIN_S = 60.0  # how long closing waits for the live trainer's goals to be drawn (about 6 s on one core)
-RACE_DEFAULT = "es"  # the race's zero-order method until the user picks another
 NEEDS_A_RUN = "needs a run"  # in the table's narrow cells (the picker's box says how: ``--run RUN``)
 NOT_IN_RUN = "not in the run"
 PAGE = "page"
@@ -125,7 +119,7 @@ class G1Viewer:
         problem = self.solver.problem
         self.region = GoalRegion(problem.shoulder.double().numpy(), self.cfg.goals)
         initial_policy, self.trained = self._load_policies(run, problem)
-        self.goals = self._load_goals(run)  # the live trainer's (train, validation) goals; None: drawn later
+        goals = self._load_goals(run)  # the experiment's region's (train, validation) goals; None: drawn later
         self._random = torch.Generator().manual_seed(0)
 
         self._results_lock = threading.Lock()
@@ -196,7 +190,7 @@ class G1Viewer:
                 policy = make_policy("gradient", problem, self.cfg)
             if initial_state:  # the first trainer continues from the run's policy; Reset starts from scratch
                 policy.load_state_dict(initial_state.pop())
-            return live_gradient_trainer(problem, policy, self.goals, live, seed)
+            return live_gradient_trainer(problem, policy, self.race.goals, live, seed)
 
         # One core for the trainers, which take turns (the answers and the page have the other).
         self._training_core = threading.Lock()
@@ -213,31 +207,19 @@ class G1Viewer:
             exclusive=self._training_core,
         )
         self.training = TrainingPanel(self.server, self.trainer, "Counterweight policy (live)", log_loss=True)
-        self.race_method = RACE_DEFAULT
-        self.race_trainer = TrainerWorker(
-            self._build_race,
-            self._race_snapshot,
-            self._race_status,
-            self.supervisor,
-            snapshot_every=1,
-            running=running,
-            wait_turn=self._answers_first,
-            exclusive=self._training_core,
-        )
-        self.race_training = TrainingPanel(
-            self.server, self.race_trainer, "Zero-order policy (live race)", log_loss=True
-        )
-        self.race = RacePanel(self.server, self.race_method, self._pick_race_method, self._pick_race_goals)
-        self._experiment_goals = self.goals  # the goals of "the experiment's region" (a run's, or drawn below)
-        self.goals_name = EXPERIMENT_REGION  # what the trainers train on (a key of ``race.LEVELS``)
-        self._race_goals_lock = threading.Lock()  # one drawing of goals at a time
-        self._race_goals_thread: threading.Thread | None = None
+        self.race = Race(
+            self.server, self.supervisor, self.status, self.cfg, goals, self.trainer, LIVE_BATCH,
+            offer=lambda version, policy: self.board.offer_policy(
+                version, policy, busy=lambda: self.answers.signal.is_busy, key=RACE
+            ),
+            running=running, wait_turn=self._answers_first, exclusive=self._training_core,
+        )  # fmt: skip
         self.metrics = CounterweightMetricsPanel(self.server, run, self.supervisor)
 
         self.answers.start()
         self.online.start()
         self._goals_thread = threading.Thread(target=self._draw_goals, name="live goals", daemon=True)
-        if self.goals is None:
+        if goals is None:
             self._goals_thread.start()
         else:
             self._start_trainers()
@@ -312,54 +294,12 @@ class G1Viewer:
         starts, the answers go on)."""
         self.training.show_progress(None, "**drawing** the live trainer's goals (those that need a counterweight)")
         with self.supervisor.guard("live goals", "drawing the live trainer's goals"):
-            with self._race_goals_lock:
-                self.goals = self._experiment_goals = live_goals(build_problem(self.cfg), self.cfg)
+            self.race.set_experiment_goals(live_goals(build_problem(self.cfg), self.cfg))
             self._start_trainers()
 
     def _start_trainers(self) -> None:
         self.trainer.start_thread()
-        self.race_trainer.start_thread()
-
-    # The race.
-    def _build_race(self, seed: int) -> LiveCounterweightTrainer:
-        """The race's zero-order trainer of the picked method on the current goals, validated about as often (in
-        layer evaluations) as the gradient trainer."""
-        method, goals = self.race_method, self.goals
-        settings, source = race_settings(method, self.cfg)
-        trainer = live_zero_order_trainer(build_problem(self.cfg), self.cfg, method, settings, goals, seed)
-        every = self.cfg.train.validate_every * LIVE_BATCH
-        self.race_trainer.validate_every = max(1, round(every / trainer.evaluations_per_step))
-        self.race.say(
-            f"**{RACE_METHODS[method]}** ({trainer.evaluations_per_step} layer evaluations a generation) at "
-            f"{source}; the gradient policy: Adam through the layer, {LIVE_BATCH} goals a step. Both on "
-            f"{len(goals[0])} goals of **{self.goals_name}**, validated on {len(goals[1])} others."
-        )
-        return trainer
-
-    def _pick_race_method(self, method: str) -> None:
-        with self.supervisor.guard(PAGE, f"picking the race's method {method}"):
-            self.race_method = method
-            self.race_trainer.reset()
-
-    def _pick_race_goals(self, name: str) -> None:
-        """Draw the goals ``name`` names on a thread (seconds), then restart both trainers on them."""
-        thread = threading.Thread(target=self._draw_race_goals, args=(name,), name="race goals", daemon=True)
-        self._race_goals_thread = thread
-        thread.start()
-
-    def _draw_race_goals(self, name: str) -> None:
-        with self.supervisor.guard("race goals", f"drawing the race's goals ({name})"), self._race_goals_lock:
-            if self.race.goals.value != name or self.trainer.closing:
-                return  # picked again meanwhile: the later pick draws its own
-            self.race.say(f"**drawing** the goals of {name} (those that need a counterweight) …")
-            cell = LEVELS[name]
-            if cell is None:
-                goals = self._experiment_goals or live_goals(build_problem(self.cfg), self.cfg)
-            else:
-                goals = level_goals(build_problem(self.cfg), self.cfg, cell)
-            self.goals, self.goals_name = goals, name
-            self.trainer.reset()
-            self.race_trainer.reset()
+        self.race.trainer.start_thread()
 
     # Inputs -> questions.
     def set_target(self, p: np.ndarray) -> Question:
@@ -389,7 +329,7 @@ class G1Viewer:
     def _random_goal(self) -> np.ndarray:
         """A random validation goal (either sector; they need a counterweight), or, before the live trainer has
         drawn its goals, a goal drawn uniformly from a random sector."""
-        goals = self.goals
+        goals = self.race.goals
         if goals is None:
             return self.region.sample(self._random)
         validation = goals[1]
@@ -426,9 +366,6 @@ class G1Viewer:
 
     def _snapshot(self, version: int, policy: nn.Module) -> None:
         self.board.offer_policy(version, policy, busy=lambda: self.answers.signal.is_busy, key=POLICY)
-
-    def _race_snapshot(self, version: int, policy: nn.Module) -> None:
-        self.board.offer_policy(version, policy, busy=lambda: self.answers.signal.is_busy, key=RACE)
 
     def _answers_first(self) -> None:
         """Block (up to ``TRAINER_WAIT_S``) while a question waits for its answer, the goal has moved within
@@ -492,13 +429,8 @@ class G1Viewer:
 
     def _trainer_status(self, status: TrainerStatus) -> None:
         self.training.show(status)
-        self.race.show("gradient", status)
+        self.race.show_gradient(status)
         self.status.set("trainer", f"⚠ trainer failed: {status.error}" if status.state == FAILED else None)
-
-    def _race_status(self, status: TrainerStatus) -> None:
-        self.race_training.show(status)
-        self.race.show("zero_order", status)
-        self.status.set("race", f"⚠ zero-order trainer failed: {status.error}" if status.state == FAILED else None)
 
     # Shutdown.
     def close(self) -> None:
@@ -506,9 +438,7 @@ class G1Viewer:
         if self._goals_thread.is_alive():  # it cannot be interrupted: let it finish its draw (seconds), so that no
             self._goals_thread.join(GOALS_JOIN_S)  # thread is left inside torch when the process exits (an abort)
         self.trainer.close()  # first: a drawing of the race's goals that has not begun sees it and returns
-        self.race_trainer.close()
-        if self._race_goals_thread is not None and self._race_goals_thread.is_alive():
-            self._race_goals_thread.join(GOALS_JOIN_S)
+        self.race.close()
         self.answers.join(5.0)
         self.online.join(30.0)
         self.server.stop()

@@ -99,21 +99,21 @@ def test_the_race_runs_beside_the_gradient_trainer_and_follows_the_pickers(start
     restarts the zero-order trainer alone; picking a level draws its goals and restarts both on them."""
     monkeypatch.setattr(race, "RACE_GOALS", {"train": 8, "validation": 4})
     viewer = start_g1()
-    wait_until(lambda: viewer.race_trainer.status.step >= 1 and viewer.trainer.status.step >= 1, 240, "both trainers")
+    wait_until(lambda: viewer.race.trainer.status.step >= 1 and viewer.trainer.status.step >= 1, 240, "both trainers")
     wait_until(lambda: rested(viewer, (POLICY, RACE)), 60, "both policies' rested answers")
     assert viewer.ghosts[RACE].drawn and BODY_BY_KEY[RACE].label in viewer.reach.table.content
-    assert "ES" in viewer.race.about.content and viewer.goals_name == race.EXPERIMENT_REGION
-    wait_until(lambda: len(viewer.race_trainer.status.val_success) >= 2, 120, "the zero-order trainer's validations")
-    x, gradient, zero_order = viewer.race.by_evaluations.data
+    assert "ES" in viewer.race.panel.about.content and viewer.race.goals_name == race.EXPERIMENT_REGION
+    wait_until(lambda: len(viewer.race.trainer.status.val_success) >= 2, 120, "the zero-order trainer's validations")
+    x, gradient, zero_order = viewer.race.panel.by_evaluations.data
     assert np.isfinite(gradient).any() and np.isfinite(zero_order).any() and np.all(np.diff(x) >= 0)
     gradient_seed = viewer.trainer.status.seed
-    viewer.race.method.value = "PGPE"  # as a browser picking it
-    wait_until(lambda: "PGPE" in viewer.race.about.content, 60, "the PGPE trainer")
-    assert viewer.race_method == "pgpe" and viewer.trainer.status.seed == gradient_seed
-    viewer.race.goals.value = "1 sector"
-    wait_until(lambda: viewer.goals_name == "1 sector", 120, "the level's goals")
+    viewer.race.panel.method.value = "PGPE"  # as a browser picking it
+    wait_until(lambda: "PGPE" in viewer.race.panel.about.content, 60, "the PGPE trainer")
+    assert viewer.race.method == "pgpe" and viewer.trainer.status.seed == gradient_seed
+    viewer.race.panel.goals.value = "1 sector"
+    wait_until(lambda: viewer.race.goals_name == "1 sector", 120, "the level's goals")
     wait_until(lambda: viewer.trainer.status.seed > gradient_seed, 60, "the gradient trainer's restart")
-    assert viewer.goals[0].shape == (8, 3) and "1 sector" in viewer.race.about.content
+    assert viewer.race.goals[0].shape == (8, 3) and "1 sector" in viewer.race.panel.about.content
     assert viewer.stale_draws == 0 and viewer.supervisor.failures() == 0
 
 
