@@ -113,7 +113,7 @@ class ReachPanel:
             self.refused = server.gui.add_markdown("")
             commit = server.gui.add_button("Set goal", icon=viser.Icon.TARGET)
             self.random = server.gui.add_button("Random goal", hint="a validation goal, from either sector")
-        commit.on_click(lambda _: self.typed.commit())
+        commit.on_click(lambda _: self.typed.form.submit())  # as Enter: the form's unsubmitted mark goes
         self.random.on_click(lambda _: on_random_goal())
 
     @property

@@ -58,7 +58,7 @@ from app.counterweight.view import (
 )
 from app.counterweight.worker import BodyAnswers, BodyWorker
 from app.shell.answers_table import PENDING
-from app.shell.ghost_labels import stack_labels
+from app.shell.ghost_labels import screen_right, stack_labels
 from app.shell.method_picker import MethodPicker
 from app.shell.question import Place, Question, QuestionBoard, Source
 from app.shell.robot_view import load_urdf
@@ -150,7 +150,8 @@ class G1Viewer:
         payload_kg = problem.cfg.payload_kg
         self.payload = add_payload(self.server, "/robot_payload", payload_kg, PAYLOAD_RGB)
         self.payload.position = tuple(float(v) for v in self.solver.standing_payload())
-        self.ghosts = {m.key: BodyGhost(self.server, bones, m, payload_kg) for m in BODY_METHODS}
+        self._right = screen_right(CAMERA)  # where the ghosts' labels stand: left of the goal, on screen
+        self.ghosts = {m.key: BodyGhost(self.server, bones, m, payload_kg, self._right) for m in BODY_METHODS}
         goal = self.region.point(*INITIAL_GOAL)
         self.gizmo = TargetGizmo(self.server, goal, GIZMO_FREE, self._gizmo_moved)
         self.reach = ReachPanel(
@@ -425,7 +426,7 @@ class G1Viewer:
             self._restack(self.board.current)
 
     def _restack(self, question: Question) -> None:
-        stack_labels([self.ghosts[key] for key in BODY_KEYS], np.array(question.p))
+        stack_labels([self.ghosts[key] for key in BODY_KEYS], np.array(question.p), self._right)
 
     def _trainer_status(self, status: TrainerStatus) -> None:
         self.training.show(status)

@@ -169,8 +169,8 @@ class GraspPanel:
                 set_q0 = server.gui.add_button("Set q0", hint="Takes the typed joints (as Enter in a box does)")
                 random_q0 = server.gui.add_button("Random q0", icon=viser.Icon.DICE)
                 ready = server.gui.add_button("Ready pose")
-        set_target.on_click(lambda _: self.targets.commit())
-        set_q0.on_click(lambda _: self.joints.commit())
+        set_target.on_click(lambda _: self.targets.form.submit())  # as Enter: the form's unsubmitted mark goes
+        set_q0.on_click(lambda _: self.joints.form.submit())
         random_target.on_click(lambda _: on_random_target())
         random_q0.on_click(lambda _: on_random_q0())
         ready.on_click(lambda _: on_ready())

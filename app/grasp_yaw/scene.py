@@ -37,7 +37,7 @@ from app.grasp_yaw.run_files import case_splits, load_run
 from app.grasp_yaw.search import SearchWorker
 from app.grasp_yaw.workspace import CAMERA, draw_workspace
 from app.shell.answers_table import PENDING
-from app.shell.ghost_labels import stack_labels
+from app.shell.ghost_labels import screen_right, stack_labels
 from app.shell.method_picker import MethodPicker
 from app.shell.question import Place, Question, QuestionBoard, Source
 from app.shell.robot_view import ArmView, load_urdf
@@ -110,7 +110,8 @@ class Viewer:
         draw_workspace(self.server, self.cfg.workspace)
         self.robot = ArmView(self.server, load_urdf(robot), robot, "/robot")
         ghost_urdf = load_urdf(robot, robot.ghost_meshes)
-        self.ghosts = {key: Ghost(self.server, ghost_urdf, robot, key) for key in KEYS}
+        self._right = screen_right(CAMERA)  # where the ghosts' labels stand: left of the target, on screen
+        self.ghosts = {key: Ghost(self.server, ghost_urdf, robot, key, self._right) for key in KEYS}
         target = np.array(INITIAL_TARGET)
         self.gizmo = TargetGizmo(self.server, target, assets.PANDA_TOP_DOWN_REACH.target_box, self._gizmo_moved)
         self.grasp = GraspPanel(
@@ -346,7 +347,7 @@ class Viewer:
 
     def _restack(self, question: Question) -> None:
         """Under the results lock: the drawn ghosts' labels in one column above the target."""
-        stack_labels([self.ghosts[key] for key in KEYS], np.array(question.p))
+        stack_labels([self.ghosts[key] for key in KEYS], np.array(question.p), self._right)
 
     def _trainer_status(self, status: TrainerStatus) -> None:
         self.training.show(status)

@@ -141,7 +141,7 @@ def test_the_race_is_picked_and_watched_with_the_mouse(request, page, tmp_path: 
     pick(page, "zero-order method", "PGPE")
     page.get_by_text("PGPE (", exact=False).first.wait_for(timeout=60_000)
     pick(page, "goals", "2 sectors")
-    page.get_by_text("goals of 2 sectors", exact=False).first.wait_for(timeout=120_000)
+    page.get_by_text("goals of 2 sectors, validated", exact=False).first.wait_for(timeout=120_000)  # restarted on them
     wait_until(answered, 120, "the race's row after the restarts", poll_s=0.2)
     before, goal_before = race_row(), goal_line(page)
     page.evaluate("document.querySelectorAll('.mantine-Notification-root').forEach(n => n.remove())")
@@ -157,7 +157,8 @@ def test_the_race_is_picked_and_watched_with_the_mouse(request, page, tmp_path: 
     wait_until(lambda: answered() and race_row() != before, 60, "the race's answer to the dragged goal", poll_s=0.2)
     for axis in ("layer evaluations", "training seconds"):
         page.get_by_text(f"validation success % vs {axis}", exact=True).first.wait_for(timeout=UI_TIMEOUT_MS)
-    print(f"\nrace row before the drag {before}, after {race_row()}")
+    page.screenshot(path=str(tmp_path / "g1_race.png"))
+    print(f"\nrace row before the drag {before}, after {race_row()}; the page: {tmp_path / 'g1_race.png'}")
 
 
 def goal_line(page) -> str:
