@@ -132,6 +132,12 @@ def read_inputs(page, labels: list[str]) -> list[str]:
     )
 
 
+def pick(page, label: str, option: str) -> None:
+    """Choose ``option`` in the dropdown labelled ``label``, as a user does: open it, click the option."""
+    page.locator(f"xpath={input_xpath(label)}").click(timeout=UI_TIMEOUT_MS)
+    page.get_by_role("option", name=option, exact=True).click(timeout=UI_TIMEOUT_MS)
+
+
 def method_row(page, label: str) -> list[str]:
     """The cells of the answers-table row whose method cell contains ``label``."""
     return page.evaluate(
@@ -275,8 +281,8 @@ def canvas_hidden(page):
 
 def type_key_by_key(page, label: str, text: str) -> list[str]:
     """Clear the box labelled ``label`` and type ``text`` one key at a time as a user does; returns what the box said
-    after each key. On these loaded cores the keys reach the server about a second apart, more than the pause that
-    takes typed text: the case where a box rewritten on that pause turned ``-0.25`` into ``0.1525``."""
+    after each key. On these loaded cores the keys reach the server about a second apart: the case where a pause took
+    half-typed numbers (and a box rewritten on it turned ``-0.25`` into ``0.1525``); a box is now taken at Enter."""
     box = page.locator(f"xpath={input_xpath(label)}")
     box.evaluate("e => { e.focus(); e.select(); }")
     page.keyboard.press("Backspace")

@@ -14,6 +14,7 @@ from kinematics.wholebody import (
     Contact,
     FrameTask,
     PostureTask,
+    RelativeFrameTask,
     StepLimit,
     WholeBodyIKCfg,
     WholeBodyIKLayer,
@@ -22,14 +23,16 @@ from kinematics.wholebody import (
 
 G1 = assets.G1
 HAND, LEFT_HAND = G1.frames["right_hand"], G1.frames["left_hand"]
+HEAD = "head_link"  # fixed to the torso: its pose in the right hand's frame is the relative frame task's
 
 
 def tree_of(dtype: torch.dtype) -> KinematicTree:
     return KinematicTree.from_urdf(G1.urdf_text(), floating_base=True, dtype=dtype)
 
 
-def every_kind_layer(tree: KinematicTree, cfg: WholeBodyIKCfg | None = None) -> WholeBodyIKLayer:
-    """Three levels with every task and constraint the plan encodes, zero-cost rows among them."""
+def every_kind_layer(tree: KinematicTree, cfg: WholeBodyIKCfg | None = None, relative: bool = True) -> WholeBodyIKLayer:
+    """Four levels with every task and constraint the plan encodes, zero-cost rows among them (three without the
+    relative frame task's level: ``relative=False``; its targets then leave out ``"head"``)."""
     soles = {c.link: c.corners for c in G1.contacts.values()}
     anchors = {c.link: role for role, c in G1.contacts.items()}
     max_step = torch.full((tree.nv,), 0.1, dtype=torch.float64)
@@ -43,14 +46,20 @@ def every_kind_layer(tree: KinematicTree, cfg: WholeBodyIKCfg | None = None) -> 
     levels = [
         [FrameTask("right_hand", HAND, position_cost=[1.0, 1.0, 0.5], orientation_cost=[0.2, 0.0, 0.2], gain=0.7)],
         [FrameTask("left_hand", LEFT_HAND, kind="position", gain=0.5), ComTask(cost=[0.3, 0.3, 0.0], gain=0.5)],
+        *(
+            [[RelativeFrameTask("head", HEAD, HAND, position_cost=[0.5, 0.5, 0.2], orientation_cost=[0.1, 0.0, 0.1])]]
+            if relative
+            else []
+        ),
         [PostureTask(tree, cost=[0.0 if i % 7 == 0 else 1e-2 for i in range(len(tree.joint_names))], gain=0.5)],
     ]
     return WholeBodyIKLayer(tree, levels, constraints, cfg)
 
 
 def every_kind_targets(tree: KinematicTree, batch: int, seed: int, reach: float = 0.25):
-    """Targets for ``every_kind_layer`` at ``batch`` rows: the feet where they stand, the hands and the CoM moved at
-    random (by up to ``reach`` m: some out of reach), the posture at the reference."""
+    """Targets for ``every_kind_layer`` at ``batch`` rows: the feet where they stand, the hands, the head in the right
+    hand's frame and the CoM moved at random (by up to ``reach`` m: some out of reach), the posture at the
+    reference."""
     generator = torch.Generator().manual_seed(seed)
     q_stand = standing_problem(tree, G1).q_stand
     state = tree.forward_kinematics(q_stand)
@@ -63,4 +72,7 @@ def every_kind_targets(tree: KinematicTree, batch: int, seed: int, reach: float 
     out["posture"] = q_stand[tree.base_nq :].expand(batch, -1)
     seed_q = q_stand.expand(batch, -1).clone()
     seed_q[:, 7:] += 0.05 * torch.randn(batch, tree.nv - 6, generator=generator).to(q_stand.dtype)
+    head = RelativeFrameTask.relative_pose(tree, state, HEAD, HAND).expand(batch, 4, 4).clone()
+    head[:, :3, 3] += reach * (2 * torch.rand(batch, 3, generator=generator, dtype=torch.float64) - 1).to(head.dtype)
+    out["head"] = head
     return out, seed_q

@@ -26,10 +26,12 @@ from kinematics.errors import ConfigError
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.experiment import build_problem
 from learning.counterweight.online import optimise_offsets
-from learning.counterweight.problem import BODY_TASKS, HAND
+from learning.counterweight.problem import BODY_TASKS, HAND, LIMIT_TOLERANCE
 
 REACH_ONLY, POLICY, ONLINE = "reach_only", "policy", "online"
+RACE = "race"  # the live race's zero-order policy (``app.counterweight.race``)
 MOVING, RESTED = "moving", "rested"  # a warm-started chunk while the goal moves; the full solve once it rests
+FAILURES = ("hand", "margin", "feet", "limits")  # what an answer can miss of the experiment's success
 Choice = dict[str, torch.Tensor] | None  # a method's body targets (task -> (4, 4)); None: the rest targets
 
 
@@ -53,6 +55,7 @@ class BodyAnswer:
     # position) and the free hand's target position with its target orientation (the rest one)
     targets: dict[str, np.ndarray] | None = None
     snapshot: int | None = None  # the version of the gradient policy's snapshot it answers (None: other methods)
+    failed: tuple[str, ...] = ()  # what an unsuccessful answer missed (``FAILURES``' names), in that order
 
 
 class BodySolver:
@@ -132,7 +135,7 @@ class BodySolver:
     ) -> dict[str, BodyAnswer]:
         """The solved rows as answers, by key (row ``i`` of ``result`` is ``keys[i]``'s, chosen by
         ``choices[i]``)."""
-        problem, tree = self.problem, self.problem.tree
+        problem, tree, cfg = self.problem, self.problem.tree, self.problem.cfg
         with torch.no_grad():
             state = tree.forward_kinematics(result.q)
             outcome = problem.outcome(result)
@@ -147,6 +150,12 @@ class BodySolver:
             if choice is not None:
                 drawn = {name: pose.double().numpy().copy() for name, pose in choice.items()}
                 drawn["torso"][:3, 3] = torso[i].double().numpy()
+            missed = (
+                not bool(outcome.hand_error[i] <= cfg.tolerance),
+                not bool(outcome.balanced[i]),
+                not bool(outcome.feet_error[i] <= cfg.feet_tolerance),
+                not bool(outcome.limit_violation[i] <= LIMIT_TOLERANCE),
+            )
             out[key] = BodyAnswer(
                 q=result.q[i].double().numpy(),
                 success=bool(outcome.success[i]),
@@ -160,6 +169,7 @@ class BodySolver:
                 frames=frames[i].double().numpy(),
                 payload=payload[i].double().numpy(),
                 targets=drawn,
+                failed=tuple(name for name, miss in zip(FAILURES, missed, strict=True) if miss),
             )
         return out
 

@@ -1,11 +1,13 @@
 """``python -m app.counterweight.latency [--goals N] [--interval S] [--out DIR]``: how long the G1 scene takes from a
-goal change to the fast ghosts drawn, with its live trainer running, written to ``DIR/g1_latency.{json,md}``.
+goal change to the fast ghosts drawn, with both live trainers running (the gradient policy's and the race's
+zero-order one, taking turns on one core), written to ``DIR/g1_latency.{json,md}``.
 
 The scene runs as ``python -m app --robot g1 --light`` runs it (one torch thread, passive OpenMP waiting, the app's
 thread switch interval), on a free port and with no browser: a browser's frames cost the page's server, not the
 answers. Once the trainer has stepped and the first goal's rested answers are drawn, ``N`` goals drawn from the task's
 region move the goal ``S`` seconds apart, as the Random goal button does; the scene times each change to its first
-answer drawn (``G1Viewer.latencies_ms``: reach only and the policy, a goal's moving answers) and to its rested answers.
+answer drawn (``G1Viewer.latencies_ms``: reach only and both live policies, a goal's moving answers) and to its
+rested answers.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import torch
 
 from app.__main__ import SWITCH_INTERVAL_S
 from app.config import ViewerConfig
-from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer
+from app.counterweight.answers import POLICY, RACE, REACH_ONLY, RESTED, BodyAnswer
 from app.counterweight.scene import launch_g1
 from learning.benchmark.report import write_atomic
 from learning.common.provenance import provenance, provenance_line
@@ -50,17 +52,18 @@ def markdown(doc: dict) -> str:
     first, rested = doc["first"], doc["rested"]
     met = lambda ok: "met" if ok else "NOT met"  # noqa: E731
     lines = [
-        "# G1 viewer: goal change to the ghosts drawn, the trainer running",
+        "# G1 viewer: goal change to the ghosts drawn, both live trainers running",
         "",
         provenance_line(doc["provenance"]),
         "",
         f"{doc['goals']} goals {doc['interval_s']:g} s apart (the task's region, a fixed seed), `--light`, no browser; "
-        f"the live trainer ran steps {doc['trainer_steps'][0]} to {doc['trainer_steps'][1]} meanwhile.",
+        f"the gradient trainer ran steps {doc['trainer_steps'][0]} to {doc['trainer_steps'][1]} and the race's "
+        f"{doc['race_method']} trainer generations {doc['race_steps'][0]} to {doc['race_steps'][1]} meanwhile.",
         "",
         "| answer | count | median | p95 | max |",
         "|---|---|---|---|---|",
     ]
-    for name, row in (("first (reach only, policy)", first), ("rested", rested)):
+    for name, row in (("first (reach only, both live policies)", first), ("rested", rested)):
         lines.append(
             f"| {name} | {row['count']} | {row['median_ms']:.0f} ms | {row['p95_ms']:.0f} ms | {row['max_ms']:.0f} ms |"
         )
@@ -92,13 +95,13 @@ def _wait(condition, what: str, timeout_s: float = START_TIMEOUT_S) -> None:
 
 
 def _rested(viewer) -> bool:
-    """Whether the scene has drawn reach only's and the policy's rested answers for its current goal."""
-    question, drawn = viewer.drawn_question, viewer.drawn
+    """Whether the scene has drawn reach only's and both live policies' rested answers for its current goal."""
+    question, drawn, keys = viewer.drawn_question, viewer.drawn, {REACH_ONLY, POLICY, RACE}
     return (
         question is not None
         and question.p == viewer.board.current.p
-        and all(isinstance(drawn[key], BodyAnswer) and drawn[key].phase == RESTED for key in (REACH_ONLY, POLICY))
-        and not {REACH_ONLY, POLICY} & viewer.pending
+        and all(isinstance(drawn[key], BodyAnswer) and drawn[key].phase == RESTED for key in keys)
+        and not keys & viewer.pending
     )
 
 
@@ -113,21 +116,25 @@ def measure(goals: int, interval_s: float, seed: int = 0) -> dict:
     (in this process's settings: ``run_as_the_app_does`` first, to measure what the app does)."""
     viewer = launch_g1(ViewerConfig(robot="g1", light=True, port=_free_port()))
     try:
-        _wait(lambda: viewer.trainer.status.step >= 1 and _rested(viewer), "the trainer's first step and answers")
+        trainers = (viewer.trainer, viewer.race.trainer)
+        _wait(lambda: all(t.status.step >= 1 for t in trainers) and _rested(viewer), "both trainers' first steps")
         viewer.latencies_ms.clear()
         viewer.rested_latencies_ms.clear()
-        first_step = viewer.trainer.status.step
+        first_step, first_generation = viewer.trainer.status.step, viewer.race.trainer.status.step
         generator = torch.Generator().manual_seed(seed)
         for _ in range(goals):
             viewer.set_target(viewer.region.sample(generator))
             time.sleep(interval_s)
         _wait(lambda: _rested(viewer), "the last goal's rested answers", 60.0)
-        if viewer.trainer.status.state != "running":
-            raise RuntimeError(f"the trainer was {viewer.trainer.status.state!r}, not running, during the measurement")
+        for trainer in trainers:
+            if trainer.status.state != "running":
+                raise RuntimeError(f"a trainer was {trainer.status.state!r}, not running, during the measurement")
         return {
             "goals": goals,
             "interval_s": interval_s,
             "trainer_steps": [first_step, viewer.trainer.status.step],
+            "race_method": viewer.race.method,
+            "race_steps": [first_generation, viewer.race.trainer.status.step],
             "first": summary(viewer.latencies_ms),
             "rested": summary(viewer.rested_latencies_ms),
         }

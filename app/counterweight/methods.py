@@ -1,7 +1,8 @@
 """The counterweight methods the G1 scene compares, named, coloured and grouped for its table, ghosts and picker.
 
-Reach only and every policy (the gradient policy, live or a run's; the run's ``gradient_axes`` ablation, its
-zero-order policies at both budgets and its best constant offset) are answered at once, in one batch; the
+Reach only and every policy (the gradient policy, live or a run's; the live race's zero-order policy; the run's
+``gradient_axes`` ablation, its zero-order policies at both budgets and its best constant offset) are answered at
+once, in one batch; the
 per-goal optimisation (the reference) after the goal rests. Each ``key`` but ``policy`` is the experiment's own
 name of the method (``experiment_name``: its checkpoint's key and its row in the report), so the scene's answer is
 the experiment's answer for the same goal. By default the ghosts of reach only, the gradient policy, the
@@ -10,7 +11,7 @@ zero-order policies at equal wall time and the per-goal optimisation are drawn; 
 
 from __future__ import annotations
 
-from app.counterweight.answers import ONLINE, POLICY, REACH_ONLY
+from app.counterweight.answers import ONLINE, POLICY, RACE, REACH_ONLY
 from app.shell.methods import LEARNED, RULES, SEARCH, Method
 
 ZERO_ORDER = "zero-order"  # a picker group of its own: the claim compares these with the gradient policy
@@ -46,9 +47,11 @@ BODY_METHODS: tuple[Method, ...] = (
         False,
         "linear_cma_evaluations",
     ),
+    Method(RACE, "zero-order policy (live race)", (192, 48, 106), ZERO_ORDER, True, "race"),
     Method(ONLINE, "per-goal optimisation", (245, 130, 20), SEARCH, True, "online"),
 )
 BODY_KEYS = tuple(m.key for m in BODY_METHODS)
 BODY_BY_KEY = {m.key: m for m in BODY_METHODS}
-RUN_KEYS = tuple(m.key for m in BODY_METHODS if m.group in (LEARNED, ZERO_ORDER) and m.key != POLICY)  # a run's only
+LIVE_KEYS = (POLICY, RACE)  # the policies trained live: their snapshots come with the question
+RUN_KEYS = tuple(m.key for m in BODY_METHODS if m.group in (LEARNED, ZERO_ORDER) and m.key not in LIVE_KEYS)
 FAST_BODY_KEYS = tuple(key for key in BODY_KEYS if key != ONLINE)  # in the order of the batch

@@ -5,8 +5,9 @@ nearest trained goal to the farthest held-out one (``distance[0]`` to ``far_dist
 and an azimuth in one of the trained sectors (in front; behind on the reaching side) or in the held-out band
 between them. A goal from the page (dragged, typed) that falls outside is moved to the nearest point of the
 region, each coordinate clamped on its own (the azimuth to the nearest edge of the nearest band, around the
-circle), and the caller gets a sentence saying what was moved and where to, to show to the user: no method is
-asked a question from outside the task without a word.
+circle), and the caller gets a message saying what was moved, where to, and the region (in the goal line's
+precision, so the two agree), to show beside the goal: no method is asked a question from outside the task without a
+word.
 """
 
 from __future__ import annotations
@@ -68,9 +69,9 @@ class GoalRegion:
         point = self.point(moved_distance, moved_azimuth, moved_elevation)
         shown = ", ".join(f"{v:.3f}" if math.isfinite(v) else f"{v:g}" for v in given)
         moved = ", ".join(f"{v:.3f}" for v in point)
-        return point, (
-            f"goal ({shown}) m is outside the task's region ({self.extent()}): moved to ({moved}) m, "
-            f"{self.describe(point)}"
+        return (
+            point,
+            f"({shown}) m is outside the task's region: moved to ({moved}) m, its nearest point. {self.extent()}",
         )
 
     def _nearest_azimuth(self, azimuth: float) -> float:
@@ -81,12 +82,12 @@ class GoalRegion:
         return min(edges, key=lambda edge: abs(math.remainder(azimuth - edge[0], 2 * math.pi)))[1]
 
     def extent(self) -> str:
-        """The region in words (degrees)."""
-        bands = ", ".join(f"{name} {math.degrees(lo):.0f}° to {math.degrees(hi):.0f}°" for name, (lo, hi) in self.bands)
-        el = self.cfg.elevation
+        """The region in one sentence, in the precision the goal line uses (m to 0.001, degrees to 0.1)."""
+        bands = "; ".join(f"{name} {math.degrees(lo):.1f}° to {math.degrees(hi):.1f}°" for name, (lo, hi) in self.bands)
+        el, trained = self.cfg.elevation, self.cfg.distance[1]
         return (
-            f"{self.distance[0]:.2f}–{self.distance[1]:.2f} m from the reaching shoulder, elevation "
-            f"{math.degrees(el[0]):.0f}° to {math.degrees(el[1]):.0f}°, azimuth {bands}"
+            f"The region: {self.distance[0]:.3f}–{self.distance[1]:.3f} m from the shoulder (beyond {trained:.3f} m held "
+            f"out), elevation {math.degrees(el[0]):.1f}° to {math.degrees(el[1]):.1f}°, azimuth {bands}."
         )
 
     def describe(self, p: np.ndarray) -> str:

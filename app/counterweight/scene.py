@@ -3,13 +3,16 @@ feet held and an 8 kg payload in its right hand; a reach goal, dragged (gizmo) o
 region (``app.counterweight.region``); reach only, the gradient policy (trained live, or a run's), a loaded run's
 other policies (the 7-D ablation, the best constant, every zero-order policy at both budgets) and the per-goal
 optimisation as ghosts (a picker chooses which are drawn), their centre of mass over the support polygon and the
-body targets each chose as frames; one table of every method's answer.
+body targets each chose as frames; one table of every method's answer. The race (``app.counterweight.race``): a
+zero-order trainer of the user's pick runs beside the gradient trainer on the same goals (the experiment's region or
+one of the study's levels of goal-dependence), its policy drawn as a ghost of its own, both validation curves on one
+chart against layer evaluations and one against seconds.
 
 The shell's machinery (``app.shell``) carries it: one ``QuestionBoard`` owns the question (goal ``p``, no start joints:
 the G1 always starts standing, and the gradient policy's snapshot), its gates feed the workers and draw their
 answers under its lock, so an answer is drawn only while its question is current; every background part runs under
 the ``Supervisor``; the trainer is a ``TrainerWorker`` with its ``TrainingPanel``. Locks, outermost first:
-``QuestionBoard.lock`` -> ``G1Viewer._results_lock``.
+``QuestionBoard.lock`` -> ``G1Viewer._results_lock``. The two trainers take turns on one core (``_training_core``).
 
 The trainer steps beside the answers, not in turns with them. An answer is the whole-body layer's compiled solve
 (one native call per chunk of steps, the GIL released while it runs; about 10 ms for the fast methods' rows), and
@@ -36,13 +39,14 @@ from torch import nn
 
 import assets
 from app.config import ViewerConfig
-from app.counterweight.answers import ONLINE, POLICY, REACH_ONLY, BodyAnswer, BodySolver
-from app.counterweight.methods import BODY_KEYS, BODY_METHODS, GROUP_TITLES, RUN_KEYS
+from app.counterweight.answers import ONLINE, POLICY, RACE, REACH_ONLY, BodyAnswer, BodySolver
+from app.counterweight.methods import BODY_KEYS, BODY_METHODS, GROUP_TITLES, LIVE_KEYS, RUN_KEYS
 from app.counterweight.metrics_panel import CounterweightMetricsPanel
 from app.counterweight.online import OnlineWorker
-from app.counterweight.panel import ReachPanel
+from app.counterweight.panel import ReachPanel, verdict_legend
+from app.counterweight.race import Race
 from app.counterweight.region import GoalRegion
-from app.counterweight.trainer import LiveCounterweightTrainer, live_goals
+from app.counterweight.trainer import LiveCounterweightTrainer, live_goals, live_gradient_trainer
 from app.counterweight.view import (
     PAYLOAD_RGB,
     SOLID_RGB,
@@ -54,7 +58,7 @@ from app.counterweight.view import (
 )
 from app.counterweight.worker import BodyAnswers, BodyWorker
 from app.shell.answers_table import PENDING
-from app.shell.ghost_labels import stack_labels
+from app.shell.ghost_labels import screen_right, stack_labels
 from app.shell.method_picker import MethodPicker
 from app.shell.question import Place, Question, QuestionBoard, Source
 from app.shell.robot_view import load_urdf
@@ -76,7 +80,6 @@ CAMERA = Camera(
 )  # m: the G1, its reach, the polygon
 INITIAL_GOAL = (0.40, -0.15, -0.2)  # distance (m), azimuth, elevation (rad) from the shoulder: in front, needs a
 # counterweight
-GOAL_BOX_M = 0.45  # the goal inputs' range: this far from the shoulder, per axis (the region reaches 0.44 m)
 # The gizmo's own limits are left open (viser's default): drei applies them to the offset from where the gizmo was
 # first placed, not to world coordinates, and they go stale once the page moves it; the region's clamp bounds the
 # goal, and a drag that ends outside the region puts the gizmo back on the clamped goal.
@@ -86,7 +89,7 @@ LIVE_BATCH = 8  # goals per live trainer step (the experiment's 32 take about 1.
 TRAINER_QUIET_S = 0.5  # the trainer starts a step only once the goal has rested this long
 TRAINER_WAIT_S = 30.0  # ... or once it has waited this long (a drag that never pauses still trains, slowly)
 GOALS_JOIN_S = 60.0  # how long closing waits for the live trainer's goals to be drawn (about 6 s on one core)
-NEEDS_A_RUN = "needs `--run RUN`"
+NEEDS_A_RUN = "needs a run"  # in the table's narrow cells (the picker's box says how: ``--run RUN``)
 NOT_IN_RUN = "not in the run"
 PAGE = "page"
 
@@ -116,12 +119,13 @@ class G1Viewer:
         problem = self.solver.problem
         self.region = GoalRegion(problem.shoulder.double().numpy(), self.cfg.goals)
         initial_policy, self.trained = self._load_policies(run, problem)
-        self.goals = self._load_goals(run)  # the live trainer's (train, validation) goals; None: drawn later
+        goals = self._load_goals(run)  # the experiment's region's (train, validation) goals; None: drawn later
         self._random = torch.Generator().manual_seed(0)
 
         self._results_lock = threading.Lock()
         self.drawn: dict[str, BodyAnswer | str | None] = {key: None for key in BODY_KEYS}
         self.drawn[POLICY] = None if initial_policy else "no snapshot yet"
+        self.drawn[RACE] = "no snapshot yet"
         for key in RUN_KEYS:
             if key not in self.trained:
                 self.drawn[key] = NEEDS_A_RUN if initial_policy is None else NOT_IN_RUN
@@ -146,21 +150,22 @@ class G1Viewer:
         payload_kg = problem.cfg.payload_kg
         self.payload = add_payload(self.server, "/robot_payload", payload_kg, PAYLOAD_RGB)
         self.payload.position = tuple(float(v) for v in self.solver.standing_payload())
-        self.ghosts = {m.key: BodyGhost(self.server, bones, m, payload_kg) for m in BODY_METHODS}
+        self._right = screen_right(CAMERA)  # where the ghosts' labels stand: left of the goal, on screen
+        self.ghosts = {m.key: BodyGhost(self.server, bones, m, payload_kg, self._right) for m in BODY_METHODS}
         goal = self.region.point(*INITIAL_GOAL)
-        box = tuple((float(c) - GOAL_BOX_M, float(c) + GOAL_BOX_M) for c in self.region.shoulder)
         self.gizmo = TargetGizmo(self.server, goal, GIZMO_FREE, self._gizmo_moved)
         self.reach = ReachPanel(
             self.server,
             goal,
-            box,
-            on_goal=lambda p: self.supervisor.call(PAGE, "reading the goal inputs", self._ask_goal, p, Source.INPUTS),
+            on_goal=lambda p: np.array(self._ask_goal(p, Source.INPUTS).p),
             on_random_goal=lambda: self.supervisor.call(PAGE, "Random goal", self.set_target, self._random_goal()),
+            guard=lambda doing: self.supervisor.guard(PAGE, doing),
+            verdict=verdict_legend(problem.cfg.tolerance, problem.cfg.margin, problem.cfg.feet_tolerance),
         )
         missing = {key: self.drawn[key] for key in RUN_KEYS if key not in self.trained}  # no ghost to draw
         for key in missing:
             self.ghosts[key].enable(False)
-        unavailable = {key: why.replace("`", "") for key, why in missing.items()}  # plain text in a label
+        unavailable = {key: "needs --run RUN" if why == NEEDS_A_RUN else why for key, why in missing.items()}
         self.picker = MethodPicker(self.server, self._pick, BODY_METHODS, GROUP_TITLES, unavailable)
 
         first = Question(tuple(float(v) for v in goal), ())
@@ -186,8 +191,11 @@ class G1Viewer:
                 policy = make_policy("gradient", problem, self.cfg)
             if initial_state:  # the first trainer continues from the run's policy; Reset starts from scratch
                 policy.load_state_dict(initial_state.pop())
-            return LiveCounterweightTrainer(problem, policy, *self.goals, live, seed)
+            return live_gradient_trainer(problem, policy, self.race.goals, live, seed)
 
+        # One core for the trainers, which take turns (the answers and the page have the other).
+        self._training_core = threading.Lock()
+        running = config.train and initial_policy is None
         self.trainer = TrainerWorker(
             build,
             self._snapshot,
@@ -195,19 +203,27 @@ class G1Viewer:
             self.supervisor,
             snapshot_every=SNAPSHOT_EVERY,
             validate_every=self.cfg.train.validate_every,
-            running=config.train and initial_policy is None,
+            running=running,
             wait_turn=self._answers_first,
+            exclusive=self._training_core,
         )
         self.training = TrainingPanel(self.server, self.trainer, "Counterweight policy (live)", log_loss=True)
+        self.race = Race(
+            self.server, self.supervisor, self.status, self.cfg, goals, self.trainer, LIVE_BATCH,
+            offer=lambda version, policy: self.board.offer_policy(
+                version, policy, busy=lambda: self.answers.signal.is_busy, key=RACE
+            ),
+            running=running, wait_turn=self._answers_first, exclusive=self._training_core,
+        )  # fmt: skip
         self.metrics = CounterweightMetricsPanel(self.server, run, self.supervisor)
 
         self.answers.start()
         self.online.start()
         self._goals_thread = threading.Thread(target=self._draw_goals, name="live goals", daemon=True)
-        if self.goals is None:
+        if goals is None:
             self._goals_thread.start()
         else:
-            self.trainer.start_thread()
+            self._start_trainers()
         self.board.begin()
 
     # Loading.
@@ -279,8 +295,12 @@ class G1Viewer:
         starts, the answers go on)."""
         self.training.show_progress(None, "**drawing** the live trainer's goals (those that need a counterweight)")
         with self.supervisor.guard("live goals", "drawing the live trainer's goals"):
-            self.goals = live_goals(build_problem(self.cfg), self.cfg)
-            self.trainer.start_thread()
+            self.race.set_experiment_goals(live_goals(build_problem(self.cfg), self.cfg))
+            self._start_trainers()
+
+    def _start_trainers(self) -> None:
+        self.trainer.start_thread()
+        self.race.trainer.start_thread()
 
     # Inputs -> questions.
     def set_target(self, p: np.ndarray) -> Question:
@@ -289,8 +309,8 @@ class G1Viewer:
         return self._ask_goal(p, Source.PROGRAM)
 
     def _bounds(self, message: str | None) -> None:
-        """Show (or clear) what the last clamp of the goal did."""
-        self.status.set("goal bounds", None if message is None else f"⚠ {message}")
+        """Show (or clear) what the last clamp of the goal did, under the answers beside the goal line (not in the
+        page's status at the top, where it would stack above the table)."""
         self.reach.show_bounds(message)
 
     def _gizmo_moved(self, p: np.ndarray) -> None:
@@ -305,15 +325,12 @@ class G1Viewer:
         clamped, message = self.region.clamp(p)
         self._bounds(message)
         with self.board.lock:
-            question = self.board.ask(p=clamped, source=source)
-            if source is Source.INPUTS and message is not None:
-                self.reach.show_goal(clamped)  # committed: the inputs now show where the goal went
-        return question
+            return self.board.ask(p=clamped, source=source)  # typed: the boxes show where it went once committed
 
     def _random_goal(self) -> np.ndarray:
         """A random validation goal (either sector; they need a counterweight), or, before the live trainer has
         drawn its goals, a goal drawn uniformly from a random sector."""
-        goals = self.goals
+        goals = self.race.goals
         if goals is None:
             return self.region.sample(self._random)
         validation = goals[1]
@@ -337,7 +354,7 @@ class G1Viewer:
                 self.ghosts[ONLINE].hide()  # slow: hidden until its answer for the new goal lands
                 self.drawn[ONLINE] = PENDING
                 self.pending.add(ONLINE)
-            fast = [REACH_ONLY, *self.trained, *([POLICY] if POLICY in new.policies else [])]
+            fast = [REACH_ONLY, *self.trained, *(key for key in LIVE_KEYS if key in new.policies)]
             for key in fast:  # pending: no answer drawn for this goal (an earlier snapshot's answer is not)
                 pending = self._answered_goal.get(key) != new.p
                 self.ghosts[key].set_pending(pending)
@@ -377,10 +394,11 @@ class G1Viewer:
                 self.drawn[key] = answer
                 self._answered_goal[key] = result.question.p
                 self.pending.discard(key)
-            if POLICY not in result.question.policies:
-                self.ghosts[POLICY].hide()
-                self.drawn[POLICY] = "no snapshot yet"
-                self.pending.discard(POLICY)
+            for key in LIVE_KEYS:
+                if key not in result.question.policies:
+                    self.ghosts[key].hide()
+                    self.drawn[key] = "no snapshot yet"
+                    self.pending.discard(key)
             phase = next(iter(result.methods.values())).phase
             for series, wanted in (("first", None), ("rested", "rested")):
                 changed = self._changed_at.get(series)
@@ -408,10 +426,11 @@ class G1Viewer:
             self._restack(self.board.current)
 
     def _restack(self, question: Question) -> None:
-        stack_labels([self.ghosts[key] for key in BODY_KEYS], np.array(question.p))
+        stack_labels([self.ghosts[key] for key in BODY_KEYS], np.array(question.p), self._right)
 
     def _trainer_status(self, status: TrainerStatus) -> None:
         self.training.show(status)
+        self.race.show_gradient(status)
         self.status.set("trainer", f"⚠ trainer failed: {status.error}" if status.state == FAILED else None)
 
     # Shutdown.
@@ -419,7 +438,8 @@ class G1Viewer:
         self.board.close()
         if self._goals_thread.is_alive():  # it cannot be interrupted: let it finish its draw (seconds), so that no
             self._goals_thread.join(GOALS_JOIN_S)  # thread is left inside torch when the process exits (an abort)
-        self.trainer.close()
+        self.trainer.close()  # first: a drawing of the race's goals that has not begun sees it and returns
+        self.race.close()
         self.answers.join(5.0)
         self.online.join(30.0)
         self.server.stop()

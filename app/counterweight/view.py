@@ -102,10 +102,12 @@ class BodyGhost(LabelledGhost):
         bones: Sequence[tuple[int, int]],
         method: Method,
         payload_kg: float,
+        right: np.ndarray,
     ) -> None:
-        """Drawn once answered while the picker shows ``method`` (``method.shown`` at first)."""
+        """Drawn once answered while the picker shows ``method`` (``method.shown`` at first); ``right``: the
+        screen's right at the scene's initial camera (where its label's dot goes)."""
         key, rgb = method.key, method.rgb
-        super().__init__(server, key, method.label, method.rgb, enabled=method.shown)
+        super().__init__(server, key, method.label, method.rgb, method.shown, right)
         self._rgb = rgb
         self.figure = StickFigure(server, f"/ghosts/{key}", bones, rgb)
         self.payload = add_payload(server, f"/payload/{key}", payload_kg, rgb, PAYLOAD_GHOST_OPACITY)

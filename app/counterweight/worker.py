@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from app.counterweight.answers import MOVING, POLICY, RESTED, BodyAnswer, BodySolver, Choice
+from app.counterweight.answers import MOVING, RESTED, BodyAnswer, BodySolver, Choice
 from app.shell.busy import BusySignal
 from app.shell.generations import GenerationGate, Request
 from app.shell.question import Question
@@ -43,14 +43,15 @@ class BodyAnswers:
 
 
 def answer_inputs(question: Question, key: str) -> tuple[tuple[float, ...], int | None]:
-    """What method ``key``'s answer to ``question`` depends on: the goal, and the snapshot's version for the
-    gradient policy (None for every other method)."""
+    """What method ``key``'s answer to ``question`` depends on: the goal, and the snapshot's version for a policy
+    trained live (None for every other method)."""
     return question.p, dict(question.versions).get(key)
 
 
 class BodyWorker:
     """One thread answering the newest ``Question`` of ``gate`` (goal ``p``, the gradient policy's snapshot under
-    ``POLICY`` if there is one) with reach only, that snapshot and the ``trained`` policies, in one batch.
+    ``POLICY``, the race's under ``RACE``, where there are) with reach only, those snapshots and the ``trained``
+    policies, in one batch.
 
     Args:
         gate: requests in, answers drawn through it.
@@ -103,8 +104,7 @@ class BodyWorker:
                     self._after()
 
     def _choices(self, question: Question) -> dict[str, Choice]:
-        snapshot = question.policies.get(POLICY)
-        policies = ({POLICY: snapshot} if snapshot is not None else {}) | self.trained
+        policies = dict(question.policies) | self.trained  # the live snapshots (the gradient policy's, the race's)
         return self.solver.choices(question.p, policies)
 
     def answer_moving(self, request: Request[Question]) -> bool:

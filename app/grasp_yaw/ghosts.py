@@ -25,10 +25,13 @@ TCP_AXES_M = (
 class Ghost(LabelledGhost):
     """A method's arm under ``/ghosts/<key>``, its TCP frame (x-axis = the chosen yaw) and its label."""
 
-    def __init__(self, server: viser.ViserServer, urdf: yourdfpy.URDF, robot: RobotDescription, key: str) -> None:
-        """``urdf``: the robot's light mesh set (``load_urdf(robot, robot.ghost_meshes)``), drawn many times."""
+    def __init__(
+        self, server: viser.ViserServer, urdf: yourdfpy.URDF, robot: RobotDescription, key: str, right: np.ndarray
+    ) -> None:
+        """``urdf``: the robot's light mesh set (``load_urdf(robot, robot.ghost_meshes)``), drawn many times;
+        ``right``: the screen's right at the scene's initial camera (where its label's dot goes)."""
         method = BY_KEY[key]
-        super().__init__(server, key, method.label, method.rgb, method.shown)
+        super().__init__(server, key, method.label, method.rgb, method.shown, right)
         color = (*(c / 255 for c in method.rgb), GHOST_ALPHA)
         coarse = robot.ghost_meshes == "collision"
         self._arm = ArmView(server, urdf, robot, f"/ghosts/{key}", color=color, coarse=coarse)

@@ -14,6 +14,7 @@ import assets
 from app.grasp_yaw.inference import MethodResult
 from app.grasp_yaw.methods import BY_KEY, KEYS
 from app.shell.answers_table import PENDING_LEGEND, answer_row, dimmed
+from app.shell.status import StatusLine
 from app.shell.typed_numbers import Guard, TypedNumbers, parse_value
 
 ANSWER_COLUMNS = 5  # yaw, ok, displacement, residual, latency
@@ -69,12 +70,14 @@ def format_row(
     return answer_row(method.label, method.rgb, cells, pending, ANSWER_COLUMNS)
 
 
-def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str]) -> str:
+def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str], previous: str | None = None) -> str:
     """The learned predictor against the teacher once both answered, dimmed while either is pending (its text
-    stays: a shorter one would change the panel's height)."""
+    stays: a shorter one would change the panel's height). While either has no answer for this question (the
+    teacher's search, hidden while the target moves), ``previous`` (the last line for an answered question) dimmed,
+    for the same reason; before any, a line saying both are awaited."""
     learned, teacher = results.get("learned"), results.get("reference")
     if not isinstance(learned, MethodResult) or not isinstance(teacher, MethodResult):
-        return "Learned predictor vs teacher: waiting for both answers."
+        return dimmed(previous) if previous else "Learned predictor vs teacher: waiting for both answers."
     apart = abs(math.degrees(math.remainder(learned.yaw - teacher.yaw, 2 * math.pi)))
     extra = learned.displacement - teacher.displacement
     relative = f" ({100 * extra / teacher.displacement:+.0f} %)" if teacher.displacement > 0 else ""
@@ -87,17 +90,19 @@ def gap_line(results: Mapping[str, MethodResult | str | None], pending: Set[str]
     return dimmed(line) if {"learned", "reference"} & pending else line
 
 
-def results_table(results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> str:
+def results_table(
+    results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset(), previous_gap: str | None = None
+) -> str:
     """Markdown table of every method's answer (``PENDING`` while computing, None before the first); methods in
     ``pending`` show their previous answer, marked pending without changing the layout; the best value of each
-    column is bold."""
+    column is bold; ``previous_gap``: ``gap_line``'s last line for an answered question."""
     lines = [
         "| method | yaw ° | ok | Δq rad² | pos mm / rot mrad | ms |",
         "|:--|--:|:-:|--:|--:|--:|",
     ]
     best = _best(results)
     rows = [format_row(key, results.get(key), key in pending, best) for key in KEYS]
-    return "\n".join(lines + rows) + "\n\n" + gap_line(results, pending) + "\n\n" + PENDING_LEGEND
+    return "\n".join(lines + rows) + "\n\n" + gap_line(results, pending, previous_gap) + "\n\n" + PENDING_LEGEND
 
 
 class GraspPanel:
@@ -105,7 +110,9 @@ class GraspPanel:
 
     The panel does not own the question: it hands what the user typed to ``on_target`` / ``on_q0`` when they
     commit it, and ``show_question`` writes the current question back into the boxes. The target and ``q0`` are
-    typed into ``TypedNumbers`` boxes (Enter or a pause commits them; nothing is rewritten under the cursor).
+    typed into ``TypedNumbers`` boxes (Enter commits them; nothing is rewritten under the cursor); what
+    was refused or moved is said right under the boxes (``target_notes``, ``q0_notes``: keyed lines, as the page's
+    status), not at the top of the page, out of view while typing in the joint boxes further down.
 
     Args:
         server: the viser server.
@@ -115,7 +122,6 @@ class GraspPanel:
         on_target: called with the three typed target values ``(3,)`` m when the user commits them; returns the
             target in force ``(3,)`` (moved into reach if it was outside).
         on_q0: the same for the seven start joints (clipped to their limits).
-        on_message: ``(key, message or None)``: why typed text was refused (``TYPED_TARGET``, ``TYPED_Q0``).
         guard: ``guard(doing)`` runs a commit so that a failure is shown in the page.
         on_random_target, on_random_q0, on_ready: the buttons.
     """
@@ -128,37 +134,43 @@ class GraspPanel:
         limits: dict[str, tuple[float, float]],
         on_target: Callable[[np.ndarray], np.ndarray],
         on_q0: Callable[[np.ndarray], np.ndarray],
-        on_message: Callable[[str, str | None], None],
         guard: Guard,
         on_random_target: Callable[[], None],
         on_random_q0: Callable[[], None],
         on_ready: Callable[[], None],
     ) -> None:
+        self._gap: str | None = None
         with server.gui.add_folder("Grasp"):
             self.table = server.gui.add_markdown(results_table({}))
             self.targets = TypedNumbers(
                 server,
-                "Target (Enter or a pause takes it)",
+                "Target (Enter commits)",
                 [f"target {axis} (m)" for axis in "xyz"],
                 target,
                 on_target,
-                lambda message: on_message(TYPED_TARGET, message),
+                lambda message: self.target_notes.set(TYPED_TARGET, None if message is None else f"⚠ {message}"),
                 guard,
             )
+            self.target_notes = StatusLine(server, empty="")  # under the boxes, where the user types
+            set_target = server.gui.add_button("Set target", hint="Takes the typed target (as Enter in a box does)")
             random_target = server.gui.add_button("Random target", icon=viser.Icon.TARGET)
             with server.gui.add_folder("Start joints q0", expand_by_default=False):
                 self.joints = TypedNumbers(
                     server,
-                    "q0, rad (Enter or a pause takes it)",
+                    "q0, rad (Enter commits)",
                     assets.PANDA.joints,
                     q0,
                     on_q0,
-                    lambda message: on_message(TYPED_Q0, message),
+                    lambda message: self.q0_notes.set(TYPED_Q0, None if message is None else f"⚠ {message}"),
                     guard,
                     hints=[f"{limits[name][0]:.4f} to {limits[name][1]:.4f} rad" for name in assets.PANDA.joints],
                 )
+                self.q0_notes = StatusLine(server, empty="")
+                set_q0 = server.gui.add_button("Set q0", hint="Takes the typed joints (as Enter in a box does)")
                 random_q0 = server.gui.add_button("Random q0", icon=viser.Icon.DICE)
                 ready = server.gui.add_button("Ready pose")
+        set_target.on_click(lambda _: self.targets.form.submit())  # as Enter: the form's unsubmitted mark goes
+        set_q0.on_click(lambda _: self.joints.form.submit())
         random_target.on_click(lambda _: on_random_target())
         random_q0.on_click(lambda _: on_random_q0())
         ready.on_click(lambda _: on_ready())
@@ -179,11 +191,9 @@ class GraspPanel:
         self.joints.show(q0)
 
     def show(self, results: Mapping[str, MethodResult | str | None], pending: Set[str] = frozenset()) -> None:
-        self.table.content = results_table(results, pending)
-
-    def close(self) -> None:
-        self.targets.close()
-        self.joints.close()
+        if all(isinstance(results.get(key), MethodResult) for key in ("learned", "reference")):
+            self._gap = gap_line(results, set())  # the line while both answer: shown dimmed while they do not
+        self.table.content = results_table(results, pending, self._gap)
 
 
 def _said(numbers: TypedNumbers) -> np.ndarray:

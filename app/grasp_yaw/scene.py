@@ -1,6 +1,7 @@
-"""Assembles the Franka grasp-yaw scene (``python -m app``): the arm, the ghosts, the panels, the question board and
-the workers (the live trainers, inference for the fast methods, search for the grid, online optimisation and the
-teacher, the yaw landscape).
+"""Assembles the Franka grasp-yaw scene (``python -m app``) from its parts: what it loads (``run_files``), the arm,
+the ghosts, the panels, the question board and the workers (the live trainers, ``live_trainers``; inference for the
+fast methods; search for the grid, online optimisation and the teacher; the yaw landscape). It wires them together
+and draws their answers; each part lives in the module that owns it.
 
 The current question (target, ``q0``, predictor snapshot) has one owner, ``QuestionBoard``; every control only
 asks it to change and is written back from it. Locks, outermost first: ``QuestionBoard.lock`` (a question change,
@@ -13,11 +14,9 @@ The viewer leaves torch's thread count alone; ``python -m app`` sets it for its 
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -28,36 +27,33 @@ from app.grasp_yaw.case_browser import CaseBrowser
 from app.grasp_yaw.ghosts import Ghost
 from app.grasp_yaw.inference import GraspResult, GraspSolver, InferenceWorker, MethodResult
 from app.grasp_yaw.landscape import Landscape, LandscapeGrid, LandscapePanel
+from app.grasp_yaw.live_trainers import LiveTrainers
 from app.grasp_yaw.methods import GROUP_TITLES, KEYS, METHODS, SEARCH_KEYS, TRAINED_KEYS
 from app.grasp_yaw.metrics_panel import MetricsPanel
 from app.grasp_yaw.model_picker import ModelPicker, model_name
 from app.grasp_yaw.panel import GraspPanel
 from app.grasp_yaw.reach import clamp_joints, clamp_target
+from app.grasp_yaw.run_files import case_splits, load_run
 from app.grasp_yaw.search import SearchWorker
 from app.grasp_yaw.workspace import CAMERA, draw_workspace
 from app.shell.answers_table import PENDING
-from app.shell.ghost_labels import stack_labels
+from app.shell.ghost_labels import screen_right, stack_labels
 from app.shell.method_picker import MethodPicker
 from app.shell.question import Place, Question, QuestionBoard, Source
 from app.shell.robot_view import ArmView, load_urdf
 from app.shell.server import serve_page
 from app.shell.stage import TargetGizmo
-from app.shell.trainer_worker import FAILED, TrainerStatus, TrainerWorker
-from app.shell.training_panel import TrainingPanel
-from kinematics.errors import ProjectError
+from app.shell.trainer_worker import FAILED, TrainerStatus
 from learning.common.panda import franka_kinematics
 from learning.grasp_yaw.checkpoints import load_checkpoint
-from learning.grasp_yaw.config import ExperimentCfg, preset
-from learning.grasp_yaw.experiment import checkpoint_path, label_teacher
+from learning.grasp_yaw.experiment import checkpoint_path
 from learning.grasp_yaw.predictors import YawPolicy
-from learning.grasp_yaw.splits import load_splits, make_splits, sample_points, sample_start_states
-from learning.grasp_yaw.training import TRAINED_METHODS, Trainer
+from learning.grasp_yaw.splits import make_splits, sample_points, sample_start_states
 
-LIVE_TRAINING_STEPS = 100_000  # the viewer trains on and on; the LR schedule spans this many steps
 INITIAL_TARGET = (0.5, 0.15, 0.12)  # metres: inside the training region, off the radial rule's symmetry axis
-LABEL_CHUNK = 16  # goals the teacher labels between two looks at the page (the page's answers go first)
 NEEDS_A_RUN = "needs a run"
 PAGE = "page"  # supervisor part of the page's callbacks (inputs, buttons)
+BOUNDS = "bounds"  # the note under a group of boxes saying what a clamp into the arm's reach or limits moved
 
 
 class Viewer:
@@ -72,10 +68,6 @@ class Viewer:
 
     def __init__(self, config: ViewerConfig) -> None:
         self.config = config
-        self._loaded_model: tuple[str, int] | None = None  # the run's checkpoint answering as learned, if any
-        self._offer_name: tuple[int, str] | None = None  # the learned predictor's newest offer: (version, what it is)
-        self._trainer_seed: int | None = None  # the live trainer's seed last shown (a change is a Reset)
-        self._picked_model: tuple[str, int] | None = None  # a model picked from the run: trainer snapshots wait
         page = serve_page(config.host, config.port, CAMERA, config.light)
         self.server, self.status, self.supervisor, self.clients = (
             page.server,
@@ -85,15 +77,17 @@ class Viewer:
         )
         self.url = page.url
         self.kinematics = franka_kinematics(config.device)
-        cfg, initial_policy, run = self._load(config)
-        self.cfg, self._run = cfg, run
-        splits = make_splits(cfg, self.kinematics)
+        loaded = load_run(config, self.kinematics)
+        for key, message in loaded.messages.items():
+            self.status.set(key, message)
+        self.cfg, self._run, self.trained, initial_policy = loaded.cfg, loaded.run, loaded.trained, loaded.policy
+        splits = make_splits(self.cfg, self.kinematics)
         self.splits = {name: s.to(self.kinematics.device, self.kinematics.dtype) for name, s in splits.items()}
         self._random = torch.Generator().manual_seed(0)
+        q0 = tuple(float(v) for v in sample_start_states(self._random, 1, self.kinematics, self.cfg.start, False)[0])
 
+        # What is on screen (under ``_results_lock``) and what the tests read of it.
         self._results_lock = threading.Lock()
-        q0 = tuple(float(v) for v in sample_start_states(self._random, 1, self.kinematics, cfg.start, False)[0])
-        self.trained = self._load_trained(run)
         self.drawn: dict[str, MethodResult | str | None] = {
             key: NEEDS_A_RUN for key in TRAINED_KEYS if key != "learned" and key not in self.trained
         }
@@ -105,89 +99,73 @@ class Viewer:
         self._changed_at: tuple[tuple[float, ...], float] | None = None
         self._place_changed_at = time.perf_counter()
         self.search_latencies_ms: dict[str, list[float]] = {key: [] for key in SEARCH_KEYS}
+        self._loaded_model = loaded.model  # the run's checkpoint answering as learned, if any
+        self._offer_name: tuple[int, str] | None = None  # the learned predictor's newest offer: (version, what it is)
+        self._trainer_seed: int | None = None  # the live trainer's seed last shown (a change is a Reset)
+        self._picked_model: tuple[str, int] | None = None  # a model picked from the run: trainer snapshots wait
+        self._model_version = 0  # models picked from the run count down from -1: never a trainer's version
 
+        # The scene and the page's controls.
         robot = assets.PANDA
-        draw_workspace(self.server, cfg.workspace)
+        draw_workspace(self.server, self.cfg.workspace)
         self.robot = ArmView(self.server, load_urdf(robot), robot, "/robot")
         ghost_urdf = load_urdf(robot, robot.ghost_meshes)
-        self.ghosts = {key: Ghost(self.server, ghost_urdf, robot, key) for key in KEYS}
-        self.gizmo = TargetGizmo(
-            self.server, np.array(INITIAL_TARGET), assets.PANDA_TOP_DOWN_REACH.target_box, self._gizmo_moved
-        )
+        self._right = screen_right(CAMERA)  # where the ghosts' labels stand: left of the target, on screen
+        self.ghosts = {key: Ghost(self.server, ghost_urdf, robot, key, self._right) for key in KEYS}
+        target = np.array(INITIAL_TARGET)
+        self.gizmo = TargetGizmo(self.server, target, assets.PANDA_TOP_DOWN_REACH.target_box, self._gizmo_moved)
         self.grasp = GraspPanel(
             self.server,
-            np.array(INITIAL_TARGET),
+            target,
             np.array(q0),
             self.robot.limits,
             on_target=lambda p: np.array(self._ask_target(p, Source.INPUTS).p),
             on_q0=lambda q: np.array(self._ask_q0(q, Source.INPUTS).q0),
-            on_message=lambda key, message: self.status.set(key, None if message is None else f"⚠ {message}"),
             guard=lambda doing: self.supervisor.guard(PAGE, doing),
             on_random_target=lambda: self.supervisor.call(
                 PAGE, "Random target", self.set_target, self._random_target()
             ),
             on_random_q0=lambda: self.supervisor.call(PAGE, "Random q0", self.set_q0, self._random_q0()),
-            on_ready=lambda: self.supervisor.call(
-                PAGE, "Ready pose", self.set_q0, np.array(assets.PANDA.reference_posture)
-            ),
+            on_ready=lambda: self.supervisor.call(PAGE, "Ready pose", self.set_q0, np.array(robot.reference_posture)),
         )
         self.picker = MethodPicker(self.server, self._pick, METHODS, GROUP_TITLES)
 
+        # The question and the workers that answer it.
         first = Question(INITIAL_TARGET, q0)
         if initial_policy is not None:
             first = first.with_snapshot("learned", 0, initial_policy)
         self.board = QuestionBoard(first, self._question_changed)
-        self.solver = GraspSolver(cfg, self.kinematics)
+        self.solver = GraspSolver(self.cfg, self.kinematics)
         # One core for training, shared by the trainers (they take turns) and by the fast answers, which go first.
         self._training_core = threading.Lock()
-        self.inference = InferenceWorker(
-            self.board.fast,
-            self.solver,
-            self._draw,
-            self.supervisor,
-            self.trained,
-            after=self.board.catch_up,
-            exclusive=self._training_core,
-        )
-        search_solver = GraspSolver(cfg, self.kinematics)
-        self.landscape_grid = LandscapeGrid(cfg, self.kinematics)  # the grid keeps its evaluations: the landscape
+        self.inference = InferenceWorker(self.board.fast, self.solver, self._draw, self.supervisor, self.trained,
+                                         after=self.board.catch_up, exclusive=self._training_core)  # fmt: skip
+        search_solver = GraspSolver(self.cfg, self.kinematics)
+        self.landscape_grid = LandscapeGrid(self.cfg, self.kinematics)  # the grid keeps its evaluations: the landscape
         search_solver.choosers["angular_grid"] = self.landscape_grid
-        self.search = SearchWorker(
-            self.board.search,
-            search_solver,
-            self._draw_search,
-            self.supervisor,
-            wait_turn=self._fast_methods_answered,
-        )
-        live_cfg = dataclasses.replace(cfg, train=dataclasses.replace(cfg.train, steps=LIVE_TRAINING_STEPS))
-        initial_state = [initial_policy.predictor.state_dict()] if initial_policy is not None else []
+        self.search = SearchWorker(self.board.search, search_solver, self._draw_search, self.supervisor,
+                                   wait_turn=self._fast_methods_answered)  # fmt: skip
+        supervised = "teacher_supervised" not in self.trained
+        if supervised:
+            self.drawn["teacher_supervised"] = "waiting for the teacher's labels"
+        self.trainers = LiveTrainers(
+            self.server, self.supervisor, self.cfg, self.kinematics, self.splits, initial_policy, supervised,
+            running=config.train and initial_policy is None, wait_turn=self._fast_methods_answered,
+            exclusive=self._training_core, on_snapshot=self._snapshot, on_status=self._trainer_status,
+            offer=lambda key, version, policy: self.board.offer_policy(
+                version, policy, busy=lambda: self.inference.signal.is_busy, key=key
+            ),
+            say=self.status.set,
+        )  # fmt: skip
+        self.trainer, self.training = self.trainers.trainer, self.trainers.training
+        self.supervised, self.supervised_panel = self.trainers.supervised, self.trainers.supervised_panel
 
-        def build(seed: int) -> Trainer:
-            trainer = Trainer(
-                "ik_trained", live_cfg, self.kinematics, self.splits["train"], self.splits["validation"], seed=seed
-            )
-            if initial_state:  # the first trainer continues from the checkpoint; Reset starts from scratch
-                trainer.policy.predictor.load_state_dict(initial_state.pop())
-            return trainer
-
-        self.trainer = TrainerWorker(
-            build,
-            self._snapshot,
-            self._trainer_status,
-            self.supervisor,
-            validate_every=cfg.train.validate_every,
-            running=config.train and initial_policy is None,
-            wait_turn=self._fast_methods_answered,
-            exclusive=self._training_core,
-        )
-        self.training = TrainingPanel(self.server, self.trainer)
-        self.supervised = self._supervised_trainer(live_cfg, config.train and initial_policy is None)
-        self.metrics = MetricsPanel(
-            self.server, run, cfg, self.splits, self.solver.ik, self._learned_offer, self.supervisor
-        )
-        self._model_version = 0  # models picked from the run count down from -1: never a trainer's version
-        self.models = ModelPicker(self.server, self._run_models(run), self._pick_model, self._loaded_model)
-        self.cases = CaseBrowser(self.server, *self._case_splits(run), on_case=self._show_case)
+        # The run's panels and the landscape.
+        self.metrics = MetricsPanel(self.server, self._run, self.cfg, self.splits, self.solver.ik, self._learned_offer,
+                                    self.supervisor)  # fmt: skip
+        self.models = ModelPicker(self.server, loaded.models, self._pick_model, self._loaded_model)
+        self.cases = CaseBrowser(self.server, *case_splits(self._run, self.cfg, self.splits, self.kinematics),
+                                 on_case=self._show_case)  # fmt: skip
         self.current_posture = self.server.gui.add_checkbox("show current posture", initial_value=True)
         self.current_posture.on_update(lambda _: self.robot.set_visible(bool(self.current_posture.value)))
         self.landscape = Landscape()
@@ -195,139 +173,15 @@ class Viewer:
 
         self.inference.start()
         self.search.start()
-        self.trainer.start_thread()
-        if self.supervised is not None:
-            self.supervised.start_thread()
+        self.trainers.start()
         self.board.begin()
-
-    # Loading.
-    def _load(self, config: ViewerConfig) -> tuple[ExperimentCfg, YawPolicy | None, Path | None]:
-        cfg = dataclasses.replace(preset(config.preset), device=config.device)
-        if config.checkpoint is None:
-            self.status.set(
-                "checkpoint",
-                f"No checkpoint: training the predictor from scratch (preset `{cfg.preset}`), and the "
-                "teacher-supervised one on the teacher's labels; the zero-order and shared-constant predictors come "
-                "with a run (`--run RUN`).",
-            )
-            return cfg, None, None
-        try:
-            policy, meta = load_checkpoint(config.checkpoint, self.kinematics)
-            cfg = dataclasses.replace(ExperimentCfg.from_dict(meta["config"]), device=config.device)
-        except ProjectError as exc:
-            self.status.set(
-                "checkpoint",
-                f"⚠ checkpoint `{config.checkpoint}` could not be loaded: {exc} — training from scratch.",
-            )
-            return cfg, None, None
-        run = Path(config.checkpoint).resolve().parents[2]
-        self._seed = int(meta["seed"])
-        self._loaded_model = (str(meta["method"]), self._seed)
-        self.status.set(
-            "checkpoint",
-            f"Loaded `{config.checkpoint}` ({meta['method']}, seed {meta['seed']}); trainer paused: Start fine-tunes it.",
-        )
-        return cfg, policy, run
-
-    def _supervised_trainer(self, live_cfg: ExperimentCfg, running: bool) -> TrainerWorker | None:
-        """Without a run's teacher-supervised predictor, one trained live: the teacher labels the training goals
-        first (a progress bar in its panel), then it trains on them, taking turns with the IK-trained trainer."""
-        if "teacher_supervised" in self.trained:
-            return None
-        self.drawn["teacher_supervised"] = "waiting for the teacher's labels"
-        labels: list[torch.Tensor] = []  # made once, kept across resets
-
-        def label_progress(fraction: float) -> None:
-            self.supervised_panel.show_progress(fraction)
-            self._fast_methods_answered()  # the page's answers first
-
-        def build(seed: int) -> Trainer:
-            if not labels:
-                self.supervised_panel.show_progress(0.0, "**labelling** the training goals with the teacher")
-                train = self.splits["train"]
-                labels.append(label_teacher(self.cfg, self.kinematics, train, label_progress, chunk=LABEL_CHUNK)[0])
-                self.supervised_panel.show_progress(None)
-            return Trainer(
-                "teacher_supervised",
-                live_cfg,
-                self.kinematics,
-                self.splits["train"],
-                self.splits["validation"],
-                seed=seed,
-                labels=labels[0],
-            )
-
-        def snapshot(version: int, policy: YawPolicy) -> None:
-            busy = lambda: self.inference.signal.is_busy  # noqa: E731
-            self.board.offer_policy(version, policy, busy=busy, key="teacher_supervised")
-
-        def status(state: TrainerStatus) -> None:
-            self.supervised_panel.show(state)
-            failed = f"⚠ teacher-supervised trainer failed: {state.error}" if state.state == FAILED else None
-            self.status.set("supervised trainer", failed)
-
-        worker = TrainerWorker(
-            build,
-            snapshot,
-            status,
-            self.supervisor,
-            validate_every=self.cfg.train.validate_every,
-            running=running,
-            wait_turn=self._fast_methods_answered,
-            exclusive=self._training_core,
-        )
-        self.supervised_panel = TrainingPanel(
-            self.server, worker, "Teacher-supervised (live)", progress=True, step_label="supervised trainer step"
-        )
-        return worker
-
-    def _load_trained(self, run: Path | None) -> dict[str, YawPolicy]:
-        """The run's other trained predictors for the loaded checkpoint's seed (teacher-supervised, zero-order,
-        shared constant), by method key; a missing or unreadable one is reported and left out."""
-        if run is None:
-            return {}
-        trained: dict[str, YawPolicy] = {}
-        problems = []
-        for method in METHODS:
-            if method.key not in TRAINED_KEYS or method.key == "learned":
-                continue
-            path = checkpoint_path(run, self._seed, method.experiment_name)
-            try:
-                trained[method.key] = load_checkpoint(path, self.kinematics)[0]
-            except ProjectError as exc:
-                problems.append(f"{method.label}: {exc}")
-        if problems:
-            self.status.set("run", "⚠ not loaded from the run: " + "; ".join(problems))
-        return trained
-
-    def _run_models(self, run: Path | None) -> list[tuple[str, int]]:
-        """Every trained method and seed of the run with a checkpoint, for the model picker."""
-        if run is None:
-            return []
-        methods = sorted(TRAINED_METHODS, key=lambda m: m != "ik_trained")  # the one the experiment is about first
-        return [
-            (method, seed)
-            for method in methods
-            for seed in self.cfg.train.seeds
-            if checkpoint_path(run, seed, method).is_file()
-        ]
-
-    def _case_splits(self, run: Path | None) -> tuple[dict, str]:
-        """The test cases to browse: the run's saved splits, or the preset's (the same goals a run of it saves)."""
-        if run is not None and (run / "splits.pt").is_file():
-            splits = load_splits(run / "splits.pt")
-            source = f"The saved cases of run `{run.name}`."
-        else:
-            splits = self.splits
-            source = f"The cases of preset `{self.cfg.preset}` (no run loaded)."
-        return {name: s.to(self.kinematics.device, self.kinematics.dtype) for name, s in splits.items()}, source
 
     def _show_case(self, p: np.ndarray, q0: np.ndarray) -> None:
         with self.supervisor.guard(PAGE, "showing a test case"):
             clamped_p, message = clamp_target(p)
-            self.status.set("target bounds", None if message is None else f"⚠ {message}")
+            self.grasp.target_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
             clamped_q0, message = clamp_joints(q0, self.robot.limits)
-            self.status.set("q0 bounds", None if message is None else f"⚠ {message}")
+            self.grasp.q0_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
             self.board.ask(p=clamped_p, q0=clamped_q0, source=Source.PROGRAM)
 
     def _pick_model(self, method: str | None, seed: int | None) -> None:
@@ -360,19 +214,19 @@ class Viewer:
     def _gizmo_moved(self, p: np.ndarray) -> None:
         with self.supervisor.guard(PAGE, "moving the target gizmo"):
             clamped, message = clamp_target(p)
-            self.status.set("target bounds", None if message is None else f"⚠ {message}")
+            self.grasp.target_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
             self.board.offer_target(clamped, busy=lambda: self.inference.signal.is_busy)
             if not self.gizmo.dragging and not np.array_equal(clamped, p):
                 self.gizmo.place(clamped)  # the drag ended outside the reach: show where the target went
 
     def _ask_target(self, p: np.ndarray, source: Source) -> Question:
         clamped, message = clamp_target(p)
-        self.status.set("target bounds", None if message is None else f"⚠ {message}")
+        self.grasp.target_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
         return self.board.ask(p=clamped, source=source)  # typed boxes write back what the clamp moved
 
     def _ask_q0(self, q0: np.ndarray, source: Source) -> Question:
         clamped, message = clamp_joints(q0, self.robot.limits)
-        self.status.set("q0 bounds", None if message is None else f"⚠ {message}")
+        self.grasp.q0_notes.set(BOUNDS, None if message is None else f"⚠ {message}")
         return self.board.ask(q0=clamped, source=source)
 
     def _question_changed(self, old: Question | None, new: Question, source: Source) -> None:
@@ -493,7 +347,7 @@ class Viewer:
 
     def _restack(self, question: Question) -> None:
         """Under the results lock: the drawn ghosts' labels in one column above the target."""
-        stack_labels([self.ghosts[key] for key in KEYS], np.array(question.p))
+        stack_labels([self.ghosts[key] for key in KEYS], np.array(question.p), self._right)
 
     def _trainer_status(self, status: TrainerStatus) -> None:
         self.training.show(status)
@@ -509,11 +363,8 @@ class Viewer:
             return statistics.median(self.latencies_ms) if self.latencies_ms else float("nan")
 
     def close(self) -> None:
-        self.grasp.close()
         self.board.close()
-        self.trainer.close()
-        if self.supervised is not None:
-            self.supervised.close()
+        self.trainers.close()
         self.inference.join(5.0)
         self.search.join(5.0)
         self.landscape_panel.close()

@@ -9,7 +9,10 @@ from collections.abc import Sequence
 PENDING = "pending"
 ANSWERED_SWATCH, PENDING_SWATCH = "■", "□"  # the row's colour swatch: filled, or hollow while its answer is computed
 PENDING_OPACITY = 0.4
-PENDING_LEGEND = f"{PENDING_SWATCH} dimmed: the previous answer, shown while the answer to the new inputs is computed."
+PENDING_LEGEND = (
+    f"{PENDING_SWATCH} dimmed: the previous answer, shown while the answer to the new inputs is computed. Every method "
+    "answers in the table; its ghost and label are drawn while its box under *Ghosts shown* is ticked."
+)
 
 
 def dimmed(text: str) -> str:

@@ -1,6 +1,6 @@
-"""The status line at the top of the panel: one message per source (each scene names its
-sources: checkpoint, trainer, a worker, clients, ...), and
-the count of connected browsers that feeds its ``clients`` message."""
+"""The status line at the top of the panel: one message per source (each scene names its sources: checkpoint,
+trainer, a worker, clients, ...), and the count of connected browsers that feeds its ``clients`` message. The same
+keyed lines serve as notes under a group of inputs (a refused or clipped value said where the user types)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import viser
 
 
 class StatusLine:
-    """Keyed messages rendered as markdown; ``set(key, None)`` clears one."""
+    """Keyed messages rendered as markdown where it is built; ``set(key, None)`` clears one; ``empty``: what it says
+    without any (the page's status: "Ready."; notes under inputs: nothing)."""
 
-    def __init__(self, server: viser.ViserServer) -> None:
+    def __init__(self, server: viser.ViserServer, empty: str = "Ready.") -> None:
         self._lock = threading.Lock()
         self._messages: dict[str, str] = {}
+        self._empty = empty
         self.handle = server.gui.add_markdown("")
         self._render()
 
@@ -33,7 +35,7 @@ class StatusLine:
 
     def _render(self) -> None:
         lines = [f"- {text}" for text in self._messages.values()]
-        self.handle.content = "\n".join(lines) if lines else "Ready."
+        self.handle.content = "\n".join(lines) if lines else self._empty
 
 
 class ClientCount:

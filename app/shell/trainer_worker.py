@@ -6,7 +6,9 @@ A failure in what the worker calls back (publishing a snapshot, showing the stat
 trainer's: the ``Supervisor`` counts and shows it under ``"trainer callbacks"`` and the trainer keeps stepping.
 
 The worker thread alone touches the ``Trainer``; after every step it copies the new history points into its own
-lists under its lock, so ``status`` (any thread) reads steps and losses that belong together.
+lists under its lock, so ``status`` (any thread) reads steps and losses that belong together. Those lists span the
+whole run: past ``keep`` points a series' points are averaged in pairs (``halved``) and new steps are kept as means
+of as many, so a long run's curve keeps its start, at an even coarser step, instead of losing it.
 """
 
 from __future__ import annotations
@@ -40,9 +42,16 @@ class Trainer(Protocol):
 RUNNING, PAUSED, FAILED = "running", "paused", "failed"
 
 
+def halved(values: list[float]) -> list[float]:
+    """``values`` with each pair of consecutive points averaged into one (an odd last point kept as it is)."""
+    pairs = [(a + b) / 2 for a, b in zip(values[0::2], values[1::2], strict=False)]
+    return pairs + values[len(pairs) * 2 :]
+
+
 @dataclass(frozen=True)
 class TrainerStatus:
-    """A consistent copy of the trainer's state for the page (history truncated to its last ``keep`` points)."""
+    """A consistent copy of the trainer's state for the page: its whole history, each series at most about ``keep``
+    points (each loss point but the newest few the mean of ``points_per_loss`` consecutive steps, a power of 2)."""
 
     state: str
     step: int
@@ -52,8 +61,13 @@ class TrainerStatus:
     loss: list[float] = field(default_factory=list)
     val_steps: list[int] = field(default_factory=list)
     val_success: list[float] = field(default_factory=list)
+    val_evaluations: list[int] = field(default_factory=list)  # training evaluations spent at each validation
+    val_seconds: list[float] = field(default_factory=list)  # training seconds spent at each validation
     error: str | None = None
     steps_per_second: float = 0.0
+    points_per_loss: int = 1  # training steps each loss point averages (1: none), but the newest ones
+    resetting: bool = False  # a Reset is pending: the next trainer (``seed``) is being built
+    seed_snapshots: int = 0  # snapshots of this trainer (``version`` counts every trainer's: versions never repeat)
 
 
 class TrainerWorker:
@@ -104,10 +118,13 @@ class TrainerWorker:
         self._reset_pending = True  # the first trainer is built on the worker thread
         self._closed = False
         self._version = 0
+        self._seed_snapshots = 0  # published from the current trainer (a Reset starts again at 0)
         self._trainer: Trainer | None = None
         self._step_count = 0
         self._history = TrainingHistory()  # the worker's copy of the curves, at most ``keep`` points per series
         self._copied = 0  # points of the trainer's history copied so far
+        self._merged = 1  # steps each loss point averages (a power of 2)
+        self._tail = TrainingHistory()  # the newest steps, fewer than ``_merged``, until they make a point
         self._last_status = 0.0
         self._rate = 0.0
         self._thread = threading.Thread(target=self._run, name="trainer", daemon=True)
@@ -129,6 +146,7 @@ class TrainerWorker:
         with self._cond:
             self._reset_pending = True
             self._cond.notify_all()
+        self._publish_status(force=True)  # at once: the page drops the old curves and says it is resetting
 
     @property
     def closing(self) -> bool:
@@ -154,19 +172,26 @@ class TrainerWorker:
 
     @property
     def status(self) -> TrainerStatus:
+        """The trainer's state; while a Reset is pending (the next trainer being built), no step and no curve."""
         with self._cond:
+            if self._reset_pending and self._trainer is not None:
+                return TrainerStatus(self._state, 0, self._version, self._next_seed, error=self._error, resetting=True)
             h = self._history
             return TrainerStatus(
                 state=self._state,
                 step=self._step_count,
                 version=self._version,
                 seed=self._seed,
-                steps=list(h.steps),
-                loss=list(h.loss),
+                seed_snapshots=self._seed_snapshots,
+                steps=[*h.steps, *self._tail.steps],
+                loss=[*h.loss, *self._tail.loss],
                 val_steps=list(h.val_steps),
                 val_success=list(h.val_success),
+                val_evaluations=list(h.val_ik_evaluations),
+                val_seconds=list(h.val_seconds),
                 error=self._error,
                 steps_per_second=self._rate,
+                points_per_loss=self._merged,
             )
 
     # The thread.
@@ -196,7 +221,8 @@ class TrainerWorker:
         trainer = self._build(seed)
         with self._cond:
             self._trainer, self._seed, self._step_count = trainer, seed, 0
-            self._history, self._copied = TrainingHistory(), 0
+            self._history, self._copied, self._merged, self._tail = TrainingHistory(), 0, 1, TrainingHistory()
+            self._seed_snapshots = 0
             if self._state == FAILED:
                 self._state, self._error = PAUSED, None
         trainer.validate()
@@ -228,19 +254,30 @@ class TrainerWorker:
         """Append the trainer's new history points to the worker's copy (only the worker thread calls this)."""
         source, keep = trainer.history, self._keep
         with self._cond:
-            copy, start = self._history, self._copied
-            copy.steps.extend(source.steps[start:])
-            copy.loss.extend(source.loss[start:])
+            copy, start, tail = self._history, self._copied, self._tail
+            tail.steps.extend(source.steps[start:])
+            tail.loss.extend(source.loss[start:])
             self._copied = len(source.steps)
-            del copy.steps[:-keep], copy.loss[:-keep]
-            copy.val_steps[:] = source.val_steps[-keep:]
-            copy.val_success[:] = source.val_success[-keep:]
+            while len(tail.steps) >= self._merged:  # a group of ``_merged`` steps makes one point
+                group = self._merged
+                copy.steps.append(sum(tail.steps[:group]) / group if group > 1 else tail.steps[0])
+                copy.loss.append(sum(tail.loss[:group]) / group if group > 1 else tail.loss[0])
+                del tail.steps[:group], tail.loss[:group]
+                if len(copy.steps) > keep and len(copy.steps) % 2 == 0:  # pairs of equal points: halve
+                    copy.steps[:], copy.loss[:] = halved(copy.steps), halved(copy.loss)
+                    self._merged *= 2
+            for name in ("val_steps", "val_success", "val_ik_evaluations", "val_seconds"):
+                values = list(getattr(source, name))
+                while len(values) > keep:
+                    values = halved(values)
+                setattr(copy, name, values)
             self._step_count = trainer.step_count
 
     def _snapshot(self, trainer: Trainer) -> None:
         policy = trainer.snapshot()
         with self._cond:
             self._version += 1
+            self._seed_snapshots += 1
             version = self._version
         with self._supervisor.guard(self.CALLBACKS, f"publishing snapshot v{version}"):
             self._on_snapshot(version, policy)

@@ -1,21 +1,23 @@
 """Numbers a user types: a group of text boxes in one viser form whose text is taken only when the user commits it
-(Enter in a box, or a pause of ``COMMIT_PAUSE_S`` with no keystroke), and never rewritten under the cursor.
+(Enter in a box, or the owner's button calling ``commit``), and never rewritten under the cursor.
 
 Why text boxes: viser 1.1.1's number inputs (and a slider's number box) hold a number, not the text typed. After
 ``-`` then ``0`` they hold -0, which shows as ``0``: the minus sign is gone before the next key, and ``-0.25``
-typed key by key ends as 0.25. A text box keeps every keystroke as typed. viser sends a box's text at most every
-50 ms and reports no blur, so a pause stands in for leaving the box.
+typed key by key ends as 0.25. A text box keeps every keystroke as typed.
+
+Why only at a commit: a pause in the keys is no sign that a number is finished. Under a loaded machine (a page
+drawn in software takes seconds a frame, and sends nothing meanwhile) the keys of ``1e9`` reached the server more
+than a pause apart, and the pause took ``1``: the target moved, and moved again when the rest arrived. So what is
+typed is a draft (viser marks the form's title ``*``) until Enter or the button; a half-typed number never moves
+anything.
 
 What is written back into a box, and when (``TypedNumbers`` owns these rules):
 
-- a pause takes what parses and says at once what was refused (``on_message``; a clamp, the owner's message), but
-  writes no box: under a loaded machine or a slow typist, keys arrive more than the pause apart, and a box rewritten
-  then (``-`` refused, ``0.15`` written back) turns ``-0.25`` into ``0.1525``;
-- Enter, or ``SETTLE_S`` without a keystroke, rewrites every box whose text does not say the value in force: the
-  owner moved the value (a clamp), or the text is not a finite number; a box that says the value in force keeps its
-  text;
-- ``show`` writes values changed by other means (a drag, a button) into every box that holds no uncommitted
-  text: a box being typed in is left alone, and its text is taken when it is committed.
+- a commit rewrites every box whose text does not say the value in force: the owner moved the value (a clamp), or
+  the text is not a finite number (refused, with a message: ``on_message``); a box that says the value in force
+  keeps its text;
+- ``show`` writes values changed by other means (a drag, a button) into every box that holds no uncommitted text:
+  a box being typed in is left alone, and its text is taken when it is committed.
 """
 
 from __future__ import annotations
@@ -28,8 +30,6 @@ from contextlib import AbstractContextManager
 import numpy as np
 import viser
 
-COMMIT_PAUSE_S = 0.8  # seconds without a keystroke after which a box's text is taken (the box is not rewritten)
-SETTLE_S = 5.0  # seconds without a keystroke after which a box that does not say the value in force is rewritten
 DECIMALS = 4  # digits after the point of a value written into a box
 
 Guard = Callable[[str], AbstractContextManager]  # (what is being done) -> a context that shows a failure in the page
@@ -62,7 +62,7 @@ class TypedNumbers:
         on_commit: called with every box's value ``(n,)`` (the typed ones parsed, the others the values in force)
             when the user commits; returns the values now in force ``(n,)`` (the owner may have moved them).
         on_message: called with why typed text was refused, or None once a commit refused nothing.
-        guard: runs a commit (on viser's or the pause timer's thread) so that a failure is shown in the page.
+        guard: runs a commit (on viser's thread) so that a failure is shown in the page.
         hints: one hover hint per box (e.g. its range), or None.
     """
 
@@ -79,10 +79,8 @@ class TypedNumbers:
     ) -> None:
         self.labels = tuple(labels)
         self._on_commit, self._on_message, self._guard = on_commit, on_message, guard
-        self._lock = threading.Lock()  # the boxes' texts, the values in force, the pause timer
+        self._lock = threading.Lock()  # the boxes' texts and the values in force
         self._commit_lock = threading.Lock()  # one commit at a time; taken before the owner's locks
-        self._writing = threading.local()  # set while this object writes a box (viser then runs its callbacks)
-        self._timer: threading.Timer | None = None
         self._in_force = [float(v) for v in values]
         self._shown = [format_value(v) for v in self._in_force]  # the text each box had when last taken or written
         with server.gui.add_form(title) as self.form:
@@ -90,8 +88,6 @@ class TypedNumbers:
                 server.gui.add_text(label, initial_value=text, hint=None if hints is None else hints[i])
                 for i, (label, text) in enumerate(zip(self.labels, self._shown, strict=True))
             )
-        for box in self.boxes:
-            box.on_update(lambda _: self._typed())
         self.form.on_submit(lambda _: self.commit())
 
     @property
@@ -111,16 +107,10 @@ class TypedNumbers:
                     self._write(i, format_value(self._in_force[i]))
 
     def commit(self) -> None:
-        """Enter: take the typed text now and write the value in force into every box that does not say it."""
-        self._take(rewrite=True)
-
-    def _take(self, rewrite: bool) -> None:
-        """Parse the typed text, hand the values to the owner and say what was refused; with ``rewrite``, also write
-        the value in force into every box whose text does not say it (a refused or clamped value). A pause takes
-        without rewriting (a slow typist may still be typing), then arms the settle timer that rewrites."""
+        """Enter (or the owner's button): take the typed text, hand the values to the owner, say what was refused and
+        write the value in force into every box that does not say it (a refused or moved value)."""
         with self._guard(f"taking the typed {', '.join(self.labels)}"), self._commit_lock:
             with self._lock:
-                self._cancel_timer()
                 texts = [box.value for box in self.boxes]
                 typed = [i for i, text in enumerate(texts) if text != self._shown[i]]
                 values = list(self._in_force)
@@ -133,19 +123,11 @@ class TypedNumbers:
                 self._in_force = in_force
                 for i in typed:
                     self._shown[i] = texts[i]  # taken: no longer uncommitted text
-                if rewrite:
-                    for i, box in enumerate(self.boxes):
-                        if box.value == texts[i] and parse_value(texts[i]) != in_force[i]:  # not typed on since
-                            self._write(i, format_value(in_force[i]))
-                elif self._timer is None:  # no keystroke since: settle later
-                    self._start_timer(SETTLE_S - COMMIT_PAUSE_S, lambda: self._take(rewrite=True))
+                for i, box in enumerate(self.boxes):
+                    if box.value == texts[i] and parse_value(texts[i]) != in_force[i]:  # not typed on since
+                        self._write(i, format_value(in_force[i]))
             if typed:
                 self._on_message(self._refusal(texts, refused, in_force))
-
-    def close(self) -> None:
-        """Stop the pause timer (an uncommitted text is dropped)."""
-        with self._lock:
-            self._cancel_timer()
 
     def _refusal(self, texts: list[str], refused: list[int], in_force: list[float]) -> str | None:
         if not refused:
@@ -157,29 +139,7 @@ class TypedNumbers:
         ]
         return "typed text refused: " + "; ".join(parts)
 
-    def _typed(self) -> None:
-        """A keystroke reached the server: (re)start the pause after which the text is taken."""
-        if getattr(self._writing, "active", False):
-            return
-        with self._lock:
-            self._cancel_timer()
-            self._start_timer(COMMIT_PAUSE_S, lambda: self._take(rewrite=False))
-
-    def _start_timer(self, delay_s: float, action: Callable[[], None]) -> None:
-        self._timer = threading.Timer(delay_s, action)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def _cancel_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-
     def _write(self, i: int, text: str) -> None:
-        """Under ``_lock``: box ``i`` shows ``text`` (viser runs the box's callbacks in this thread: ignored)."""
+        """Under ``_lock``: box ``i`` shows ``text``."""
         self._shown[i] = text
-        self._writing.active = True
-        try:
-            self.boxes[i].value = text
-        finally:
-            self._writing.active = False
+        self.boxes[i].value = text

@@ -3,10 +3,11 @@
 
 ``build`` asks each task and constraint for its compiled form through its ``compiled_form(plan)`` method, which adds
 its record through one of ``PlanBuilder``'s block methods and returns True, or returns False where the kernel does
-not compute it: the shipped ``FrameTask``, ``ComTask``, ``PostureTask``, ``Contact``, ``ComInSupportPolygon`` with
-anchors (its polygon prepared once per solve), ``ConfigurationLimit`` and ``StepLimit`` have one (each for exactly
-its class: a subclass may compute other rows); the base classes' answer is False. A layer with a task or constraint
-that has no compiled form runs its torch composition, and says so once per class (``NoCompiledFormWarning``). With
+not compute it: every shipped task (``FrameTask``, ``RelativeFrameTask``, ``ComTask``, ``PostureTask``) and
+constraint (``Contact``, ``ComInSupportPolygon`` with anchors, its polygon prepared once per solve,
+``ConfigurationLimit``, ``StepLimit``) has one, each for exactly its class (a subclass may compute other rows); the
+base classes' answer is False. A layer with a task or constraint that has no compiled form runs its torch
+composition, and says so once per class (``NoCompiledFormWarning``). With
 more than ``MAX_LEVELS`` levels or ``MAX_BOUND_BLOCKS`` limit constraints, a tree off the CPU or of another dtype
 than float32 and float64, or a block that declines (an input the torch composition refuses with its own error), there
 is no plan either, silently: the torch composition runs (and raises where it must).
@@ -33,7 +34,9 @@ MAX_LEVELS = 64  # the kernel's bound on the levels of one layer
 MAX_BOUND_BLOCKS = 8  # and on its ConfigurationLimit and StepLimit constraints (WB_MAX_BOUND_BLOCKS)
 
 # csrc/wholebody_step.c's block types, header and settings layout
-FRAME_TASK, COM_TASK, POSTURE_TASK, CONTACT, SUPPORT_POLYGON, CONFIGURATION_LIMIT, STEP_LIMIT = range(7)
+FRAME_TASK, COM_TASK, POSTURE_TASK, CONTACT, SUPPORT_POLYGON, CONFIGURATION_LIMIT, STEP_LIMIT, RELATIVE_FRAME_TASK = (
+    range(8)
+)
 HEADER = 18
 POLISH_STEPS = 2  # solve_qp's default, which the cascade keeps
 
@@ -64,18 +67,24 @@ class PlanBuilder:
     def _frame(self, name: str) -> int:
         return self.frames.setdefault(name, len(self.frames))
 
-    def _record(self, kind: int, frame: int, target: int, rows: int, params: Sequence[float], first=0, count=0):
-        self.records.append([kind, self.level, frame, target, rows, len(self.settings), first, count])
+    def _record(
+        self, kind: int, frame: int, target: int, rows: int, params: Sequence[float], first=0, count=0, root=-1
+    ):
+        self.records.append([kind, self.level, frame, target, rows, len(self.settings), first, count, root])
         self.settings.extend(float(p) for p in params)
 
-    def _task(self, kind: int, frame: int, name: str, gain: float, costs: Sequence[float], first: int) -> None:
+    def _task(self, kind: int, frame: int, name: str, gain: float, costs: Sequence[float], first: int, root=-1):
         kept = sum(1 for c in costs if c > 0)
-        self._record(kind, frame, self.target_index[name], kept, [gain, *costs], first, len(costs))
+        self._record(kind, frame, self.target_index[name], kept, [gain, *costs], first, len(costs), root)
 
     # ---- the blocks the kernel computes
     def frame_task(self, name: str, frame: str, gain: float, costs: Sequence[float], first_row: int) -> None:
         """A frame's pose error rows ``first_row .. first_row + len(costs)`` of (position, rotation)."""
         self._task(FRAME_TASK, self._frame(frame), name, gain, costs, first_row)
+
+    def relative_frame_task(self, name: str, frame: str, root: str, gain: float, costs: Sequence[float]) -> None:
+        """``frame``'s pose error in ``root``'s axes, six rows of (position, rotation)."""
+        self._task(RELATIVE_FRAME_TASK, self._frame(frame), name, gain, costs, 0, self._frame(root))
 
     def com_task(self, name: str, gain: float, costs: Sequence[float]) -> None:
         self.uses_com = True

@@ -113,6 +113,24 @@ def evaluation_budget(cfg: ExperimentCfg, selection_goals: int) -> int:
     return with_checkpoints(train.steps * train.batch_size, train.validate_every * train.batch_size, selection_goals)
 
 
+def zero_order_optimiser(
+    method: str, settings: dict, cfg: ExperimentCfg, policy: nn.Module, seed: int
+) -> tuple[OpenAIES | LibraryCMA | PGPE, int]:
+    """``method``'s optimiser of ``policy``'s weights (from where they are) with ``settings`` (overrides of
+    ``cfg.zero_order``), and its batch of goals per candidate."""
+    z = dataclasses.replace(cfg.zero_order, **settings)
+    centre = flat_weights(policy)
+    if method == "es":
+        return OpenAIES(centre, z.es_pairs, z.es_sigma, z.es_learning_rate, seed), z.es_batch_size
+    if method == "sep_cma":
+        return LibraryCMA(centre, z.sep_cma_sigma, z.sep_cma_population, True, seed), z.cma_batch_size
+    if method == "linear_cma":
+        return LibraryCMA(centre, z.linear_cma_sigma, z.linear_cma_population, False, seed), z.cma_batch_size
+    if method == "pgpe":
+        return PGPE(centre, z.pgpe_population, z.pgpe_stdev, z.pgpe_learning_rate), z.pgpe_batch_size
+    raise ValueError(f"unknown counterweight method {method!r}")
+
+
 def train_method(
     method: str,
     settings: dict,
@@ -136,20 +154,7 @@ def train_method(
             raise ValueError(f"{method} trains to a budget of layer evaluations, not of seconds")
         train_cfg = dataclasses.replace(cfg.train, **settings)
         return train_gradient(problem, policy, train_goals, checkpoints, train_cfg, seed, max_evaluations, log)
-    z = dataclasses.replace(cfg.zero_order, **settings)
-    centre = flat_weights(policy)
-    if method == "es":
-        optimiser, batch = OpenAIES(centre, z.es_pairs, z.es_sigma, z.es_learning_rate, seed), z.es_batch_size
-    elif method == "sep_cma":
-        optimiser, batch = LibraryCMA(centre, z.sep_cma_sigma, z.sep_cma_population, True, seed), z.cma_batch_size
-    elif method == "linear_cma":
-        optimiser = LibraryCMA(centre, z.linear_cma_sigma, z.linear_cma_population, False, seed)
-        batch = z.cma_batch_size
-    elif method == "pgpe":
-        optimiser = PGPE(centre, z.pgpe_population, z.pgpe_stdev, z.pgpe_learning_rate)
-        batch = z.pgpe_batch_size
-    else:
-        raise ValueError(f"unknown counterweight method {method!r}")
+    optimiser, batch = zero_order_optimiser(method, settings, cfg, policy, seed)
     budget = {"max_seconds": max_seconds} if max_seconds is not None else {"max_evaluations": max_evaluations}
     return train_zero_order(
         problem, policy, optimiser, train_goals, checkpoints, batch, cfg.train.output_penalty, seed, log=log, **budget

@@ -47,6 +47,7 @@ R9_SIZE = 18
 AXES = ("free hand dx", "free hand dy", "free hand dz", "pelvis dx", "pelvis dz", "pelvis pitch", "torso pitch")
 BODY_PARAMETERISATIONS = {"r9": R9_SIZE, "axes": len(AXES)}
 HAND = "right_hand"
+LIMIT_TOLERANCE = 1e-6  # rad: a joint this far past its limit still counts as within it (the solver's rounding)
 
 
 def bound_offsets(raw: torch.Tensor, bound: float) -> torch.Tensor:
@@ -165,6 +166,6 @@ class CounterweightProblem:
         feet = torch.stack([result.violations[c.name] for c in self.contacts]).amax(0)
         limits = result.violations["joint_limits"]
         hand_error = result.residuals[HAND].norm(dim=-1)
-        reached = (hand_error <= self.cfg.tolerance) & (feet <= self.cfg.feet_tolerance) & (limits <= 1e-6)
+        reached = (hand_error <= self.cfg.tolerance) & (feet <= self.cfg.feet_tolerance) & (limits <= LIMIT_TOLERANCE)
         balanced = inside >= self.cfg.margin - self.cfg.feet_tolerance
         return Outcome(reached & balanced, reached, balanced, hand_error, inside, feet, limits)

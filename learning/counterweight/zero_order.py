@@ -9,12 +9,14 @@ their losses on one shared batch of goals (``batch_size`` per candidate, common 
   weights) or full (``CMA``, for ``LinearPolicy``'s 72);
 - ``PGPE``: PGPE with ClipUp from EvoTorch.
 
-``train_zero_order`` spends a budget of layer evaluations or of seconds, checking the distribution's centre at the
-checkpoints of ``learning.counterweight.selection``, as the gradient trainer does.
+``ZeroOrderTrainer`` runs one generation a step; ``train_zero_order`` spends a budget of layer evaluations or of
+seconds on its steps, checking the distribution's centre at the checkpoints of ``learning.counterweight.selection``,
+as the gradient trainer does.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -130,6 +132,56 @@ class PGPE:
         self.state = pgpe_tell(self.state, self._asked, losses.double())
 
 
+class ZeroOrderTrainer:
+    """A policy trained without gradients by ``optimiser`` on ``train_goals`` ``(n, 3)``: ``step()`` runs one
+    generation (ask; score every candidate on one shared batch of ``batch_size`` goals in one solve; tell; the
+    distribution's centre, ES's weights, CMA's mean, PGPE's centre, left in ``policy``) and returns the population's
+    mean loss. ``evaluations`` and ``seconds`` count what its steps spent (``train_zero_order`` and the G1 scene's
+    live race share it)."""
+
+    def __init__(
+        self,
+        problem: CounterweightProblem,
+        policy: nn.Module,
+        optimiser: OpenAIES | LibraryCMA | PGPE,
+        train_goals: torch.Tensor,
+        batch_size: int,
+        penalty: float,
+        seed: int,
+    ) -> None:
+        self.problem, self.policy, self.optimiser = problem, policy, optimiser
+        self.batch_size, self.penalty = batch_size, penalty
+        self._params = list(policy.parameters())
+        self._dtype = problem.tree.joint_lower.dtype
+        self.goals = train_goals.to(self._dtype)
+        self.generator = torch.Generator().manual_seed(20_000 + seed)
+        self.evaluations, self.seconds = 0, 0.0
+
+    @property
+    def evaluations_per_step(self) -> int:
+        return self.optimiser.population_size * self.batch_size
+
+    @torch.no_grad()
+    def step(self) -> float:
+        start = time.perf_counter()
+        goals = self.goals[torch.randint(len(self.goals), (self.batch_size,), generator=self.generator)]
+        candidates = self.optimiser.ask()
+        outputs = []
+        for weights in candidates:
+            vector_to_parameters(weights.to(self._dtype), self._params)
+            outputs.append(self.policy(goals))
+        population = candidates.shape[0]
+        per_goal = reach_loss(
+            self.problem, goals.repeat(population, 1), torch.cat(outputs), self.policy.parameterisation, self.penalty
+        )
+        losses = per_goal.reshape(population, self.batch_size).mean(-1)
+        self.optimiser.tell(losses)
+        vector_to_parameters(self.optimiser.centre().to(self._dtype), self._params)
+        self.seconds += time.perf_counter() - start
+        self.evaluations += population * self.batch_size
+        return float(losses.mean())
+
+
 def train_zero_order(
     problem: CounterweightProblem,
     policy: nn.Module,
@@ -143,35 +195,13 @@ def train_zero_order(
     max_seconds: float | None = None,
     log: Callable[[str], None] = lambda _: None,
 ) -> Trained:
-    """Ask, score every candidate on one batch of ``batch_size`` goals in one solve, tell, and leave the
-    distribution's centre (ES's weights, CMA's mean, PGPE's centre) in ``policy``; until ``max_evaluations``
-    layer evaluations (selection included) or ``max_seconds`` are spent (give exactly one)."""
-    params = list(policy.parameters())
-    dtype = problem.tree.joint_lower.dtype
-    goals_pool = train_goals.to(dtype)
-    generator = torch.Generator().manual_seed(20_000 + seed)
-
-    @torch.no_grad()
-    def generation() -> float:
-        goals = goals_pool[torch.randint(len(goals_pool), (batch_size,), generator=generator)]
-        candidates = optimiser.ask()
-        outputs = []
-        for weights in candidates:
-            vector_to_parameters(weights.to(dtype), params)
-            outputs.append(policy(goals))
-        population = candidates.shape[0]
-        per_goal = reach_loss(
-            problem, goals.repeat(population, 1), torch.cat(outputs), policy.parameterisation, penalty
-        )
-        losses = per_goal.reshape(population, batch_size).mean(-1)
-        optimiser.tell(losses)
-        vector_to_parameters(optimiser.centre().to(dtype), params)
-        return float(losses.mean())
-
+    """``ZeroOrderTrainer``'s generations until ``max_evaluations`` layer evaluations (selection included) or
+    ``max_seconds`` are spent (give exactly one), the distribution's centre checked at the checkpoints."""
+    trainer = ZeroOrderTrainer(problem, policy, optimiser, train_goals, batch_size, penalty, seed)
     return train_with_checkpoints(
         policy,
-        generation,
-        optimiser.population_size * batch_size,
+        trainer.step,
+        trainer.evaluations_per_step,
         checkpoints,
         max_evaluations,
         max_seconds,

@@ -318,6 +318,58 @@ static void KERNEL(wb_pose_error_to_pose)(const REAL *target, const REAL *pose, 
         for (int c = 0; c < 3; c++) grad_pose[4 * a + c] += (double)grad_r[3 * a + c];
 }
 
+/* wb_relative's backward: the gradients of the relative pose (grad_pose, 4 x 4: its rotation's and position's entries)
+   and of its Jacobian (grad_jacobian, 6 x nv) to the root's and the frame's poses (g_root, g_frame, 4 x 4) and
+   Jacobians (gJ_root, gJ_frame, 6 x nv), added. With d = p_frame - p_root: R = R_root^T R_frame, p = R_root^T d, and
+   per column the rotated [L; A], L = J_frame_lin - J_root_lin + d x w (w: J_root_ang's column), A = J_frame_ang - w. */
+static void KERNEL(wb_relative_vjp)(long nv, const REAL *root, const REAL *frame, const REAL *J_root,
+                                    const REAL *J_frame, const double *grad_pose, const double *grad_jacobian,
+                                    double *g_root, double *g_frame, double *gJ_root, double *gJ_frame) {
+    double Rr[3][3], Rf[3][3], d[3], gd[3] = {0, 0, 0}, gRr[3][3] = {{0}}, gRf[3][3] = {{0}};
+    for (int k = 0; k < 3; k++) {
+        for (int a = 0; a < 3; a++) Rr[k][a] = root[4 * k + a], Rf[k][a] = frame[4 * k + a];
+        d[k] = (double)frame[4 * k + 3] - (double)root[4 * k + 3];
+    }
+    for (int k = 0; k < 3; k++)
+        for (int a = 0; a < 3; a++) {
+            double gp = grad_pose[4 * a + 3];
+            for (int c = 0; c < 3; c++) {
+                double gR = grad_pose[4 * a + c]; /* R[a][c] = sum_k Rr[k][a] Rf[k][c] */
+                gRr[k][a] += Rf[k][c] * gR, gRf[k][c] += Rr[k][a] * gR;
+            }
+            gRr[k][a] += d[k] * gp, gd[k] += Rr[k][a] * gp; /* p[a] = sum_k Rr[k][a] d[k] */
+        }
+    for (long e = 0; e < nv; e++) {
+        double w[3], L[3], A[3], gL[3], gA[3], cross[3];
+        for (int k = 0; k < 3; k++) w[k] = J_root[(3 + k) * nv + e];
+        KERNEL(wb_cross)(d, w, cross);
+        for (int k = 0; k < 3; k++) {
+            L[k] = (double)J_frame[k * nv + e] - (double)J_root[k * nv + e] + cross[k];
+            A[k] = (double)J_frame[(3 + k) * nv + e] - w[k];
+        }
+        for (int k = 0; k < 3; k++) {
+            gL[k] = gA[k] = 0;
+            for (int a = 0; a < 3; a++) {
+                double gl = grad_jacobian[a * nv + e], ga = grad_jacobian[(3 + a) * nv + e];
+                gRr[k][a] += L[k] * gl + A[k] * ga;
+                gL[k] += Rr[k][a] * gl, gA[k] += Rr[k][a] * ga;
+            }
+        }
+        for (int k = 0; k < 3; k++) {
+            gJ_frame[k * nv + e] += gL[k], gJ_root[k * nv + e] -= gL[k];
+            gJ_frame[(3 + k) * nv + e] += gA[k], gJ_root[(3 + k) * nv + e] -= gA[k];
+        }
+        KERNEL(wb_cross)(gL, d, cross); /* d x w: to w, gL x d; to d, w x gL */
+        for (int k = 0; k < 3; k++) gJ_root[(3 + k) * nv + e] += cross[k];
+        KERNEL(wb_cross)(w, gL, cross);
+        for (int k = 0; k < 3; k++) gd[k] += cross[k];
+    }
+    for (int k = 0; k < 3; k++) {
+        for (int a = 0; a < 3; a++) g_root[4 * k + a] += gRr[k][a], g_frame[4 * k + a] += gRf[k][a];
+        g_frame[4 * k + 3] += gd[k], g_root[4 * k + 3] -= gd[k];
+    }
+}
+
 /* The backward of one step of rows [lo, hi) (their step dq, their forward saved in `saved`, WB_SAVED_DOUBLES values
    per row, their levels' statuses in `status`) w.r.t. the tasks' targets and, where grad_q is not NULL, the
    configuration q, for the upstream gradients grad_q_next and grad_dq: the gradient the torch
@@ -481,7 +533,7 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
     for (long k = 0; k < levels; k++) level_fill[k] = level_start[k];
     for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD) { /* the residuals' rows to the targets */
         long type = record[WB_TYPE], t = record[WB_TARGET], level = record[WB_LEVEL];
-        if (type != WB_FRAME_TASK && type != WB_COM_TASK && type != WB_POSTURE_TASK) continue;
+        if (!WB_IS_TASK(type)) continue;
         const double *param = settings + record[WB_PARAM];
         long first = record[WB_FIRST], count = record[WB_COUNT], size = target_sizes[t], rows = level_fill[level];
         level_fill[level] += record[WB_ROWS]; /* the block's rows, in wb_assemble's order */
@@ -494,13 +546,17 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
                 double cost = param[1 + j];
                 if (!(cost > 0)) continue; /* a row of zero cost asks nothing */
                 REAL value = (REAL)(grad_r[i * total_rows + fill++] * (param[0] * cost));
-                if (type == WB_FRAME_TASK) error[first + j] = value;
+                if (WB_IS_POSE_TASK(type)) error[first + j] = value;
                 else out[j] = value; /* target - com, target - q */
             }
-            if (type == WB_FRAME_TASK) { /* position rows: target - p; rotation rows: log(R_target R^T) */
+            if (WB_IS_POSE_TASK(type)) { /* position rows: target - p; rotation rows: log(R_target R^T) */
                 const REAL *target = (const REAL *)targets[t] + (lo + i) * strides[t];
                 const REAL *pose = S.poses + (record[WB_FRAME] * n + i) * 16;
-                REAL tr[9], r[9], grad_tr[9], grad_r_unused[9];
+                REAL tr[9], r[9], grad_tr[9], grad_r_unused[9], relative_pose[16];
+                if (type == WB_RELATIVE_FRAME_TASK) {
+                    KERNEL(wb_relative)(0, S.poses + (record[WB_ROOT] * n + i) * 16, pose, 0, 0, relative_pose, 0);
+                    pose = relative_pose;
+                }
                 for (int a = 0; a < 3; a++)
                     for (int c = 0; c < 3; c++) tr[3 * a + c] = target[4 * a + c], r[3 * a + c] = pose[4 * a + c];
                 KERNEL(pose_error_vjp)(1, tr, r, error + 3, grad_tr, grad_r_unused, (REAL)settings[WB_SMALL_SIN_SQ],
@@ -521,6 +577,8 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
         for (long e = 0; e < KS; e++) g[e] = 0;
         for (long e = 0; e < mi * nv; e++) gG[i * mi * nv + e] = -gG[i * mi * nv + e];
         long eq = 0, in = 0, fill[64], bound_blocks[WB_MAX_BOUND_BLOCKS], bounds = 0;
+        REAL relative_pose[16];
+        double relative_gpose[16], relative_gjac[6 * nv];
         for (long k = 0; k < levels; k++) fill[k] = level_start[k];
         record = records;
         for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD) {
@@ -529,7 +587,24 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
             const REAL *target = t >= 0 ? (const REAL *)targets[t] + (lo + i) * strides[t] : 0;
             const REAL *pose = f >= 0 ? S.poses + (f * n + i) * 16 : 0;
             double grad_error[6] = {0, 0, 0, 0, 0, 0};
-            if (type == WB_FRAME_TASK || type == WB_COM_TASK || type == WB_POSTURE_TASK) {
+            if (type == WB_RELATIVE_FRAME_TASK) { /* its own pose and Jacobian: their gradients, then the frames' */
+                long root = record[WB_ROOT];
+                const REAL *J_root = S.jacobians + (root * n + i) * 6 * nv, *J_frame = S.jacobians + (f * n + i) * 6 * nv;
+                for (long e = 0; e < 16; e++) relative_gpose[e] = 0;
+                for (long e = 0; e < 6 * nv; e++) relative_gjac[e] = 0;
+                for (long j = 0; j < record[WB_COUNT]; j++) {
+                    double cost = param[1 + j];
+                    if (!(cost > 0)) continue;
+                    long row = fill[level]++, src = record[WB_FIRST] + j;
+                    for (long e = 0; e < nv; e++) relative_gjac[src * nv + e] += cost * gJi[row * nv + e];
+                    grad_error[src] = gr[row] * (param[0] * cost); /* r = gain cost e */
+                }
+                KERNEL(wb_relative)(nv, S.poses + (root * n + i) * 16, pose, J_root, J_frame, relative_pose, 0);
+                KERNEL(wb_pose_error_to_pose)(target, relative_pose, grad_error, settings, relative_gpose);
+                KERNEL(wb_relative_vjp)(nv, S.poses + (root * n + i) * 16, pose, J_root, J_frame, relative_gpose,
+                                        relative_gjac, gpose + root * 16, gpose + f * 16, gjac + root * 6 * nv,
+                                        gjac + f * 6 * nv);
+            } else if (type == WB_FRAME_TASK || type == WB_COM_TASK || type == WB_POSTURE_TASK) {
                 for (long j = 0; j < record[WB_COUNT]; j++) {
                     double cost = param[1 + j];
                     if (!(cost > 0)) continue;

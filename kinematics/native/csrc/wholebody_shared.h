@@ -8,10 +8,15 @@
 /* the plan's header */
 enum { WB_M, WB_NQ, WB_NV, WB_BASE_NV, WB_FLOATING, WB_LEVELS, WB_BLOCKS, WB_FRAMES, WB_ME, WB_MI, WB_QP_ITERATIONS,
        WB_ACTIVE_SET_STEPS, WB_REFINEMENTS, WB_POLISH_STEPS, WB_COM, WB_RESIDUALS, WB_CONSTRAINTS, WB_HEADER = 18 };
-/* then per frame read (slot, chain length), then the rows of each level, then per block 8 entries: */
-enum { WB_TYPE, WB_LEVEL, WB_FRAME, WB_TARGET, WB_ROWS, WB_PARAM, WB_FIRST, WB_COUNT, WB_RECORD };
+/* then per frame read (slot, chain length), then the rows of each level, then per block 9 entries (WB_ROOT: a relative
+   frame task's root frame, else -1): */
+enum { WB_TYPE, WB_LEVEL, WB_FRAME, WB_TARGET, WB_ROWS, WB_PARAM, WB_FIRST, WB_COUNT, WB_ROOT, WB_RECORD };
 enum { WB_FRAME_TASK, WB_COM_TASK, WB_POSTURE_TASK, WB_CONTACT, WB_SUPPORT_POLYGON, WB_CONFIGURATION_LIMIT,
-       WB_STEP_LIMIT };
+       WB_STEP_LIMIT, WB_RELATIVE_FRAME_TASK };
+/* a block of weighted rows in a level (the others: constraints); a block whose rows are a frame's pose error */
+#define WB_IS_TASK(type) ((type) == WB_FRAME_TASK || (type) == WB_COM_TASK || (type) == WB_POSTURE_TASK || \
+                          (type) == WB_RELATIVE_FRAME_TASK)
+#define WB_IS_POSE_TASK(type) ((type) == WB_FRAME_TASK || (type) == WB_RELATIVE_FRAME_TASK)
 /* settings */
 enum { WB_DAMPING, WB_ELASTIC, WB_TOLERANCE, WB_INFEASIBILITY_TOLERANCE, WB_PROX, WB_SMALL_SIN_SQ, WB_NEAR_PI_COS,
        WB_SETTINGS = 8 };
@@ -67,7 +72,7 @@ static long KERNEL(wb_low_rank)(const long long *plan, long k) {
     long frames = plan[WB_FRAMES], levels = plan[WB_LEVELS], rank = 0;
     const long long *record = plan + WB_HEADER + 2 * frames + levels;
     for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD)
-        if ((record[WB_TYPE] == WB_FRAME_TASK || record[WB_TYPE] == WB_COM_TASK) && record[WB_LEVEL] == k)
+        if (WB_IS_TASK(record[WB_TYPE]) && record[WB_TYPE] != WB_POSTURE_TASK && record[WB_LEVEL] == k)
             rank += record[WB_ROWS];
     return rank;
 }
@@ -91,6 +96,36 @@ static void KERNEL(wb_pose_error)(const REAL *restrict target, const REAL *restr
     KERNEL(pose_error)(1, tr, tp, r, p, error, (REAL)settings[WB_SMALL_SIN_SQ], (REAL)settings[WB_NEAR_PI_COS]);
 }
 
+/* A relative frame task's pose T_root_frame = T_world_root^-1 T_world_frame (4 x 4, row-major) from the two frames'
+   poses and, where `jacobian` is given, its Jacobian in root's axes (6 x nv) from theirs (world-aligned): with
+   d = p_frame - p_root, [R_root^T (J_frame_lin - J_root_lin + d x J_root_ang); R_root^T (J_frame_ang - J_root_ang)]
+   (kinematics.wholebody.tasks.relative_frame). */
+static void KERNEL(wb_relative)(long nv, const REAL *restrict root, const REAL *restrict frame,
+                                const REAL *restrict J_root, const REAL *restrict J_frame, REAL *restrict pose,
+                                REAL *restrict jacobian) {
+    REAL d[3] = {frame[3] - root[3], frame[7] - root[7], frame[11] - root[11]};
+    for (int a = 0; a < 3; a++) {
+        for (int c = 0; c < 3; c++)
+            pose[4 * a + c] = root[a] * frame[c] + root[4 + a] * frame[4 + c] + root[8 + a] * frame[8 + c];
+        pose[4 * a + 3] = root[a] * d[0] + root[4 + a] * d[1] + root[8 + a] * d[2];
+    }
+    pose[12] = pose[13] = pose[14] = 0, pose[15] = 1;
+    if (!jacobian) return;
+    for (long e = 0; e < nv; e++) {
+        REAL w[3], lin[3], ang[3];
+        for (int k = 0; k < 3; k++) w[k] = J_root[(3 + k) * nv + e];
+        REAL turn[3] = {d[1] * w[2] - d[2] * w[1], d[2] * w[0] - d[0] * w[2], d[0] * w[1] - d[1] * w[0]};
+        for (int k = 0; k < 3; k++) {
+            lin[k] = J_frame[k * nv + e] - J_root[k * nv + e] + turn[k];
+            ang[k] = J_frame[(3 + k) * nv + e] - w[k];
+        }
+        for (int a = 0; a < 3; a++) {
+            jacobian[a * nv + e] = root[a] * lin[0] + root[4 + a] * lin[1] + root[8 + a] * lin[2];
+            jacobian[(3 + a) * nv + e] = root[a] * ang[0] + root[4 + a] * ang[1] + root[8 + a] * ang[2];
+        }
+    }
+}
+
 typedef struct {
     REAL *nodes, *poses, *jacobians, *work, *com, *com_jacobian, *q;
     double *A, *b, *G, *h, *lb, *ub, *J, *r, *P, *p, *U, *c, *dq, *kept, *Ak, *bk, *sol, *w, *flags, *rows, *guess;
@@ -107,7 +142,7 @@ static void KERNEL(wb_row_columns)(const long long *plan, const double *settings
     for (long k = 0, start = 0; k < levels && k < 64; k++) fill[k] = start, start += level_rows[k];
     for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD) {
         long type = record[WB_TYPE], level = record[WB_LEVEL];
-        if (type != WB_FRAME_TASK && type != WB_COM_TASK && type != WB_POSTURE_TASK) continue;
+        if (!WB_IS_TASK(type)) continue;
         const double *param = settings + record[WB_PARAM];
         for (long j = 0; j < record[WB_COUNT]; j++)
             if (param[1 + j] > 0) column[fill[level]++] = type == WB_POSTURE_TASK ? base_nv + j : -1;
@@ -187,16 +222,22 @@ static void KERNEL(wb_assemble)(long i, long g, long n, const long long *plan, c
     for (long e = 0; e < total_rows * nv; e++) J[e] = 0;
     for (long e = 0; e < nv; e++) lb[e] = -INFINITY, ub[e] = INFINITY;
     const REAL *com = S->com + i * 3, *com_jacobian = S->com_jacobian + i * 3 * nv;
+    REAL relative_pose[16], relative_jacobian[6 * nv];
     for (long k = 0; k < blocks; k++, record += WB_RECORD) {
-        long type = record[WB_TYPE], f = record[WB_FRAME], t = record[WB_TARGET];
+        long type = record[WB_TYPE], f = record[WB_FRAME], t = record[WB_TARGET], root = record[WB_ROOT];
         const double *param = settings + record[WB_PARAM];
         const REAL *target = t >= 0 ? (const REAL *)targets[t] + g * strides[t] : 0;
         const REAL *pose = f >= 0 ? S->poses + (f * n + i) * 16 : 0;
         const REAL *jacobian = f >= 0 ? S->jacobians + (f * n + i) * 6 * nv : 0;
-        if (type == WB_FRAME_TASK || type == WB_COM_TASK || type == WB_POSTURE_TASK) {
+        if (type == WB_RELATIVE_FRAME_TASK) {
+            KERNEL(wb_relative)(nv, S->poses + (root * n + i) * 16, pose, S->jacobians + (root * n + i) * 6 * nv,
+                                jacobian, relative_pose, relative_jacobian);
+            pose = relative_pose, jacobian = relative_jacobian;
+        }
+        if (WB_IS_TASK(type)) {
             long level = record[WB_LEVEL], first = record[WB_FIRST], count = record[WB_COUNT];
             REAL error[6] = {0, 0, 0, 0, 0, 0};
-            if (type == WB_FRAME_TASK && errors) KERNEL(wb_pose_error)(target, pose, settings, error);
+            if (WB_IS_POSE_TASK(type) && errors) KERNEL(wb_pose_error)(target, pose, settings, error);
             if (type == WB_COM_TASK)
                 for (int a = 0; a < 3; a++) error[a] = target[a] - com[a];
             double gain = param[0];
@@ -209,7 +250,7 @@ static void KERNEL(wb_assemble)(long i, long g, long n, const long long *plan, c
                     Jrow[base_nv + j] = cost;
                     r[row] = gain * cost * (double)(REAL)(target[j] - q[base_nq + j]);
                 } else {
-                    const REAL *from = type == WB_FRAME_TASK ? jacobian + src * nv : com_jacobian + src * nv;
+                    const REAL *from = WB_IS_POSE_TASK(type) ? jacobian + src * nv : com_jacobian + src * nv;
                     for (long e = 0; e < nv; e++) Jrow[e] = cost * (double)from[e];
                     r[row] = gain * cost * (double)error[src];
                 }

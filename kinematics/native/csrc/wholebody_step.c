@@ -139,9 +139,13 @@ static void KERNEL(wb_evaluate)(long i, long g, long n, const long long *plan, c
         long type = record[WB_TYPE], f = record[WB_FRAME], t = record[WB_TARGET];
         const REAL *target = t >= 0 ? (const REAL *)targets[t] + g * strides[t] : 0;
         const REAL *pose = f >= 0 ? S->poses + (f * n + i) * 16 : 0;
-        REAL error[6];
-        if (type == WB_FRAME_TASK || type == WB_CONTACT) KERNEL(wb_pose_error)(target, pose, settings, error);
-        if (type == WB_FRAME_TASK) {
+        REAL error[6], relative_pose[16];
+        if (type == WB_RELATIVE_FRAME_TASK) {
+            KERNEL(wb_relative)(0, S->poses + (record[WB_ROOT] * n + i) * 16, pose, 0, 0, relative_pose, 0);
+            pose = relative_pose;
+        }
+        if (WB_IS_POSE_TASK(type) || type == WB_CONTACT) KERNEL(wb_pose_error)(target, pose, settings, error);
+        if (WB_IS_POSE_TASK(type)) {
             for (long j = 0; j < record[WB_COUNT]; j++) *residual++ = error[record[WB_FIRST] + j];
         } else if (type == WB_COM_TASK) {
             for (int a = 0; a < 3; a++) *residual++ = target[a] - com[a];

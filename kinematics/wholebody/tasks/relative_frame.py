@@ -66,3 +66,9 @@ class RelativeFrameTask(Task):
         linear = J_frame[..., :3, :] - J_root[..., :3, :] + skew(d) @ J_root[..., 3:, :]
         angular = J_frame[..., 3:, :] - J_root[..., 3:, :]
         return torch.cat((R_root_t @ linear, R_root_t @ angular), -2)
+
+    def compiled_form(self, plan) -> bool:
+        if type(self) is not RelativeFrameTask:  # a subclass may compute other rows: it declares its own compiled form
+            return False
+        plan.relative_frame_task(self.name, self.frame, self.root, self.gain, self.cost().tolist())
+        return True

@@ -18,14 +18,14 @@ import numpy as np
 import pytest
 import torch
 from browser_support import find_x_arrow, input_xpath, method_row, project
-from viewer_support import free_port, rested, wait_until
+from viewer_support import free_port, rested, type_text, wait_until
 
 from app.counterweight.answers import POLICY, REACH_ONLY, RESTED, BodyAnswer, BodySolver, convex_hull
 from app.counterweight.methods import BODY_BY_KEY, FAST_BODY_KEYS, RUN_KEYS
-from app.counterweight.panel import answers_table
+from app.counterweight.panel import answers_table, verdict_legend
 from app.counterweight.region import INSIDE_RAD, GoalRegion
 from app.counterweight.scene import CAMERA, INITIAL_GOAL, NEEDS_A_RUN
-from app.counterweight.trainer import LiveCounterweightTrainer
+from app.counterweight.trainer import LiveCounterweightTrainer, live_gradient_trainer
 from app.shell.stage import GIZMO_SCALE
 from learning.counterweight.config import PRESETS
 from learning.counterweight.experiment import build_problem, checkpoint_path
@@ -58,13 +58,15 @@ def _row(table: str, label: str) -> str:
 
 def test_table_marks_pending_answers_a_violated_margin_and_methods_without_a_run() -> None:
     drawn = {
-        "reach_only": _answer(balanced=False, balance_margin=-0.003, success=False),
+        "reach_only": _answer(balanced=False, balance_margin=-0.003, success=False, failed=("margin",)),
         "policy": _answer(),
+        "constant": _answer(success=False, hand_error=0.0008, balance_margin=0.011, failed=("feet", "limits")),
         "es_seconds": NEEDS_A_RUN,
     }
     table = answers_table(drawn, pending={"policy"})
     reach = _row(table, "reach only")
-    assert "✘" in reach and "-3.0 ⚠" in reach and "rested (16 it.)" in reach
+    assert "| ✘ margin |" in reach and "-3.0 ⚠" in reach and "rested (16 it.)" in reach
+    assert "| ✘ feet limits | 0.8 | 11.0 |" in _row(table, "best constant offset")  # reached, yet missed: says why
     policy = _row(table, "learned policy (R^9)")
     assert "□</span>" in policy and "opacity" in policy and ">4.0<" in policy, "pending: hollow swatch, dimmed"
     answered = answers_table(drawn).splitlines()
@@ -73,9 +75,12 @@ def test_table_marks_pending_answers_a_violated_margin_and_methods_without_a_run
             continue
         assert after.count("|") == before.count("|")
         assert re.sub(r"<[^>]+>", "", after).replace("□", "■") == re.sub(r"<[^>]+>", "", before)
-    assert "| needs `--run RUN` |" in _row(table, "ES (equal time)")
+    assert f"| {NEEDS_A_RUN} |" in _row(table, "ES (equal time)") and len(NEEDS_A_RUN) <= 12  # one line in a cell
     assert "| – |" in _row(table, "per-goal optimisation")
     assert len([line for line in table.splitlines() if line.startswith("| <span")]) == len(BODY_BY_KEY)
+    legend = verdict_legend(0.01, 0.01, 1e-4)
+    assert "the hand within 10 mm of the goal" in legend and "at least 9.9 mm inside the support polygon" in legend
+    assert answers_table(drawn, verdict=legend).split("\n\n")[1].startswith("✔: the experiment's success")
 
 
 def test_chunked_solve_is_the_experiments_solve(one_thread) -> None:
@@ -109,7 +114,7 @@ def test_live_trainer_steps_validates_and_snapshots(one_thread) -> None:
     solver = BodySolver(cfg)
     goals = (solver.problem.shoulder + torch.tensor([0.3, -0.05, -0.1]))[None].double()
     policy = make_policy("gradient", solver.problem, cfg)
-    trainer = LiveCounterweightTrainer(solver.problem, policy, goals, goals, cfg.train, 0)
+    trainer = live_gradient_trainer(solver.problem, policy, (goals, goals), cfg.train, 0)
     loss = trainer.step()
     assert math.isfinite(loss) and trainer.step_count == 1 and trainer.history.loss == [loss]
     assert 0.0 <= trainer.validate() <= 1.0 and trainer.history.val_steps == [1]
@@ -141,13 +146,21 @@ def test_goal_region_clamps_side_near_and_far_goals_into_the_region() -> None:
         assert region.clamp(np.round(point, 4))[1] is None  # the page's rounding keeps it inside
     point, message = region.clamp(np.array([np.nan, 0.0, 1.0]))
     assert np.all(np.isfinite(point)) and "nan" in message
+    far = region.point(0.43, -0.1, 0.4)  # held out by distance, above the elevation range
+    point, message = region.clamp(far)
+    distance, _, elevation = region.spherical(point)
+    limit = f"{math.degrees(REGION.elevation[1]):.1f}°"
+    assert f"to {limit}" in message and f"elevation {math.degrees(elevation):.1f}°" in region.describe(point)
+    assert math.degrees(elevation) <= math.degrees(REGION.elevation[1])  # the two lines agree: inside the limit
+    assert f"beyond {REGION.distance[1]:.3f} m held out" in message and f"{distance:.3f} m" in region.describe(point)
+    assert len(message) < 320 and "sector:" not in message  # a short paragraph; where it lies is the goal line's
 
 
 @pytest.mark.slow
 def test_moving_goal_draws_no_stale_answer_and_latency_while_training(start_g1) -> None:
     viewer = start_g1()
     assert all(viewer.drawn[key] == NEEDS_A_RUN for key in RUN_KEYS)  # said in their rows, not left out
-    assert "needs `--run RUN`" in viewer.reach.table.content
+    assert NEEDS_A_RUN in viewer.reach.table.content
     wait_until(lambda: viewer.trainer.status.step >= 1 and rested(viewer), 120, "the trainer and rested answers")
     viewer.latencies_ms.clear()
     region = viewer.region
@@ -182,7 +195,8 @@ def test_a_loaded_run_shows_every_policy_as_a_ghost_and_a_row(start_g1, smoke_ru
     table = viewer.reach.table.content
     for key in FAST_BODY_KEYS:
         answer, ghost = viewer.drawn[key], viewer.ghosts[key]
-        assert re.search(r"\| [✔✘] \|", _row(table, BODY_BY_KEY[key].label)), key
+        assert re.search(r"\| (✔|✘( [a-z]+)*) \|", _row(table, BODY_BY_KEY[key].label)), key
+        assert answer.success == (answer.failed == ()), key  # a ✘ names what was missed
         assert ghost.drawn == BODY_BY_KEY[key].shown  # answered; drawn as the picker says
         if key != REACH_ONLY:  # its body targets, as frames where its ghost is drawn
             for name, frame in ghost.targets.items():
@@ -205,26 +219,50 @@ def test_a_goal_outside_the_region_is_clamped_with_a_message(start_g1, smoke_run
     distance, azimuth, _ = region.spherical(np.array(question.p))
     assert azimuth == pytest.approx(REGION.between_azimuth[0] + INSIDE_RAD)
     moved = ", ".join(f"{v:.3f}" for v in question.p)
-    assert f"moved to ({moved}) m" in viewer.status.messages["goal bounds"]
-    assert f"moved to ({moved}) m" in viewer.reach.bounds.content
+    assert f"moved to ({moved}) m" in viewer.reach.bounds.content and "goal bounds" not in viewer.status.messages
     assert "between the sectors" in viewer.reach.where.content
     np.testing.assert_allclose(viewer.gizmo.handle.position, question.p)
-    np.testing.assert_allclose(viewer.reach.goal, question.p, atol=1e-4)  # the inputs follow a button
+    np.testing.assert_allclose(_boxes(viewer), question.p, atol=1e-4)  # the boxes follow a button
 
     far = region.point(0.6, -2.7, 0.0)  # typed: too far, behind
-    for handle, v in zip(viewer.reach.inputs, far, strict=True):
-        handle.value = float(v)  # a draft: nothing moves yet
-    assert viewer.board.current.p == question.p
-    viewer.reach.form.submit()  # Enter
+    for box, v in zip(viewer.reach.typed.boxes, far, strict=True):
+        box.value = repr(float(v))  # typed text, taken at Enter (or a pause)
+    viewer.reach.typed.commit()  # Enter
     distance, azimuth, _ = region.spherical(np.array(viewer.board.current.p))
     assert distance == pytest.approx(REGION.far_distance[1] - INSIDE_RAD) and azimuth == pytest.approx(-2.7)
     assert (
         "behind sector" in viewer.reach.where.content and "farther than any trained goal" in viewer.reach.where.content
     )
-    np.testing.assert_allclose(viewer.reach.goal, viewer.board.current.p, atol=1e-4)  # committed: shows where it went
+    np.testing.assert_allclose(_boxes(viewer), viewer.board.current.p, atol=1e-4)  # committed: shows where it went
     inside = region.point(0.37, -2.6, -0.1)
     viewer.set_target(inside)
-    assert "goal bounds" not in viewer.status.messages and viewer.reach.bounds.content == ""
+    assert viewer.reach.bounds.content == ""
+
+
+def _boxes(viewer) -> list[float]:
+    return [float(box.value) for box in viewer.reach.typed.boxes]
+
+
+def test_a_goal_typed_key_by_key_keeps_its_minus_sign_and_refused_text_says_why(start_g1) -> None:
+    """The goal boxes are the Franka scene's typed numbers: ``-0.25`` typed at 120 ms a key is -0.25, not 0.25; a box
+    reading ``abc`` is refused under the boxes, the goal unchanged."""
+    viewer = start_g1(train=False)
+    region = viewer.region
+    start = region.point(0.38, -0.3, -0.1)  # in front, right of the shoulder
+    viewer.set_target(start)
+    wanted = np.array(viewer.board.current.p)
+    wanted[1] = round(wanted[1] - 0.01, 4)
+    assert wanted[1] < 0 and region.clamp(wanted)[1] is None  # inside the region: nothing moves it
+    said = type_text(viewer.reach.typed.boxes[1], f"{wanted[1]:.4f}", key_interval_s=0.12)
+    assert said[:2] == ["-", "-0"]  # never rewritten under the cursor
+    viewer.reach.typed.commit()  # Enter
+    assert viewer.board.current.p[1] == pytest.approx(wanted[1]) and viewer.reach.refused.content == ""
+    before = viewer.board.current.p
+    viewer.reach.typed.boxes[0].value = "abc"
+    viewer.reach.typed.commit()
+    assert viewer.board.current.p == before
+    assert "'abc' is not a number" in viewer.reach.refused.content
+    assert viewer.reach.typed.boxes[0].value == f"{before[0]:.4f}".rstrip("0").rstrip(".")  # rewritten at Enter
 
 
 @pytest.mark.slow
@@ -253,7 +291,7 @@ TYPED_GOAL = (0.38, 0.1, -0.1)  # distance (m), azimuth, elevation (rad): in fro
 
 @pytest.mark.browser
 def test_dragging_the_goal_with_the_mouse_from_front_to_behind(page, tmp_path: Path) -> None:  # noqa: F811
-    """Then types a goal in front and commits it with Enter. ``--light``: the solid G1 as a stick figure too (its
+    """Then types a goal in front into the goal's text boxes and commits it with Enter. ``--light``: the solid G1 as a stick figure too (its
     meshes take seconds a frame in software WebGL)."""
     log_path = tmp_path / "app.log"
     with log_path.open("w") as log:
@@ -294,7 +332,7 @@ def _drag_in_browser(page, proc, log_path: Path) -> None:  # noqa: F811
 
     def answered(phase: str | None = None) -> bool:
         current = rows()
-        return all(len(c) > 4 and c[1] in "✔✘" and (phase is None or phase in c[4]) for c in current.values())
+        return all(len(c) > 4 and c[1][:1] in ("✔", "✘") and (phase is None or phase in c[4]) for c in current.values())
 
     wait_until(lambda: answered("rested"), 90, "the first rested answers in the page", poll_s=0.2)
     assert "front sector" in _goal_line(page)
@@ -315,13 +353,11 @@ def _drag_in_browser(page, proc, log_path: Path) -> None:  # noqa: F811
     wait_until(lambda: answered("rested") and rows() != before, 60, "rows answering the dragged goal", poll_s=0.2)
     print(f"\ndragged {np.linalg.norm(end - start):.0f} px: {_goal_line(page)}; rows {rows()}")
 
-    typed = _goal(TYPED_GOAL)  # typed back into the front sector: a draft until Enter
+    typed = _goal(TYPED_GOAL)  # typed back into the front sector, committed by Enter (a pause would too)
     behind = rows()
     for axis, value in zip("xyz", typed, strict=True):
         page.locator(f"xpath={input_xpath(f'goal {axis} (m)')}").fill(f"{value:.4f}")
         page.wait_for_timeout(200)  # viser's page sends one message per 50 ms and keeps only the latest
-    page.wait_for_timeout(1000)
-    assert "behind sector" in _goal_line(page), "a typed draft moved the goal"
     page.locator(f"xpath={input_xpath('goal z (m)')}").press("Enter")
     wait_until(lambda: "front sector" in _goal_line(page), 30, "the typed goal, committed by Enter", poll_s=0.2)
     wait_until(lambda: answered("rested") and rows() != behind, 60, "rows answering the typed goal", poll_s=0.2)

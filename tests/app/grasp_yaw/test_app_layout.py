@@ -13,11 +13,12 @@ from browser_support import project
 import assets
 from app.grasp_yaw.inference import MethodResult
 from app.grasp_yaw.methods import BY_KEY, KEYS, METHODS, SEARCH_KEYS
-from app.grasp_yaw.panel import results_table
+from app.grasp_yaw.panel import gap_line, results_table
 from app.grasp_yaw.scene import INITIAL_TARGET
-from app.grasp_yaw.workspace import SCENE_LABEL_ANCHOR, SCENE_LABEL_SCALE, workspace_labels
-from app.shell.ghost_labels import LABEL_ANCHOR, LABEL_SCALE, label_position
-from app.shell.stage import translation_limits
+from app.grasp_yaw.workspace import CAMERA, SCENE_LABEL_ANCHOR, SCENE_LABEL_SCALE, workspace_labels
+from app.shell.answers_table import PENDING
+from app.shell.ghost_labels import LABEL_ANCHOR, LABEL_SCALE, SWATCH_RADIUS_M, label_position, screen_right
+from app.shell.stage import GIZMO_SCALE, translation_limits
 from learning.grasp_yaw.config import preset
 
 CANVAS = (1280, 800)  # px: the browser test's window
@@ -49,6 +50,10 @@ def test_pending_answers_keep_the_tables_layout() -> None:
         assert "pending" not in "".join(marked), "pending is marked, not written into a cell"
         learned = next(line for line in marked if "learned predictor" in line)
         assert "□" in learned and "opacity" in learned, "the pending row is marked (hollow swatch, dimmed)"
+    searching = dict(rows) | {key: PENDING for key in SEARCH_KEYS}  # a drag: the searches hidden until they land
+    gap = gap_line(rows, set())
+    moving = results_table(searching, set(KEYS), gap).split("\n\n")[1]
+    assert _visible_text(moving) == _visible_text(gap) and "opacity" in moving, "the gap line keeps its text, dimmed"
 
 
 def _label_box(position: np.ndarray, text: str, scale: float, anchor: str) -> np.ndarray:
@@ -79,11 +84,32 @@ def test_ghost_labels_never_overlap_the_regions_labels_at_the_initial_camera() -
         for _, text, position in workspace_labels(ws)
     ]
     texts = [f"{m.label} (pending…)" for m in METHODS]  # every ghost drawn, each label at its longest
+    right = screen_right(CAMERA)
     for target in [np.array(INITIAL_TARGET), *corners, *targets]:
         for row, text in enumerate(texts):
-            ghost = _label_box(label_position(target, row), text, LABEL_SCALE, LABEL_ANCHOR)
+            ghost = _label_box(label_position(target, row, right), text, LABEL_SCALE, LABEL_ANCHOR)
             for region in regions:
                 assert not _overlap(ghost, region), f"{text!r} above {target.round(3)} overlaps a region's label"
+
+
+def test_ghost_labels_stand_left_of_the_gizmos_z_arrow_and_run_away_from_the_panel() -> None:
+    """Every label of a full column ends left of the target's z arrow (as the initial camera sees it), so none
+    covers the arrow, and its text runs left, away from the control panel on the page's right; its dot follows it."""
+    ws = preset("smoke").workspace
+    right = screen_right(CAMERA)
+    rng = np.random.default_rng(1)
+    targets = np.stack([rng.uniform(*ws.x, 300), rng.uniform(*ws.y, 300), rng.uniform(*ws.z, 300)], -1)
+    texts = [f"{m.label} (pending…)" for m in METHODS]
+    for target in [np.array(INITIAL_TARGET), *targets]:
+        arrow = [project(target + [0.0, 0.0, h], *CANVAS) for h in np.linspace(0.0, GIZMO_SCALE, 5)]
+        arrow_left = min(p[0] for p in arrow) - 4.0  # px: the arrow's width
+        for row, text in enumerate(texts):
+            left, top, label_right, bottom = _label_box(label_position(target, row, right), text, LABEL_SCALE,
+                                                        LABEL_ANCHOR)  # fmt: skip
+            assert label_right <= arrow_left, f"{text!r} beside {target.round(3)} covers the gizmo's z arrow"
+    label_x = project(label_position(np.array(INITIAL_TARGET), 0, right), *CANVAS)[0]
+    dot_x = project(label_position(np.array(INITIAL_TARGET), 0, right) + 1.5 * SWATCH_RADIUS_M * right, *CANVAS)[0]
+    assert dot_x > label_x, "the dot follows the label's end"
 
 
 def test_the_gizmo_can_be_dragged_over_the_whole_target_box() -> None:

@@ -22,7 +22,7 @@ import assets
 from app.grasp_yaw.ghosts import Ghost
 from app.grasp_yaw.inference import GraspSolver
 from app.grasp_yaw.methods import SEARCH_KEYS
-from app.grasp_yaw.scene import Viewer
+from app.grasp_yaw.scene import BOUNDS, Viewer
 from app.shell.answers_table import PENDING_SWATCH
 from app.shell.server import exposure_notice
 from app.shell.supervision import Supervisor
@@ -230,7 +230,7 @@ def test_out_of_range_inputs_are_moved_into_reach_with_a_message(start_viewer) -
         assets.PANDA_TOP_DOWN_REACH.shoulder
     )
     assert np.linalg.norm(wrist) <= assets.PANDA_TOP_DOWN_REACH.radius
-    assert "outside the arm's top-down reach" in viewer.status.messages["target bounds"]
+    assert "outside the arm's top-down reach" in viewer.grasp.target_notes.messages[BOUNDS]
     assert viewer.grasp.target[0] == pytest.approx(x, abs=1e-4), "the input shows the moved value"
     assert np.allclose(viewer.gizmo.handle.position, question.p)
     type_text(viewer.grasp.targets.boxes[0], "1e9")  # as a browser typing it, then Enter
@@ -238,13 +238,13 @@ def test_out_of_range_inputs_are_moved_into_reach_with_a_message(start_viewer) -
     assert viewer.board.current.p[0] < 0.8
     assert viewer.grasp.target[0] == pytest.approx(viewer.board.current.p[0], abs=1e-4), "the box shows it"
     viewer.set_target(np.array([0.5, 0.1, 0.1]))
-    assert "target bounds" not in viewer.status.messages, "a target inside clears the message"
+    assert BOUNDS not in viewer.grasp.target_notes.messages, "a target inside clears the message"
 
     lower, upper = viewer.robot.limits[assets.PANDA.joints[3]]
     q0 = np.array(assets.PANDA.reference_posture)
     q0[3] = upper + 1.0
     assert viewer.set_q0(q0).q0[3] == pytest.approx(upper)
-    assert assets.PANDA.joints[3] in viewer.status.messages["q0 bounds"]
+    assert assets.PANDA.joints[3] in viewer.grasp.q0_notes.messages[BOUNDS]
     wait_until(lambda: viewer.drawn_question == viewer.board.current, 30, "answers for the moved inputs")
     assert viewer.drawn["radial"].yaw == pytest.approx(math.atan2(viewer.board.current.p[1], 0.5), abs=1e-6)
 
@@ -303,14 +303,15 @@ def test_trainer_status_reads_steps_and_losses_together() -> None:
             status = worker.status
             reads += 1
             mismatched += len(status.steps) != len(status.loss)
-            assert len(status.steps) <= 50
+            assert len(status.steps) <= 50 + 1 + status.points_per_loss  # keep, one to pair, the newest steps
     finally:
         worker.close()
     assert reads > 100 and worker.status.step > 100
     assert mismatched == 0
-    status = worker.status
-    assert status.steps == list(range(status.step - 49, status.step + 1))
-    assert status.loss == pytest.approx([1.0 / s for s in status.steps])
+    status = worker.status  # the whole run, its older points averaged in pairs (2^k steps each)
+    assert status.steps[0] == pytest.approx((1 + status.points_per_loss) / 2) and status.points_per_loss > 1
+    assert status.step - status.points_per_loss < status.steps[-1] <= status.step and np.all(np.diff(status.steps) > 0)
+    assert status.loss[0] == pytest.approx(np.mean([1.0 / s for s in range(1, status.points_per_loss + 1)]))
 
 
 def test_callback_failures_of_the_trainer_are_shown_and_training_goes_on() -> None:

@@ -489,7 +489,7 @@ class WholeBodyCases(Cases):
         return Case(f"WholeBodyIKLayer.{method} {notes}", run, inputs, True, mode, tolerance=1e-6)
 
 
-WHOLEBODY_CASES = 60
+WHOLEBODY_CASES = 90
 
 
 def test_every_wholebody_call_equals_the_torch_path_or_raises_a_project_error(monkeypatch, capsys):
@@ -500,6 +500,7 @@ def test_every_wholebody_call_equals_the_torch_path_or_raises_a_project_error(mo
             f"\nwhole-body fuzz: {WHOLEBODY_CASES} cases (seed {SEED}): {counts['value']} answered alike, "
             f"{counts['project error']} raised the same ProjectError; {counts['kernel']} reached a compiled kernel"
         )
-    # an input in another dtype (10 % each, eight inputs) or a target expanded past a batch of one is refused
-    assert counts["value"] > WHOLEBODY_CASES // 3 and counts["project error"] > 5
+    # an input in another dtype (10 % each, nine inputs: 61 % of the cases hold one) or a target expanded past a batch
+    # of one is refused: about a quarter answer
+    assert counts["value"] > WHOLEBODY_CASES // 5 and counts["project error"] > 5
     assert counts["kernel"] > WHOLEBODY_CASES // 3

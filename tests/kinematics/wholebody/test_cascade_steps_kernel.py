@@ -16,9 +16,11 @@ from wholebody_support import G1, HAND, LEFT_HAND, every_kind_layer, every_kind_
 
 from kinematics import native
 from kinematics.wholebody import (
+    Constraint,
     FrameTask,
     RelativeFrameTask,
     StepLimit,
+    Task,
     WholeBodyIKCfg,
     WholeBodyIKLayer,
     standing_problem,
@@ -67,7 +69,7 @@ def test_the_standing_problem_equals_its_reference_in_float64(g1, steps) -> None
 
 @pytest.mark.parametrize("seed", range(6))
 def test_every_kind_of_task_and_constraint_equals_its_reference(g1, seed) -> None:
-    """Three levels, zero-cost rows, per-axis costs and limits, reaches up to 0.35 m (some out of range: unsolved
+    """Four levels, zero-cost rows, per-axis costs and limits, reaches up to 0.35 m (some out of range: unsolved
     levels, the interior point's retry; no active-set steps at all for seed 0 and 3): float64 to 1e-10, statuses and
     active sets equal."""
     layer = every_kind_layer(g1, WholeBodyIKCfg(qp_active_set_steps=seed % 3, qp_refinements=1 + seed % 2))
@@ -161,24 +163,59 @@ def test_the_layer_solves_through_the_kernel_and_autograd_through_the_reference(
 
 
 def test_a_layer_the_plan_does_not_encode_runs_its_reference(g1, monkeypatch) -> None:
+    class HandHeight(Task):  # a user's own task, without a compiled form
+        size, target_shape, frames = 1, (1,), (HAND,)
+
+        def error(self, tree, state, q, target):
+            return target - tree.frame_pose(state, HAND)[..., 2:3, 3]
+
+        def jacobian(self, tree, state, q):
+            return tree.frame_jacobian(state, HAND)[..., 2:3, :]
+
     problem = standing_problem(g1, G1)
-    relative = RelativeFrameTask("hands", HAND, LEFT_HAND)
-    layer = WholeBodyIKLayer(g1, [[relative], [problem.layer.tasks["posture"]]], problem.layer.constraints)
+    layer = WholeBodyIKLayer(g1, [[HandHeight("height", 1.0)], [problem.layer.tasks["posture"]]],
+                             problem.layer.constraints)  # fmt: skip
     monkeypatch.setattr(step_plan, "_WARNED", set())
-    with pytest.warns(step_plan.NoCompiledFormWarning, match="RelativeFrameTask 'hands' has no compiled form"):
+    with pytest.warns(step_plan.NoCompiledFormWarning, match="HandHeight 'height' has no compiled form"):
         assert step_plan.build(layer) is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per class
         assert step_plan.build(layer) is None
-    T = g1.frame_pose(problem.q_stand, LEFT_HAND).inverse() @ g1.frame_pose(problem.q_stand, HAND)
-    T[:3, 3] += 0.02
-    result = layer.solve({**problem.fixed_targets, "hands": T}, problem.q_stand)
-    assert result.residuals["hands"].norm() < 0.02
+    height = g1.frame_pose(problem.q_stand, HAND)[2:3, 3] + 0.02
+    result = layer.solve({**problem.fixed_targets, "height": height}, problem.q_stand)
+    assert result.residuals["height"].abs().max() < 1e-3
     limits = [
         *problem.layer.constraints,
         *(StepLimit(0.3, name=f"limit{k}") for k in range(step_plan.MAX_BOUND_BLOCKS)),
     ]
     assert step_plan.build(WholeBodyIKLayer(g1, problem.layer.levels, limits)) is None  # more limits than it reads
+
+
+def test_every_shipped_task_and_constraint_declares_a_compiled_form() -> None:
+    from kinematics.wholebody import constraints, tasks
+
+    shipped = [getattr(module, name) for module in (tasks, constraints) for name in module.__all__]
+    bases = (Task, Constraint)
+    without = [c.__name__ for c in shipped if c not in bases and c.compiled_form in (b.compiled_form for b in bases)]
+    assert len(shipped) == 10 and without == []
+    layer = every_kind_layer(tree_of(torch.float64))
+    kinds = {type(part) for part in [*layer.tasks.values(), *layer.constraints]}
+    assert kinds == set(shipped) - {Task, Constraint}  # the layer the comparisons below run holds every one
+
+
+def test_a_relative_frame_task_alone_runs_compiled_to_its_reference(g1) -> None:
+    """The left hand held in the right hand's frame, moved 2-12 cm, with the feet and balance held: the plan encodes
+    it and the compiled solve ends where the torch composition does."""
+    problem = standing_problem(g1, G1)
+    relative = RelativeFrameTask("hands", LEFT_HAND, HAND, orientation_cost=0.3)
+    layer = WholeBodyIKLayer(g1, [[relative], [problem.layer.tasks["posture"]]], problem.layer.constraints)
+    assert step_plan.build(layer) is not None
+    T = RelativeFrameTask.relative_pose(g1, g1.forward_kinematics(problem.q_stand), LEFT_HAND, HAND).expand(4, 4, 4)
+    T = T.clone()
+    T[:, :3, 3] += torch.tensor([[0.02, 0, 0], [0, 0.05, 0], [0, 0, 0.08], [0.05, -0.08, 0.06]], dtype=T.dtype)
+    compiled, reference = both_paths(layer, {**problem.fixed_targets, "hands": T}, problem.q_stand.expand(4, -1), 12)
+    assert_same(compiled, reference, atol=1e-10)
+    assert compiled[5][:, :3].norm(dim=-1).max() < 0.01  # the evaluation's residuals: the first rows are the hands'
 
 
 def test_the_plan_follows_the_layers_dtype_and_settings() -> None:
