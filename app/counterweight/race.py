@@ -23,21 +23,27 @@ import viser
 import viser.uplot as uplot
 from torch import nn
 
-from app.counterweight.trainer import LiveCounterweightTrainer, live_goals, live_zero_order_trainer
+from app.counterweight.trainer import (
+    GOALS_JOIN_S,
+    LIVE_TRAIN_GOALS,
+    LIVE_VALIDATION_GOALS,
+    LiveCounterweightTrainer,
+    live_goals,
+    live_zero_order_trainer,
+    split_generator,
+)
 from app.shell.status import StatusLine
 from app.shell.supervision import Supervisor
 from app.shell.trainer_worker import FAILED, TrainerStatus, TrainerWorker
 from app.shell.training_panel import CURVE_PERIOD_S, TrainingPanel, binned
 from learning.counterweight.config import ExperimentCfg
 from learning.counterweight.experiment import build_problem
-from learning.counterweight.goals import SPLITS
 from learning.counterweight.problem import CounterweightProblem
 from learning.counterweight.study.design import StudyCfg
 from learning.counterweight.study.regions import sample_goals
 from learning.counterweight.study.tuned import tuned_settings
 
 RACE_DEFAULT = "es"  # the zero-order method until the user picks another
-GOALS_JOIN_S = 60.0  # how long closing waits for a drawing of goals (seconds on one core)
 RACE_METHODS = {"es": "ES", "sep_cma": "sep-CMA-ES", "linear_cma": "linear CMA-ES", "pgpe": "PGPE"}
 TUNED_BUDGET = "10x"  # the study's settings for its largest budget: the race runs on and on
 EXPERIMENT_REGION = "the experiment's region"
@@ -49,7 +55,7 @@ LEVELS: dict[str, str | None] = {  # the goals' name on the page -> the study's 
     "2 sectors": "sectors-2",
     "1 sector": "sectors-1",
 }
-RACE_GOALS = {"train": 64, "validation": 16}  # as the scene's live goals (``trainer.LIVE_TRAIN_GOALS``)
+RACE_GOALS = {"train": LIVE_TRAIN_GOALS, "validation": LIVE_VALIDATION_GOALS}  # as the scene's live goals
 GRADIENT_RGB, ZERO_ORDER_RGB = "#1eaa5a", "#c0306a"
 
 
@@ -68,8 +74,7 @@ def level_goals(problem: CounterweightProblem, cfg: ExperimentCfg, cell: str) ->
     study = StudyCfg(goals=cfg.goals)
     out = []
     for name, n in RACE_GOALS.items():
-        generator = torch.Generator().manual_seed(cfg.split_seed * 100 + SPLITS.index(name))
-        out.append(sample_goals(problem, study, study.cell(cell), n, generator)["goals"])
+        out.append(sample_goals(problem, study, study.cell(cell), n, split_generator(cfg, name))["goals"])
     return out[0], out[1]
 
 

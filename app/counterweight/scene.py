@@ -46,7 +46,7 @@ from app.counterweight.online import OnlineWorker
 from app.counterweight.panel import ReachPanel, verdict_legend
 from app.counterweight.race import Race
 from app.counterweight.region import GoalRegion
-from app.counterweight.trainer import LiveCounterweightTrainer, live_goals, live_gradient_trainer
+from app.counterweight.trainer import GOALS_JOIN_S, LiveCounterweightTrainer, live_goals, live_gradient_trainer
 from app.counterweight.view import (
     PAYLOAD_RGB,
     SOLID_RGB,
@@ -88,7 +88,6 @@ SNAPSHOT_EVERY = 2  # trainer steps
 LIVE_BATCH = 8  # goals per live trainer step (the experiment's 32 take about 1.1 s a step, 8 about 0.5 s)
 TRAINER_QUIET_S = 0.5  # the trainer starts a step only once the goal has rested this long
 TRAINER_WAIT_S = 30.0  # ... or once it has waited this long (a drag that never pauses still trains, slowly)
-GOALS_JOIN_S = 60.0  # how long closing waits for the live trainer's goals to be drawn (about 6 s on one core)
 NEEDS_A_RUN = "needs a run"  # in the table's narrow cells (the picker's box says how: ``--run RUN``)
 NOT_IN_RUN = "not in the run"
 PAGE = "page"

@@ -24,6 +24,7 @@ from learning.counterweight.zero_order import ZeroOrderTrainer
 
 LIVE_TRAIN_GOALS = 64  # without a run: the live trainer's goals (a run's splits hold 256 and 64)
 LIVE_VALIDATION_GOALS = 16
+GOALS_JOIN_S = 60.0  # how long closing waits for a drawing of live goals to end (about 6 s on one core)
 
 
 def live_goals(problem: CounterweightProblem, cfg: ExperimentCfg) -> tuple[torch.Tensor, torch.Tensor]:
@@ -34,9 +35,13 @@ def live_goals(problem: CounterweightProblem, cfg: ExperimentCfg) -> tuple[torch
     answers."""
     out = []
     for name, n in (("train", LIVE_TRAIN_GOALS), ("validation", LIVE_VALIDATION_GOALS)):
-        gen = torch.Generator().manual_seed(cfg.split_seed * 100 + SPLITS.index(name))
-        out.append(sample_split(problem, gen, n, cfg.goals, name).goals)
+        out.append(sample_split(problem, split_generator(cfg, name), n, cfg.goals, name).goals)
     return out[0], out[1]
+
+
+def split_generator(cfg: ExperimentCfg, split: str) -> torch.Generator:
+    """The generator a split's live goals are drawn from (the experiment's split seed, one stream per split)."""
+    return torch.Generator().manual_seed(cfg.split_seed * 100 + SPLITS.index(split))
 
 
 class LiveCounterweightTrainer:
