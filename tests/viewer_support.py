@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
 from collections.abc import Callable
 
+import msgspec.msgpack
 import numpy as np
 import pytest
 import viser
+import websockets.sync.client
+from viser._messages import ViewerCameraMessage
 
 
 def free_port() -> int:
@@ -73,3 +77,15 @@ def rested(viewer, keys=None) -> bool:
         and all(isinstance(drawn[key], BodyAnswer) and drawn[key].phase == RESTED for key in keys)
         and not set(keys) & viewer.pending
     )
+
+
+@contextlib.contextmanager
+def websocket_tab(url: str):
+    """A browser tab as viser counts one: a websocket of its protocol that has reported its camera."""
+    with websockets.sync.client.connect(url, subprotocols=[f"viser-v{viser.__version__}"], max_size=None) as socket:
+        camera = ViewerCameraMessage(
+            wxyz=(1.0, 0.0, 0.0, 0.0), position=(1.0, 1.0, 1.0), fov=1.0, near=0.01, far=100.0,
+            image_height=480, image_width=640, look_at=(0.0, 0.0, 0.0), up_direction=(0.0, 0.0, 1.0),
+        )  # fmt: skip
+        socket.send(msgspec.msgpack.encode(camera.as_serializable_dict()))
+        yield socket

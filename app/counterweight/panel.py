@@ -136,5 +136,11 @@ class ReachPanel:
         """What the last clamp of the goal into the task's region did (None: nothing was clamped)."""
         self.bounds.content = "" if message is None else f"⚠ {message}"
 
+    def clear_notes(self) -> None:
+        """The notes under the boxes and the answers gone (a new tab opened: they told another tab what its input
+        did; the goal line says where the goal is)."""
+        self.show_refused(None)
+        self.show_bounds(None)
+
     def show(self, drawn: Drawn, pending: Set[str]) -> None:
         self.table.content = answers_table(drawn, pending, self.verdict)

@@ -3,11 +3,14 @@
 The region is the experiment's (``GoalRegionCfg``), in spherical coordinates about the shoulder: distance from the
 nearest trained goal to the farthest held-out one (``distance[0]`` to ``far_distance[1]``), the elevation range,
 and an azimuth in one of the trained sectors (in front; behind on the reaching side) or in the held-out band
-between them. A goal from the page (dragged, typed) that falls outside is moved to the nearest point of the
-region, each coordinate clamped on its own (the azimuth to the nearest edge of the nearest band, around the
-circle), and the caller gets a message saying what was moved, where to, and the region (in the goal line's
-precision, so the two agree), to show beside the goal: no method is asked a question from outside the task without a
-word.
+between them. A goal from the page (dragged, typed) inside the region stays where it is, held-out parts included:
+that is where a user asks how the methods generalise. One that falls outside is moved to a *trained* goal, where
+the methods are meant to succeed, not to the region's edge (its far corners are held out, and some of them no
+method can reach with the feet held): the nearest of the trainers' training goals to the nearest point of the
+trained part (each coordinate clamped on its own, the azimuth to the nearest edge of the nearest trained sector,
+around the circle), or that point itself before any goals are drawn. The caller gets a message saying what was
+moved, where to, and the region (in the goal line's precision, so the two agree), to show beside the goal: no method
+is asked a question from outside the task without a word.
 """
 
 from __future__ import annotations
@@ -51,34 +54,40 @@ class GoalRegion:
         """The sector (or the between band) holding ``azimuth``, None if none does."""
         return next((name for name, (lo, hi) in self.bands if lo <= azimuth <= hi), None)
 
-    def clamp(self, p: np.ndarray) -> tuple[np.ndarray, str | None]:
-        """``p`` ``(3,)`` m -> the nearest point of the region and a message (None if ``p`` was inside). A
-        non-finite coordinate is taken as the shoulder's."""
+    def contains(self, p: np.ndarray) -> bool:
+        """Whether ``p`` ``(3,)`` m lies in the region (held-out parts included)."""
         given = np.asarray(p, dtype=float).reshape(3)
-        distance, azimuth, elevation = self.spherical(np.where(np.isfinite(given), given, self.shoulder))
-        lo, hi = self.distance
-        moved_distance = _clip(distance, lo, hi)
-        moved_elevation = _clip(elevation, *self.cfg.elevation)
-        moved_azimuth = azimuth if self.band(azimuth) is not None else self._nearest_azimuth(azimuth)
-        if np.all(np.isfinite(given)) and (moved_distance, moved_elevation, moved_azimuth) == (
-            distance,
-            elevation,
-            azimuth,
-        ):
+        if not np.all(np.isfinite(given)):
+            return False
+        distance, azimuth, elevation = self.spherical(given)
+        inside = self.distance[0] <= distance <= self.distance[1] and self.band(azimuth) is not None
+        return inside and self.cfg.elevation[0] <= elevation <= self.cfg.elevation[1]
+
+    def clamp(self, p: np.ndarray, trained: np.ndarray | None = None) -> tuple[np.ndarray, str | None]:
+        """``p`` ``(3,)`` m -> itself and None if it lies in the region; else a trained goal and a message: the
+        nearest row of ``trained`` ``(n, 3)`` (the trainers' training goals) to the nearest point of the trained part,
+        or that point if ``trained`` is None or empty. A non-finite coordinate is taken as the shoulder's."""
+        given = np.asarray(p, dtype=float).reshape(3)
+        if self.contains(given):
             return given, None
-        point = self.point(moved_distance, moved_azimuth, moved_elevation)
+        distance, azimuth, elevation = self.spherical(np.where(np.isfinite(given), given, self.shoulder))
+        moved_azimuth = azimuth if self.band(azimuth) not in (None, BETWEEN) else self._nearest_azimuth(azimuth)
+        point = self.point(
+            _clip(distance, *self.cfg.distance), moved_azimuth, _clip(elevation, *self.cfg.elevation)
+        )
+        where = "the nearest point of the trained sectors"
+        if trained is not None and len(trained):
+            goals = np.asarray(trained, dtype=float).reshape(-1, 3)
+            point = goals[int(np.argmin(np.linalg.norm(goals - point, axis=1)))].copy()
+            where = "the nearest goal the policies train on"
         shown = ", ".join(f"{v:.3f}" if math.isfinite(v) else f"{v:g}" for v in given)
         moved = ", ".join(f"{v:.3f}" for v in point)
-        return (
-            point,
-            f"({shown}) m is outside the task's region: moved to ({moved}) m, its nearest point. {self.extent()}",
-        )
+        return point, f"({shown}) m is outside the task's region: moved to ({moved}) m, {where}. {self.extent()}"
 
     def _nearest_azimuth(self, azimuth: float) -> float:
-        """The nearest band edge to ``azimuth`` around the circle, moved ``INSIDE_RAD`` into its band."""
-        edges = [(lo, lo + INSIDE_RAD) for _, (lo, _) in self.bands] + [
-            (hi, hi - INSIDE_RAD) for _, (_, hi) in self.bands
-        ]
+        """The nearest trained sector's edge to ``azimuth`` around the circle, moved ``INSIDE_RAD`` into it."""
+        sectors = self.cfg.sectors
+        edges = [(lo, lo + INSIDE_RAD) for lo, _ in sectors] + [(hi, hi - INSIDE_RAD) for _, hi in sectors]
         return min(edges, key=lambda edge: abs(math.remainder(azimuth - edge[0], 2 * math.pi)))[1]
 
     def extent(self) -> str:

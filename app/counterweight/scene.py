@@ -161,6 +161,8 @@ class G1Viewer:
             guard=lambda doing: self.supervisor.guard(PAGE, doing),
             verdict=verdict_legend(problem.cfg.tolerance, problem.cfg.margin, problem.cfg.feet_tolerance),
         )
+        # viser's panel is one for every tab: a note about one tab's input would greet the next tab opened
+        self.clients.on_new_tab(lambda: self.supervisor.call(PAGE, "opening a tab", self.reach.clear_notes))
         missing = {key: self.drawn[key] for key in RUN_KEYS if key not in self.trained}  # no ghost to draw
         for key in missing:
             self.ghosts[key].enable(False)
@@ -314,14 +316,19 @@ class G1Viewer:
 
     def _gizmo_moved(self, p: np.ndarray) -> None:
         with self.supervisor.guard(PAGE, "moving the reach goal"):
-            clamped, message = self.region.clamp(p)
+            clamped, message = self._clamp(p)
             self._bounds(message)
             self.board.offer_target(clamped, busy=lambda: self.answers.signal.is_busy)
             if not self.gizmo.dragging and message is not None:
                 self.gizmo.place(clamped)  # the drag ended outside the region: show where the goal went
 
+    def _clamp(self, p: np.ndarray) -> tuple[np.ndarray, str | None]:
+        """``p`` moved into the region: outside it, to the nearest goal the trainers train on (the picked level's)."""
+        goals = self.race.goals
+        return self.region.clamp(p, None if goals is None else goals[0].numpy())
+
     def _ask_goal(self, p: np.ndarray, source: Source) -> Question:
-        clamped, message = self.region.clamp(p)
+        clamped, message = self._clamp(p)
         self._bounds(message)
         with self.board.lock:
             return self.board.ask(p=clamped, source=source)  # typed: the boxes show where it went once committed

@@ -185,6 +185,11 @@ class GraspPanel:
         """What the joint boxes say ``(7,)`` rad (NaN where a box holds no number)."""
         return _said(self.joints)
 
+    def clear_notes(self) -> None:
+        """The notes under the boxes gone (a new tab opened: they told another tab what its input did)."""
+        self.target_notes.clear()
+        self.q0_notes.clear()
+
     def show_question(self, target: np.ndarray, q0: np.ndarray) -> None:
         """Write the current question into the boxes not being typed in (unchanged values send nothing)."""
         self.targets.show(target)

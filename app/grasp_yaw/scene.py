@@ -128,6 +128,8 @@ class Viewer:
             on_random_q0=lambda: self.supervisor.call(PAGE, "Random q0", self.set_q0, self._random_q0()),
             on_ready=lambda: self.supervisor.call(PAGE, "Ready pose", self.set_q0, np.array(robot.reference_posture)),
         )
+        # viser's panel is one for every tab: a note about one tab's input would greet the next tab opened
+        self.clients.on_new_tab(lambda: self.supervisor.call(PAGE, "opening a tab", self.grasp.clear_notes))
         self.picker = MethodPicker(self.server, self._pick, METHODS, GROUP_TITLES)
 
         # The question and the workers that answer it.

@@ -5,6 +5,7 @@ keyed lines serve as notes under a group of inputs (a refused or clipped value s
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 import viser
 
@@ -28,6 +29,12 @@ class StatusLine:
                 self._messages[key] = message
             self._render()
 
+    def clear(self) -> None:
+        """Every message gone (notes about an input once a new tab opens: the panel is shared by every tab)."""
+        with self._lock:
+            self._messages.clear()
+            self._render()
+
     @property
     def messages(self) -> dict[str, str]:
         with self._lock:
@@ -40,14 +47,26 @@ class StatusLine:
 
 class ClientCount:
     """Counts the browsers connected to ``server`` and, while there is more than one (each moves the same goal),
-    says so in ``status`` under ``"clients"``."""
+    says so in ``status`` under ``"clients"``. ``on_new_tab`` callbacks run for each browser that connects, before it
+    is counted (so a count that includes it means they have run)."""
 
     def __init__(self, server: viser.ViserServer, status: StatusLine) -> None:
         self._lock = threading.Lock()
         self._status = status
+        self._new_tab: list[Callable[[], None]] = []
         self.clients = 0
-        server.on_client_connect(lambda _: self._count(+1))
+        server.on_client_connect(lambda _: self._connected())
         server.on_client_disconnect(lambda _: self._count(-1))
+
+    def on_new_tab(self, callback: Callable[[], None]) -> None:
+        self._new_tab.append(callback)
+
+    def _connected(self) -> None:
+        try:
+            for callback in self._new_tab:
+                callback()
+        finally:
+            self._count(+1)
 
     def _count(self, delta: int) -> None:
         with self._lock:  # the message set under it too: the last count wins

@@ -123,7 +123,7 @@ def test_live_trainer_steps_validates_and_snapshots(one_thread) -> None:
     assert snapshot(goals).shape == (1, 18) and snapshot.parameterisation == "r9"
 
 
-def test_goal_region_clamps_side_near_and_far_goals_into_the_region() -> None:
+def test_goal_region_keeps_held_out_goals_and_moves_outside_ones_to_a_trained_goal() -> None:
     shoulder = np.array([0.0, -0.2, 1.2])
     region = GoalRegion(shoulder, REGION)
     inside = region.point(0.38, -0.1, -0.2)
@@ -131,11 +131,14 @@ def test_goal_region_clamps_side_near_and_far_goals_into_the_region() -> None:
     assert message is None and np.array_equal(point, inside) and "front sector" in region.describe(inside)
     behind = region.point(0.38, -2.7, 0.0)
     assert region.clamp(behind)[1] is None and "behind sector" in region.describe(behind)
-    cases = {  # (distance, azimuth, elevation) -> where the clamp puts it
-        (0.38, -1.5, -0.2): (0.38, REGION.between_azimuth[0] + INSIDE_RAD, -0.2),  # at the side: the between band
+    for held_out in (region.point(0.43, -0.1, -0.2), region.point(0.38, -0.6, -0.2)):  # far; between the sectors
+        assert region.clamp(held_out)[1] is None and "held out" in region.describe(held_out)
+    cases = {  # (distance, azimuth, elevation) -> the trained part's nearest point
+        (0.38, -1.5, -0.2): (0.38, REGION.sectors[1][1] - INSIDE_RAD, -0.2),  # at the side: behind, not the between band
         (0.38, 1.6, -0.2): (0.38, REGION.sectors[0][1] - INSIDE_RAD, -0.2),  # the other side: the front sector
         (0.38, 2.9, -0.2): (0.38, REGION.sectors[1][0] + INSIDE_RAD, -0.2),  # behind, the wrong side: round the back
-        (0.70, -0.1, -0.2): (REGION.far_distance[1] - INSIDE_RAD, -0.1, -0.2),  # too far
+        (0.70, -0.1, -0.2): (REGION.distance[1] - INSIDE_RAD, -0.1, -0.2),  # too far: the trained distance, not 0.44
+        (0.50, -0.6, -0.2): (REGION.distance[1] - INSIDE_RAD, REGION.sectors[0][0] + INSIDE_RAD, -0.2),  # far, between
         (0.10, -0.1, -1.2): (REGION.distance[0] + INSIDE_RAD, -0.1, REGION.elevation[0] + INSIDE_RAD),  # near, low
     }
     for given, expected in cases.items():
@@ -143,7 +146,14 @@ def test_goal_region_clamps_side_near_and_far_goals_into_the_region() -> None:
         np.testing.assert_allclose(region.spherical(point), expected, atol=1e-9)
         moved = ", ".join(f"{v:.3f}" for v in point)
         assert message is not None and "outside the task's region" in message and f"moved to ({moved}) m" in message
+        assert "nearest point of the trained sectors" in message and "held out" not in region.describe(point)
         assert region.clamp(np.round(point, 4))[1] is None  # the page's rounding keeps it inside
+    trained = np.stack([region.point(0.36, 0.1, -0.3), region.point(0.40, -0.3, 0.1), region.point(0.37, -2.5, 0)])
+    for given, nearest in (((0.70, -0.1, 0.3), 1), ((0.38, 2.9, -0.2), 2), ((0.1, 0.3, -1.2), 0)):
+        point, message = region.clamp(region.point(*given), trained)
+        assert np.array_equal(point, trained[nearest]) and "the nearest goal the policies train on" in message
+    point, message = region.clamp(inside, trained)
+    assert message is None and np.array_equal(point, inside)  # inside: stays, whatever was trained
     point, message = region.clamp(np.array([np.nan, 0.0, 1.0]))
     assert np.all(np.isfinite(point)) and "nan" in message
     far = region.point(0.43, -0.1, 0.4)  # held out by distance, above the elevation range
@@ -154,6 +164,7 @@ def test_goal_region_clamps_side_near_and_far_goals_into_the_region() -> None:
     assert math.degrees(elevation) <= math.degrees(REGION.elevation[1])  # the two lines agree: inside the limit
     assert f"beyond {REGION.distance[1]:.3f} m held out" in message and f"{distance:.3f} m" in region.describe(point)
     assert len(message) < 320 and "sector:" not in message  # a short paragraph; where it lies is the goal line's
+
 
 
 @pytest.mark.slow
@@ -211,16 +222,16 @@ def test_a_loaded_run_shows_every_policy_as_a_ghost_and_a_row(start_g1, smoke_ru
     assert not viewer.ghosts["es_seconds"].targets["pelvis"].visible
 
 
-def test_a_goal_outside_the_region_is_clamped_with_a_message(start_g1, smoke_run: Path) -> None:
+def test_a_goal_outside_the_region_moves_to_a_trained_goal_with_a_message(start_g1, smoke_run: Path) -> None:
     viewer = start_g1(checkpoint=checkpoint_path(smoke_run, 0, "gradient"))
-    region = viewer.region
+    region, trained = viewer.region, viewer.race.goals[0].numpy()
     side = region.point(0.38, -1.5, -0.2)  # beside the robot: between the sectors' azimuths
     question = viewer.set_target(side)
-    distance, azimuth, _ = region.spherical(np.array(question.p))
-    assert azimuth == pytest.approx(REGION.between_azimuth[0] + INSIDE_RAD)
+    assert np.min(np.linalg.norm(trained - question.p, axis=1)) < 1e-12  # a goal the trainers train on
+    assert region.clamp(side, trained)[0] == pytest.approx(question.p)
     moved = ", ".join(f"{v:.3f}" for v in question.p)
     assert f"moved to ({moved}) m" in viewer.reach.bounds.content and "goal bounds" not in viewer.status.messages
-    assert "between the sectors" in viewer.reach.where.content
+    assert "sector" in viewer.reach.where.content and "held out" not in viewer.reach.where.content
     np.testing.assert_allclose(viewer.gizmo.handle.position, question.p)
     np.testing.assert_allclose(_boxes(viewer), question.p, atol=1e-4)  # the boxes follow a button
 
@@ -228,15 +239,13 @@ def test_a_goal_outside_the_region_is_clamped_with_a_message(start_g1, smoke_run
     for box, v in zip(viewer.reach.typed.boxes, far, strict=True):
         box.value = repr(float(v))  # typed text, taken at Enter (or a pause)
     viewer.reach.typed.commit()  # Enter
-    distance, azimuth, _ = region.spherical(np.array(viewer.board.current.p))
-    assert distance == pytest.approx(REGION.far_distance[1] - INSIDE_RAD) and azimuth == pytest.approx(-2.7)
-    assert (
-        "behind sector" in viewer.reach.where.content and "farther than any trained goal" in viewer.reach.where.content
-    )
-    np.testing.assert_allclose(_boxes(viewer), viewer.board.current.p, atol=1e-4)  # committed: shows where it went
-    inside = region.point(0.37, -2.6, -0.1)
-    viewer.set_target(inside)
-    assert viewer.reach.bounds.content == ""
+    goal = np.array(viewer.board.current.p)
+    assert np.min(np.linalg.norm(trained - goal, axis=1)) < 1e-12
+    assert "behind sector" in viewer.reach.where.content and "held out" not in viewer.reach.where.content
+    np.testing.assert_allclose(_boxes(viewer), goal, atol=1e-4)  # committed: shows where it went
+    held_out = region.point(0.43, -0.6, -0.1)  # farther than any trained goal, between the sectors: inside
+    assert viewer.set_target(held_out).p == pytest.approx(held_out)
+    assert viewer.reach.bounds.content == "" and "held out" in viewer.reach.where.content
 
 
 def _boxes(viewer) -> list[float]:

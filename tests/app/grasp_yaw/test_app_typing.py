@@ -9,10 +9,10 @@ import time
 
 import numpy as np
 import pytest
-from viewer_support import type_text, wait_until
+from viewer_support import type_text, wait_until, websocket_tab
 
 import assets
-from app.grasp_yaw.panel import TYPED_TARGET
+from app.grasp_yaw.panel import TYPED_Q0, TYPED_TARGET
 from app.grasp_yaw.scene import BOUNDS, Viewer
 from app.shell.typed_numbers import format_value
 
@@ -110,6 +110,26 @@ def test_text_that_is_not_a_number_waits_for_enter_then_is_refused_and_the_box_r
     viewer.grasp.targets.commit()  # Enter
     assert "'abc' is not a number" in viewer.grasp.target_notes.messages[TYPED_TARGET]
     assert box.value == format_value(before[1]) and viewer.board.current.p == before
+
+
+def test_a_new_tab_opens_without_the_notes_about_another_tabs_input(start_viewer) -> None:
+    """viser's panel is one for every tab: what one tab's input did is not said to the next tab opened."""
+    viewer = start_viewer(train=False)
+    url = f"ws://127.0.0.1:{viewer.server.get_port()}"
+    with websocket_tab(url):
+        wait_until(lambda: viewer.clients.clients == 1, 5, "the tab counted")
+        type_text(_box(viewer, "target x (m)"), "9")
+        type_text(_box(viewer, "target y (m)"), "abc")
+        viewer.grasp.targets.commit()  # x moved into reach, y refused
+        type_text(_box(viewer, assets.PANDA.joints[0]), "x")
+        viewer.grasp.joints.commit()  # refused
+        assert {TYPED_TARGET, BOUNDS} <= set(viewer.grasp.target_notes.messages)
+        assert TYPED_Q0 in viewer.grasp.q0_notes.messages
+        with websocket_tab(url):
+            wait_until(lambda: viewer.clients.clients == 2, 5, "the second tab counted")
+            assert not viewer.grasp.target_notes.messages and not viewer.grasp.q0_notes.messages
+            assert viewer.grasp.target_notes.handle.content == "" == viewer.grasp.q0_notes.handle.content
+            assert viewer.status.messages.get("clients") == "2 browsers connected"  # the page's status stays
 
 
 @pytest.mark.slow
