@@ -72,9 +72,7 @@ class GoalRegion:
             return given, None
         distance, azimuth, elevation = self.spherical(np.where(np.isfinite(given), given, self.shoulder))
         moved_azimuth = azimuth if self.band(azimuth) not in (None, BETWEEN) else self._nearest_azimuth(azimuth)
-        point = self.point(
-            _clip(distance, *self.cfg.distance), moved_azimuth, _clip(elevation, *self.cfg.elevation)
-        )
+        point = self.point(_clip(distance, *self.cfg.distance), moved_azimuth, _clip(elevation, *self.cfg.elevation))
         where = "the nearest point of the trained sectors"
         if trained is not None and len(trained):
             goals = np.asarray(trained, dtype=float).reshape(-1, 3)

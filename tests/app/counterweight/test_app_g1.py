@@ -134,7 +134,11 @@ def test_goal_region_keeps_held_out_goals_and_moves_outside_ones_to_a_trained_go
     for held_out in (region.point(0.43, -0.1, -0.2), region.point(0.38, -0.6, -0.2)):  # far; between the sectors
         assert region.clamp(held_out)[1] is None and "held out" in region.describe(held_out)
     cases = {  # (distance, azimuth, elevation) -> the trained part's nearest point
-        (0.38, -1.5, -0.2): (0.38, REGION.sectors[1][1] - INSIDE_RAD, -0.2),  # at the side: behind, not the between band
+        (0.38, -1.5, -0.2): (
+            0.38,
+            REGION.sectors[1][1] - INSIDE_RAD,
+            -0.2,
+        ),  # at the side: behind, not the between band
         (0.38, 1.6, -0.2): (0.38, REGION.sectors[0][1] - INSIDE_RAD, -0.2),  # the other side: the front sector
         (0.38, 2.9, -0.2): (0.38, REGION.sectors[1][0] + INSIDE_RAD, -0.2),  # behind, the wrong side: round the back
         (0.70, -0.1, -0.2): (REGION.distance[1] - INSIDE_RAD, -0.1, -0.2),  # too far: the trained distance, not 0.44
@@ -164,7 +168,6 @@ def test_goal_region_keeps_held_out_goals_and_moves_outside_ones_to_a_trained_go
     assert math.degrees(elevation) <= math.degrees(REGION.elevation[1])  # the two lines agree: inside the limit
     assert f"beyond {REGION.distance[1]:.3f} m held out" in message and f"{distance:.3f} m" in region.describe(point)
     assert len(message) < 320 and "sector:" not in message  # a short paragraph; where it lies is the goal line's
-
 
 
 @pytest.mark.slow
