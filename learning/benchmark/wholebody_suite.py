@@ -1,12 +1,14 @@
 """The whole-body layer on the Unitree G1 standing and reaching with its right hand (two foot contacts, the CoM
 in the support polygon, one hand frame task, posture, joint and step limits; 35 velocity variables), beside
-pink's per-configuration solve loop on the closest problem pink can state.
+its peers' per-configuration loops (pink, PlaCo, mink: ``learning.benchmark.wholebody_peers``) on the closest problem
+each can state.
 
 Measured per row: one cascade step (``WholeBodyIKLayer.step``: forward kinematics, the cascade, the integration;
 forward compiled and as the torch composition, and forward+backward compiled and as the torch composition), a
 solve of that one step through ``solve`` (the inputs checked and the result evaluated too), a full solve of
 ``iterations`` steps (forward; forward+backward unrolled; forward+backward implicit), and the peak resident memory of
-the implicit and unrolled backward at 16 and 128 iterations. pink's loop times ``pink.solve_ik`` alone, on a configuration whose kinematics pink computed once, before the loop.
+the implicit and unrolled backward at 16 and 128 iterations. Each peer's row is one step per configuration of the
+batch (at most 64 of them), what ``wholebody_peers.DIFFERENCES`` says it includes.
 """
 
 from __future__ import annotations
@@ -18,8 +20,8 @@ import torch
 
 import assets
 from kinematics import KinematicTree
-from kinematics.wholebody import WholeBodyIKCfg, standing_problem, step_plan
-from learning.benchmark import contention, control_loop, peers
+from kinematics.wholebody import ComInSupportPolygon, WholeBodyIKCfg, standing_problem, step_plan
+from learning.benchmark import contention, control_loop, peers, wholebody_peers
 from learning.benchmark.goals import goal, ratio
 from learning.benchmark.memory import hwm_supported, rss_peak_delta_hwm
 from learning.benchmark.report import _table, fmt_time, fmt_x
@@ -28,6 +30,8 @@ from learning.common.provenance import provenance_line
 
 ROBOT = assets.G1
 HAND = "right_hand"
+PEER_ROWS = 64  # configurations each peer loops over (one at a time)
+PEERS = ("pink.loop", "placo.loop", "mink.loop")
 METHODS = {
     "step": "WholeBodyIKLayer.step: one strict-cascade step (hand level, posture level; contacts, polygon, limits as "
     "constraints) of a flat batch: forward kinematics, the cascade's QPs, the integration; no graph",
@@ -47,8 +51,7 @@ METHODS = {
     "solve+bwd.implicit": "forward without a graph, backward by the implicit adjoint (one step's graph: up to batch "
     "128 each row's step derivative formed by batched reverse passes, above it one vector-Jacobian product per "
     "adjoint iteration)",
-    "pink.loop": "pink.solve_ik (daqp) per configuration, one step: feet as frame tasks (pink has no equality "
-    "contacts), CoM task, hand frame task, posture, configuration limits; no support-polygon constraint",
+    **wholebody_peers.DIFFERENCES,
 }
 
 
@@ -116,29 +119,6 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
     return fns
 
 
-def _pink(tree: KinematicTree, problem, targets: dict, batch: int):
-    pin, pink = peers.load("pin"), __import__("pink")
-    from pink.tasks import ComTask, FrameTask, PostureTask
-
-    model = pin.buildModelFromUrdf(str(ROBOT.urdf_path()), pin.JointModelFreeFlyer())
-    q = problem.q_stand.double().numpy()
-    hands = targets[HAND].double().numpy()
-    tasks = [FrameTask(ROBOT.frames[HAND], position_cost=1.0, orientation_cost=0.0), ComTask(cost=1.0)]
-    tasks += [FrameTask(c.link, position_cost=100.0, orientation_cost=100.0) for c in ROBOT.contacts.values()]
-    tasks.append(PostureTask(cost=1e-2))
-    configuration = pink.Configuration(model, model.createData(), q)
-    for task in tasks[2:]:
-        task.set_target_from_configuration(configuration)
-    tasks[1].set_target_from_configuration(configuration)
-
-    def loop():
-        for row in range(batch):
-            tasks[0].set_target(pin.SE3(hands[row]))
-            pink.solve_ik(configuration, tasks, 1.0, solver="daqp", damping=0.05**2)
-
-    return loop
-
-
 def _memory(tree: KinematicTree, problem, targets: dict, counts=(16, 128)) -> list[dict]:
     if not hwm_supported():
         return []
@@ -176,11 +156,12 @@ def run(
     tree = KinematicTree.from_urdf(ROBOT.urdf_text(), floating_base=True, dtype=dtype)
     problem = standing_problem(tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations))
     notes = [f"{peer} skipped: {msg}" for peer, msg in peers.availability().items() if msg]
-    try:
-        __import__("pink")
-        has_pink = True
-    except ImportError:
-        has_pink, notes = False, [*notes, "pink skipped: `pip install pin-pink`"]
+    peer_rows = min(max(batches), PEER_ROWS)
+    margin = next(c.margin for c in problem.layer.constraints if isinstance(c, ComInSupportPolygon))
+    posture_cost = float(problem.layer.tasks["posture"].cost().max())
+    hands = _targets(problem, tree, peer_rows, seed)[HAND]
+    peer_loops, missing = wholebody_peers.loops(problem, ROBOT, HAND, hands, margin, posture_cost)
+    notes += missing
     results = []
     for batch in batches:
         start = time.perf_counter()
@@ -189,12 +170,12 @@ def run(
             (op, "ours"): fn
             for op, fn in _ours(problem, targets, iterations, batch, batch <= full_solve_max_batch).items()
         }
-        if has_pink and peers.availability()["pin"] is None:
-            fns[("step", "pink.loop")] = _pink(tree, problem, targets, min(batch, 64))
+        for method, loop in peer_loops.items():  # the same configurations at every batch: one row each
+            fns[("step", method)] = loop
         with torch.no_grad():
             timings = measure(fns, timing)
         for (op, method), t in timings.items():
-            rows = min(batch, 64) if method == "pink.loop" else batch
+            rows = peer_rows if method in peer_loops else batch
             results.append(
                 {
                     "batch": batch,
@@ -215,7 +196,8 @@ def run(
     _log(f"contention at batch {contention_batch}: {time.perf_counter() - start:.1f} s")
     notes += [
         f"{dtype_name}, {iterations} iterations per solve; the full solve is timed up to batch {full_solve_max_batch}.",
-        "pink.loop runs at most 64 configurations of the batch, float64; ratio = pink per row / ours per row.",
+        f"each peer loops over {peer_rows} configurations in float64 (the same at every batch); ratio = the peer's "
+        "per row / ours per row.",
         f"memory: peak resident growth of one forward+backward at batch {memory_batch} (the least of three calls).",
         "control loop: `learning.benchmark.control_loop` (one step per tick at batch 1, the hand target on a 5 cm "
         "circle, the polygon prepared once).",
@@ -244,10 +226,11 @@ def _fixed_work_note(loop: dict | None) -> str:
 
 
 def goals(results: list[dict], memory: list[dict], loop: dict | None = None, shared: list[dict] = ()) -> list[dict]:
-    """The targets for the whole-body step (issue #30's), from one run's numbers (where measured)."""
+    """The targets for the whole-body step, from one run's numbers (where measured)."""
     per_row = {(r["batch"], r["op"], r["method"]): r["per_row_s"] for r in results}
     step, pink = per_row.get((1024, "step", "ours")), per_row.get((1024, "step", "pink.loop"))
     single, single_pink = per_row.get((1, "step", "ours")), per_row.get((1, "step", "pink.loop"))
+    single_placo, single_backward = per_row.get((1, "step", "placo.loop")), per_row.get((1, "step+bwd", "ours"))
     backward = per_row.get((1024, "step+bwd", "ours"))
     solve = per_row.get((1, "solve", "ours"))
     peaks = {m["iterations"]: m["peak_bytes"] for m in memory if m["gradient"] == "implicit"}
@@ -255,11 +238,15 @@ def goals(results: list[dict], memory: list[dict], loop: dict | None = None, sha
     passive = next((row for row in shared if row["omp_wait_policy"] == "PASSIVE"), None)
     unset = next((row for row in shared if row["omp_wait_policy"] == "unset"), None)
     return [
+        goal("one cascade step at batch 1: at least as fast as PlaCo's step", ratio(single_placo, single), 1, True,
+              "placo.loop per row / ours per row"),
         goal("one cascade step at batch 1: at least as fast as pink.solve_ik", ratio(single_pink, single), 1, True,
               "pink.loop per row / ours per row"),
+        goal("one cascade step at batch 1: forward+backward <= 2x forward", ratio(single_backward, single), 2, False,
+              "to the hand target, q without a graph"),
         goal("control loop at batch 1: p99 of a step < 2x its p50", None if not loop else loop["p99_s"] / loop["p50_s"],
               2, False, "p99 / p50" + _fixed_work_note(loop)),
-        goal("one cascade step at batch 1024: <= 10 us per row", None if step is None else step * 1e6, 10, False),
+        goal("one cascade step at batch 1024: <= 5 us per row", None if step is None else step * 1e6, 5, False),
         goal("one cascade step at batch 1024: >= 20x faster per row than pink's loop", ratio(pink, step), 20, True,
               "pink.loop per row / ours per row"),
         goal("one cascade step at batch 1024: forward+backward <= 2x forward", ratio(backward, step), 2, False,
@@ -287,7 +274,6 @@ def markdown(doc: dict) -> str:
         lines += [provenance_line(doc["meta"]["provenance"]), ""]
     rows = []
     for batch in sorted({r["batch"] for r in doc["results"]}):
-        pink = index.get((batch, "step", "pink.loop"))
         for op in (
             "step",
             "step.torch",
@@ -300,20 +286,20 @@ def markdown(doc: dict) -> str:
             "solve+bwd.implicit",
         ):
             r = index.get((batch, op, "ours"))
-            if r is None:
-                continue
-            pink_ratio = fmt_x(pink["per_row_s"] / r["per_row_s"]) if pink and op == "step" else ""
-            rows.append(
-                [
-                    str(batch),
-                    op,
-                    fmt_time(r["median_s"]),
-                    fmt_time(r["per_row_s"]),
-                    fmt_time(pink["per_row_s"]) if pink and op == "step" else "",
-                    pink_ratio,
-                ]
-            )
-    lines.append(_table(["batch", "op", "ours total", "ours / row", "pink.loop / row", "pink ratio"], rows))
+            if r is not None:
+                rows.append([str(batch), op, fmt_time(r["median_s"]), fmt_time(r["per_row_s"])])
+    lines.append(_table(["batch", "op", "ours total", "ours / row"], rows))
+    peer_rows = []
+    for batch in sorted({r["batch"] for r in doc["results"]}):
+        ours = index.get((batch, "step", "ours"))
+        for method in PEERS:
+            peer = index.get((batch, "step", method))
+            if peer is not None and ours is not None:
+                peer_rows.append([str(batch), method, fmt_time(peer["per_row_s"]), fmt_time(ours["per_row_s"]),
+                                  fmt_x(peer["per_row_s"] / ours["per_row_s"])])  # fmt: skip
+    if peer_rows:
+        lines += ["", "One step per configuration, the peers' loops against ours (`step`) in the same run:", ""]
+        lines.append(_table(["batch", "peer", "peer / row", "ours / row", "ratio (peer / ours)"], peer_rows))
     if doc["memory"]:
         lines += ["", "Peak memory of forward+backward:", ""]
         lines.append(

@@ -127,7 +127,8 @@ def test_wholebody_targets_read_one_runs_numbers():
 
     results = [row(1024, "step", "ours", 8.0), row(1024, "step", "pink.loop", 300.0),
                row(1024, "step+bwd", "ours", 20.0), row(1, "step", "ours", 500.0),
-               row(1, "step", "pink.loop", 400.0), row(1, "solve", "ours", 4000.0)]  # fmt: skip
+               row(1, "step", "pink.loop", 400.0), row(1, "step", "placo.loop", 40.0),
+               row(1, "step+bwd", "ours", 900.0), row(1, "solve", "ours", 4000.0)]  # fmt: skip
     memory = [{"gradient": "implicit", "iterations": 16, "peak_bytes": 2_000_000},
               {"gradient": "implicit", "iterations": 128, "peak_bytes": 2_100_000}]  # fmt: skip
     loop = {"steps": 100, "p50_s": 4e-4, "p99_s": 1e-3, "max_s": 2e-3, "mean_s": 5e-4, "final_hand_error_m": 1e-3,
@@ -138,9 +139,11 @@ def test_wholebody_targets_read_one_runs_numbers():
                "ratio": 4.0, "threads": 2}]  # fmt: skip
     found = {g["goal"]: (round(g["value"], 3), g["met"]) for g in goals(results, memory, loop, shared)}
     assert found == {
+        "one cascade step at batch 1: at least as fast as PlaCo's step": (0.08, False),
         "one cascade step at batch 1: at least as fast as pink.solve_ik": (0.8, False),
+        "one cascade step at batch 1: forward+backward <= 2x forward": (1.8, True),
         "control loop at batch 1: p99 of a step < 2x its p50": (2.5, False),
-        "one cascade step at batch 1024: <= 10 us per row": (8.0, True),
+        "one cascade step at batch 1024: <= 5 us per row": (8.0, False),
         "one cascade step at batch 1024: >= 20x faster per row than pink's loop": (37.5, True),
         "one cascade step at batch 1024: forward+backward <= 2x forward": (2.5, False),
         "a full solve at batch 1 (inputs checked, result evaluated): <= 5 ms": (4.0, True),
@@ -148,7 +151,7 @@ def test_wholebody_targets_read_one_runs_numbers():
         "a step at batch 1024 beside a busy process: <= 3x quiet (OMP_WAIT_POLICY unset, as imported)": (4.0, False),
         "implicit backward memory flat (within 10%) from 16 to 128 iterations": (0.048, True),
     }
-    assert {g["met"] for g in goals(results[:1], [])} == {True, None}
+    assert {g["met"] for g in goals(results[:1], [])} == {False, None}  # 8 µs a row: only the 5 µs target
     doc = {"robot": "g1.urdf", "dtype": "float32", "results": results, "memory": memory, "notes": [],
            "methods": {}, "control_loop": loop, "contention": shared,
            "goals": goals(results, memory, loop, shared)}  # fmt: skip
@@ -159,3 +162,4 @@ def test_wholebody_targets_read_one_runs_numbers():
     detail = next(g["detail"] for g in doc["goals"] if g["goal"].startswith("control loop"))
     assert detail == "p99 / p50; fixed work of the same median: 1.50"
     assert "| 1024 | unset | 10 µs | 40 µs | 4" in report
+    assert "| 1 | placo.loop | 40 µs | 500 µs | 0.08× |" in report and "| 1024 | pink.loop | 300 µs | 8 µs |" in report
