@@ -20,6 +20,7 @@ from learning.benchmark import (
     peers,
     qp_suite,
     report,
+    step_profile,
     tree_suite,
     wholebody_suite,
 )
@@ -47,7 +48,11 @@ def _dtypes(text: str) -> tuple[str, ...]:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m learning.benchmark", description=__doc__)
-    p.add_argument("--suite", choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "all"), default="all")
+    p.add_argument(
+        "--suite",
+        choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "wholebody-profile", "all"),
+        default="all",
+    )
     p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="tiny batches and few repeats: a smoke test")
     p.add_argument("--batches", type=_ints, help="batch sizes (default: each suite's own)")
@@ -179,6 +184,10 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 infeasible_count=8 if args.quick else 100,
             )
             _publish(args.out, doc, meta(cfg, argv, load), qp_suite.markdown)
+            continue
+        if suite == "wholebody-profile":
+            doc = step_profile.run(dtype_name=cfg.fk_dtypes[0], seed=args.seed)
+            _publish(args.out, doc, meta(cfg, argv, load), step_profile.markdown)
             continue
         if suite == "wholebody":
             doc = wholebody_suite.run(

@@ -163,3 +163,19 @@ def test_wholebody_targets_read_one_runs_numbers():
     assert detail == "p99 / p50; fixed work of the same median: 1.50"
     assert "| 1024 | unset | 10 µs | 40 µs | 4" in report
     assert "| 1 | placo.loop | 40 µs | 500 µs | 0.08× |" in report and "| 1024 | pink.loop | 300 µs | 8 µs |" in report
+
+
+def test_the_step_profile_times_every_part_and_derives_the_costs():
+    """The batch-1 profile: every part timed in one run (PlaCo's where installed), the C call's ablations each a real
+    call (not a freed layer's), and the derived table from the medians."""
+    from learning.benchmark import step_profile
+    from learning.benchmark.timing import TimingPolicy
+
+    doc = step_profile.run(timing=TimingPolicy(min_repeats=2, budget_s=0.01, floor_repeats=1, repeat_s=0.0005))
+    median = {r["part"]: r["median_s"] for r in doc["results"]}
+    assert set(median) | {"placo.step"} == set(step_profile.PARTS)
+    assert median["c.step"] < median["binding"] < median["step"]
+    for ablation in ("c.one_level", "c.no_polygon", "c.no_step_limit"):  # a call that does the work: not ~1 µs
+        assert median[ablation] > 0.3 * median["c.step"], ablation
+    report = step_profile.markdown(doc)
+    assert "| `step` |" in report and "| the second cascade level (C) |" in report

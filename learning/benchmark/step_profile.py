@@ -1,0 +1,177 @@
+"""Where a batch-1 whole-body step's time goes: the suite's problem (``wholebody_suite``), one step of
+``WholeBodyIKLayer.step`` taken apart into what it calls, each part timed on its own in one round-robin run.
+
+The parts, outermost first: the step; the support polygon's preparation (``layer.prepare``: the sole corners
+posed and the hull's edges); the input checks; the kernel's inputs list; the kernel through its dispatch
+(``CASCADE_STEPS``); the binding (``native.wholebody_step``: the targets' checks and addresses, the outputs'
+allocation, the C call); the targets' checks and addresses alone; and the C call alone, bound and allocated once
+(one step, and one step of a 16-step call). Then the C call's own parts, by ablation (the same call on a layer
+without that part; the difference is the part's cost): the second cascade level (hand and posture in one weighted
+level instead), the support polygon's rows, the step limit. The backward: the step and its backward to the hand
+target, and the compiled backward's call. PlaCo's step, where it is installed, in the same run.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import torch
+
+from kinematics import KinematicTree, native
+from kinematics.native import loader
+from kinematics.native import wholebody as native_wholebody
+from kinematics.wholebody import (
+    ComInSupportPolygon,
+    StepLimit,
+    WholeBodyIKCfg,
+    WholeBodyIKLayer,
+    standing_problem,
+    step_kernel,
+    step_plan,
+)
+from learning.benchmark import wholebody_peers
+from learning.benchmark.report import _table, fmt_time
+from learning.benchmark.timing import TimingPolicy, measure
+from learning.benchmark.wholebody_suite import HAND, ROBOT, _targets
+from learning.common.provenance import provenance_line
+
+PARTS = {
+    "step": "layer.step(q, targets): everything below",
+    "step.prepared": "layer.step(q, targets, prepared=...): the polygon prepared once (a control loop's step)",
+    "prepare": "layer.prepare(targets): the sole corners posed (torch) and the hull's edges (compiled)",
+    "checks": "layer._check_step: the inputs' shapes",
+    "kernel_inputs": "step_plan.kernel_inputs: the targets and the prepared polygon as the kernel's list",
+    "dispatch": "CASCADE_STEPS(...): the kernel through its dispatch (the plan looked up, the binding, the call)",
+    "binding": "native.wholebody_step: the targets' checks and addresses, the outputs' allocation, the C call",
+    "addresses": "the targets' checks and addresses alone (native.wholebody._bind)",
+    "c.step": "the C call alone, bound and allocated once: one step",
+    "c.step_of_16": "the C call alone: one step of a 16-step call",
+    "c.one_level": "the C call on the layer with hand and posture in one weighted level (no second cascade level)",
+    "c.no_polygon": "the C call on the layer without the support polygon's rows",
+    "c.no_step_limit": "the C call on the layer without the step limit's bounds",
+    "step+bwd": "the step and its backward to the hand target (the compiled step and backward)",
+    "c.backward": "native.wholebody_step_backward alone (to the hand target), from a saved step",
+    "placo.step": "PlaCo's KinematicsSolver.solve(True) and update_kinematics() (where installed)",
+}
+
+
+def _raw_call(layer: WholeBodyIKLayer, q: torch.Tensor, flat: dict, steps: int):
+    """The C step of ``layer`` bound and allocated once: a callable of no arguments that makes only the C call."""
+    prepared = layer.prepare(flat)
+    inputs = step_plan.kernel_inputs(layer, flat, prepared)
+    plan = step_kernel.plan_of(layer)
+    kernel, held, pointers, strides = native_wholebody._bind(plan, q, inputs, recording=False)
+    n, nq = q.shape
+    outputs = (
+        loader.empty(n, nq, dtype=q.dtype),
+        loader.empty(n, plan.nv, dtype=q.dtype),
+        torch.empty(n, plan.n_levels, dtype=torch.int8),
+        torch.empty(n, plan.n_inequalities, dtype=torch.bool),
+        torch.empty(n, plan.nv, dtype=torch.int8),
+    )
+    args = (
+        n, 1, steps, plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
+        ctypes.addressof(pointers), ctypes.addressof(strides), q.data_ptr(), *(t.data_ptr() for t in outputs),
+        None, None, None,
+    )  # fmt: skip
+    alive = (layer, plan, held, pointers, strides, outputs, inputs)  # what the addresses point into
+    loader.checked(kernel(*args), "wholebody_step")
+
+    def call(alive=alive):
+        kernel(*args)
+
+    return call
+
+
+def _variant(tree: KinematicTree, problem, without: str) -> WholeBodyIKLayer:
+    """The suite's layer without one part: ``level`` (the two levels merged), ``polygon`` or ``step_limit``."""
+    layer = problem.layer
+    levels, constraints = layer.levels, layer.constraints
+    if without == "level":
+        levels = ((*levels[0], *levels[1]),)
+    elif without == "polygon":
+        constraints = tuple(c for c in constraints if not isinstance(c, ComInSupportPolygon))
+    else:
+        constraints = tuple(c for c in constraints if not isinstance(c, StepLimit))
+    return WholeBodyIKLayer(tree, levels, constraints, layer.cfg)
+
+
+def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: int = 0) -> dict:
+    timing = timing or TimingPolicy(min_repeats=30, budget_s=2.0, floor_repeats=5)
+    tree = KinematicTree.from_urdf(ROBOT.urdf_text(), floating_base=True, dtype=getattr(torch, dtype_name))
+    problem = standing_problem(tree, ROBOT, cfg=WholeBodyIKCfg(iterations=16))
+    layer = problem.layer
+    targets = _targets(problem, tree, 1, seed)
+    flat = layer._targets(targets, torch.Size([1]))
+    q = problem.q_stand.expand(1, -1).contiguous()
+    prepared = layer.prepare(flat)
+    inputs = step_plan.kernel_inputs(layer, flat, prepared)
+    plan = step_kernel.plan_of(layer)
+    key = step_kernel.key(layer)
+    sixteen = _raw_call(layer, q, flat, 16)
+
+    def step_backward():
+        hand = flat[HAND].clone().requires_grad_(True)
+        with torch.enable_grad():
+            layer.step(q, {**flat, HAND: hand}, prepared=prepared)[0].sum().backward()
+
+    saved = native.wholebody_step(plan, q, inputs, 1, False, save=True)
+    wanted = [name == HAND for name in layer.target_names] + [False] * (len(inputs) - len(layer.target_names))
+    grad_q_next, grad_dq = torch.ones_like(q), torch.zeros_like(saved[1])
+    fns = {
+        "step": lambda: layer.step(q, flat),
+        "step.prepared": lambda: layer.step(q, flat, prepared=prepared),
+        "prepare": lambda: layer.prepare(flat),
+        "checks": lambda: layer._check_step(q, flat),
+        "kernel_inputs": lambda: step_plan.kernel_inputs(layer, flat, prepared),
+        "dispatch": lambda: step_kernel.CASCADE_STEPS(key, q, inputs, 1, False),
+        "binding": lambda: native.wholebody_step(plan, q, inputs, 1, False),
+        "addresses": lambda: native_wholebody._bind(plan, q, inputs, recording=False),
+        "c.step": _raw_call(layer, q, flat, 1),
+        "c.step_of_16": sixteen,
+        "c.one_level": _raw_call(_variant(tree, problem, "level"), q, flat, 1),
+        "c.no_polygon": _raw_call(_variant(tree, problem, "polygon"), q, flat, 1),
+        "c.no_step_limit": _raw_call(_variant(tree, problem, "step_limit"), q, flat, 1),
+        "step+bwd": step_backward,
+        "c.backward": lambda: native.wholebody_step_backward(
+            plan, q, inputs, (saved[1], saved[2], saved[-1]), grad_q_next, grad_dq, wanted
+        ),
+    }
+    notes = []
+    try:
+        margin = next(c.margin for c in layer.constraints if isinstance(c, ComInSupportPolygon))
+        cost = float(layer.tasks["posture"].cost().max())
+        fns["placo.step"] = wholebody_peers.placo_loop(problem, ROBOT, HAND, flat[HAND].double().numpy(), margin, cost)
+    except wholebody_peers.peers.PeerUnavailableError as exc:
+        notes.append(f"placo.step skipped: {exc}")
+    with torch.no_grad():
+        timings = measure(fns, timing)
+    rows = [{"part": name, **t.as_dict()} for name, t in timings.items()]
+    for row in rows:
+        if row["part"] == "c.step_of_16":
+            row["median_s"] /= 16  # one step of the call
+    notes.append(f"{dtype_name}, batch 1, torch threads {torch.get_num_threads()}; the C calls on one thread.")
+    return {"suite": "wholebody-profile", "robot": ROBOT.urdf_file, "dtype": dtype_name, "parts": PARTS,
+            "results": rows, "notes": notes}  # fmt: skip
+
+
+def markdown(doc: dict) -> str:
+    median = {r["part"]: r["median_s"] for r in doc["results"]}
+    step = median["step"]
+    lines = [f"# Where a batch-1 whole-body step's time goes ({doc['robot'].split('/')[-1]}, {doc['dtype']})", ""]
+    if "meta" in doc:
+        lines += [provenance_line(doc["meta"]["provenance"]), ""]
+    rows = [[f"`{name}`", fmt_time(median[name]), f"{100 * median[name] / step:.0f} %", doc["parts"][name]]
+            for name in doc["parts"] if name in median]  # fmt: skip
+    lines.append(_table(["part", "median", "of `step`", "what it is"], rows))
+    c_step = median["c.step"]
+    derived = [
+        ["outside the C call (Python, torch dispatch, allocation)", fmt_time(step - c_step)],
+        ["the support polygon's preparation", fmt_time(median["prepare"])],
+        ["the second cascade level (C)", fmt_time(c_step - median["c.one_level"])],
+        ["the support polygon's rows (C)", fmt_time(c_step - median["c.no_polygon"])],
+        ["the step limit's bounds (C)", fmt_time(c_step - median["c.no_step_limit"])],
+    ]
+    lines += ["", "Derived (differences of the medians above):", "", _table(["what", "time"], derived)]
+    lines += ["", *[f"- {n}" for n in doc["notes"]], ""]
+    return "\n".join(lines)
