@@ -28,10 +28,11 @@ from kinematics.native.hull import hull_edges
 from kinematics.native.loader import ENVIRONMENT, INSTALLED, disabled, library, library_file, library_path
 from kinematics.native.qp import qp_adjoint, qp_ipm, qp_polish
 from kinematics.native.tree import tree_com, tree_frame_jacobian, tree_frames, tree_nodes
-from kinematics.native.wholebody import StepPlan, wholebody_step, wholebody_step_backward
+from kinematics.native.wholebody import BoundStep, StepPlan, wholebody_step, wholebody_step_backward
 
 __all__ = [
     "ENVIRONMENT",
+    "BoundStep",
     "INSTALLED",
     "StepPlan",
     "chain_vjp",

@@ -72,6 +72,51 @@ def wholebody_step(
     return (*outputs, saved) if save else outputs
 
 
+class BoundStep:
+    """``wholebody_step`` for ``rows`` robots whose targets stay in the same tensors from call to call (a control
+    loop's: written in place between calls): the targets' checks and addresses are taken once, here, and each call
+    checks only ``q``. ``kernel`` is None where the plan's kernel does not take these targets (``wholebody_step``
+    would return None); so is a call whose ``q`` it does not take. The targets must outlive this object and keep
+    their storage (it holds them; writing into them is what they are for)."""
+
+    def __init__(self, plan: StepPlan, targets: Sequence[torch.Tensor], rows: int) -> None:
+        self.plan, self.rows = plan, rows
+        template = torch.empty(rows, plan.nq, dtype=plan.held[0].dtype)
+        found = _bind(plan, template, targets, recording=False)
+        if found is not None and any(h is not t for h, t in zip(found[1], targets, strict=True)):
+            found = None  # a target the binding copied: writes into the caller's tensor would not reach the kernel
+        self.kernel = None if found is None else found[0]
+        self._held = None if found is None else found[1:]  # the targets and the addresses' arrays, kept alive
+        if found is not None:
+            pointers, stride_array = found[2], found[3]
+            self._plan_args = (
+                plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
+                ctypes.addressof(pointers), ctypes.addressof(stride_array),
+            )  # fmt: skip
+
+    def __call__(self, q: torch.Tensor, steps: int = 1) -> tuple[torch.Tensor, ...] | None:
+        """``wholebody_step(plan, q, targets, steps, False)``'s five outputs, or None where the kernel does not take
+        ``q`` (``loader.compiled``: another shape or dtype, a graph recorded through it, a transform active)."""
+        plan, n = self.plan, self.rows
+        if self.kernel is None or loader.compiled("wholebody_step", (q,), ((n, plan.nq),)) is None:
+            return None
+        q = q.contiguous()
+        nv = plan.nv
+        outputs = (
+            loader.empty(n, plan.nq, dtype=q.dtype),
+            loader.empty(n, nv, dtype=q.dtype),
+            torch.empty(n, plan.n_levels, dtype=torch.int8),
+            torch.empty(n, plan.n_inequalities, dtype=torch.bool),
+            torch.empty(n, nv, dtype=torch.int8),
+        )
+        code = self.kernel(
+            n, torch.get_num_threads(), steps, *self._plan_args, q.data_ptr(), *(t.data_ptr() for t in outputs),
+            None, None, None,
+        )  # fmt: skip
+        loader.checked(code, "wholebody_step")
+        return outputs
+
+
 def saved_size(plan: StepPlan) -> int:
     """What a step saves per row for its backward, in float64 values (``WB_SAVED_DOUBLES``): per level its solution
     and multipliers (``nv + most_equalities + m_in``), then per level, as bytes, its final active set's flags

@@ -6,6 +6,7 @@ from kinematics.wholebody.constraints import ComInSupportPolygon, ConfigurationL
 from kinematics.wholebody.layer import WholeBodyIKCfg, WholeBodyIKLayer, WholeBodyIKResult
 from kinematics.wholebody.standing import Stance, StandingProblem, stance, standing_configuration, standing_problem
 from kinematics.wholebody.step_plan import NoCompiledFormWarning
+from kinematics.wholebody.stepper import WholeBodyStepper
 from kinematics.wholebody.tasks import ComTask, FrameTask, PostureTask, RelativeFrameTask, Task
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "WholeBodyIKCfg",
     "WholeBodyIKLayer",
     "WholeBodyIKResult",
+    "WholeBodyStepper",
     "cascade_step",
     "Stance",
     "stance",

@@ -25,6 +25,7 @@ class Constraint:
     needs_target = False
     target_shape: tuple[int, ...] = ()
     prepared_size = 0  # how many tensors ``prepare`` returns (a tuple of them); 0: it prepares nothing
+    prepare_reads: tuple[str, ...] = ()  # the targets ``prepare`` reads (a new value of one: prepare again)
     frames: tuple[str, ...] = ()  # the tree's frames the constraint reads (the layer checks they exist when built)
 
     def __init__(self, name: str) -> None:

@@ -95,6 +95,7 @@ class ComInSupportPolygon(Constraint):
             raise ConfigError(f"{name}: needs at least 3 sole corners, each (x, y, z), got {total}")
         self.margin = margin
         self.prepared_size = len(HullEdges._fields) if self.anchors else 0
+        self.prepare_reads = tuple(self.anchors.values())
         self.frames = tuple(self.soles)
         self._corner_sole = torch.cat([torch.full((c.shape[0],), i) for i, c in enumerate(self.soles.values())])
         # (dtype, device) -> the corners (k_total, 4) in homogeneous coordinates and each corner's sole index
