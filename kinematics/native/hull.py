@@ -31,3 +31,30 @@ def hull_edges(
     tensors = (xy.contiguous(), first, second, normal, offset, edge)  # held: a copy lives while the kernel runs
     kernel(n, k, p, *(t.data_ptr() for t in tensors))
     return normal, offset, edge > 0
+
+
+def support_edges(
+    T: torch.Tensor, corners: torch.Tensor, owner: torch.Tensor, first: torch.Tensor, second: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
+    """The hull edges (as ``hull_edges``) of the soles' corners ``corners`` ``(k, 4)`` (homogeneous, in their sole's
+    frame; ``owner`` ``(k,)`` each one's sole, a row of NaN where one is not in ``[0, s)``) where the soles are posed,
+    ``T`` ``(n, s, 4, 4)``; or ``None``."""
+    if T.ndim != 4 or T.shape[-2:] != (4, 4) or corners.ndim != 2 or corners.shape[1] != 4:
+        return None
+    n, s, k = T.shape[0], T.shape[1], corners.shape[0]
+    p = first.shape[0] if first.ndim == 1 else -1
+    kernel = loader.compiled("support_edges", (T, corners), ((n, s, 4, 4), (k, 4)))
+    if (
+        kernel is None
+        or not loader.indices(owner, first, second)
+        or owner.shape != (k,)
+        or second.shape != (p,)
+        or p < k
+        or n == 0
+    ):
+        return None
+    normal, offset = loader.empty(n, k, 2, dtype=T.dtype), loader.empty(n, k, dtype=T.dtype)
+    edge = torch.empty(n, k, dtype=torch.bool)
+    tensors = (T.contiguous(), corners.contiguous(), owner, first, second, normal, offset, edge)  # held
+    kernel(n, s, k, p, *(t.data_ptr() for t in tensors))
+    return normal, offset, edge

@@ -4,6 +4,39 @@
 #include "per_type.h"
 #else
 
+/* One row of hull_edges: the k ground points pt (k, 2), the candidate pairs' scratch pair (4 p). */
+static void KERNEL(hull_row)(long k, long p, const REAL *restrict pt, const long *restrict first,
+                             const long *restrict second, REAL *restrict pair, REAL *restrict nr, REAL *restrict orow,
+                             REAL *restrict er) {
+    const REAL tol = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-9);
+    for (long e = 0; e < p; e++) {
+        const REAL ax = pt[2 * first[e]], ay = pt[2 * first[e] + 1];
+        const REAL ux = pt[2 * second[e]] - ax, uy = pt[2 * second[e] + 1] - ay;
+        const REAL length = SQRT(ux * ux + uy * uy), inv = 1 / (length > (REAL)1e-12 ? length : (REAL)1e-12);
+        const REAL length_sq = length * length > (REAL)1e-24 ? length * length : (REAL)1e-24;
+        REAL nx = uy * inv, ny = -ux * inv;
+        const REAL base = nx * ax + ny * ay;
+        int outward = 1, inward = 1;
+        for (long c = 0; c < k; c++) { /* branch-free: every corner's two tests */
+            const REAL side = nx * pt[2 * c] + ny * pt[2 * c + 1] - base;
+            const REAL t = ((pt[2 * c] - ax) * ux + (pt[2 * c + 1] - ay) * uy) / length_sq;
+            const int off_line = FABS(side) > tol, between = (t >= -tol) & (t <= 1 + tol);
+            outward &= (side <= tol) & (off_line | between);
+            inward &= (side >= -tol) & (off_line | between);
+        }
+        if (inward && !outward) nx = -nx, ny = -ny;
+        REAL *out = pair + 4 * e;
+        out[0] = nx, out[1] = ny, out[2] = nx * ax + ny * ay, out[3] = (outward || inward) && length > tol;
+    }
+    long out = 0;
+    for (int pass = 0; pass < 2; pass++) /* the edges, then the other pairs, each in pair order */
+        for (long e = 0; e < p && out < k; e++) {
+            const REAL *in = pair + 4 * e;
+            if ((in[3] > 0) != (pass == 0)) continue;
+            nr[2 * out] = in[0], nr[2 * out + 1] = in[1], orow[out] = in[2], er[out++] = in[3];
+        }
+}
+
 /* The support polygon's hull edges (kinematics.wholebody.constraints.support_polygon's reference, the same tests): xy (n, k, 2)
    batch-first ground points, the candidate edges' corner pairs first[p], second[p]. Per row, the k output rows
    are the hull edges in pair order, then the other pairs in pair order: normal (n, k, 2) outward unit normals,
@@ -11,41 +44,43 @@
 DISPATCH void KERNEL(hull_edges)(long n, long k, long p, const REAL *restrict xy, const long *restrict first,
                                  const long *restrict second, REAL *restrict normal, REAL *restrict offset,
                                  REAL *restrict edge) {
-    const REAL tol = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-9);
     REAL *pair = malloc(sizeof(REAL) * 4 * p); /* per pair: its normal, offset and whether it is an edge */
     if (pair == 0) { /* out of memory: NaN everywhere */
         for (long i = 0; i < n * k; i++) normal[2 * i] = normal[2 * i + 1] = offset[i] = edge[i] = (REAL)NAN;
         return;
     }
+    for (long r = 0; r < n; r++)
+        KERNEL(hull_row)(k, p, xy + r * k * 2, first, second, pair, normal + r * k * 2, offset + r * k, edge + r * k);
+    free(pair);
+}
+
+/* The hull edges of the soles' corners where the soles are posed (SupportPolygon's SUPPORT_EDGES): T (n, s, 4, 4) each
+   row's s sole poses in the world, corners (k, 4) homogeneous in their sole's frame, owner[k] each corner's sole;
+   each corner's world (x, y) is its sole's top two rows applied to it, then hull_edges' outputs, edge as bytes (NaN
+   and no edge everywhere where an owner is not a sole). */
+DISPATCH void KERNEL(support_edges)(long n, long s, long k, long p, const REAL *restrict T,
+                                    const REAL *restrict corners, const long *restrict owner,
+                                    const long *restrict first, const long *restrict second, REAL *restrict normal,
+                                    REAL *restrict offset, unsigned char *restrict edge) {
+    /* the pairs', the points, then one row's edge flags */
+    REAL *pair = malloc(sizeof(REAL) * (4 * p + 3 * k)), *pt = pair + 4 * p, *flags = pt + 2 * k;
+    int unusable = pair == 0;
+    for (long c = 0; c < k; c++) unusable |= owner[c] < 0 || owner[c] >= s;
+    if (unusable) { /* out of memory, or no such sole: NaN everywhere and no edge, nothing read out of bounds */
+        for (long i = 0; i < n * k; i++) normal[2 * i] = normal[2 * i + 1] = offset[i] = (REAL)NAN, edge[i] = 0;
+        free(pair);
+        return;
+    }
     for (long r = 0; r < n; r++) {
-        const REAL *pt = xy + r * k * 2;
-        for (long e = 0; e < p; e++) {
-            const REAL ax = pt[2 * first[e]], ay = pt[2 * first[e] + 1];
-            const REAL ux = pt[2 * second[e]] - ax, uy = pt[2 * second[e] + 1] - ay;
-            const REAL length = SQRT(ux * ux + uy * uy), inv = 1 / (length > (REAL)1e-12 ? length : (REAL)1e-12);
-            const REAL length_sq = length * length > (REAL)1e-24 ? length * length : (REAL)1e-24;
-            REAL nx = uy * inv, ny = -ux * inv;
-            const REAL base = nx * ax + ny * ay;
-            int outward = 1, inward = 1;
-            for (long c = 0; c < k; c++) { /* branch-free: every corner's two tests */
-                const REAL side = nx * pt[2 * c] + ny * pt[2 * c + 1] - base;
-                const REAL t = ((pt[2 * c] - ax) * ux + (pt[2 * c + 1] - ay) * uy) / length_sq;
-                const int off_line = FABS(side) > tol, between = (t >= -tol) & (t <= 1 + tol);
-                outward &= (side <= tol) & (off_line | between);
-                inward &= (side >= -tol) & (off_line | between);
+        for (long c = 0; c < k; c++) {
+            const REAL *pose = T + (r * s + owner[c]) * 16, *corner = corners + 4 * c;
+            for (int axis = 0; axis < 2; axis++) {
+                const REAL *row = pose + 4 * axis;
+                pt[2 * c + axis] = row[0] * corner[0] + row[1] * corner[1] + row[2] * corner[2] + row[3] * corner[3];
             }
-            if (inward && !outward) nx = -nx, ny = -ny;
-            REAL *out = pair + 4 * e;
-            out[0] = nx, out[1] = ny, out[2] = nx * ax + ny * ay, out[3] = (outward || inward) && length > tol;
         }
-        REAL *nr = normal + r * k * 2, *orow = offset + r * k, *er = edge + r * k;
-        long out = 0;
-        for (int pass = 0; pass < 2; pass++) /* the edges, then the other pairs, each in pair order */
-            for (long e = 0; e < p && out < k; e++) {
-                const REAL *in = pair + 4 * e;
-                if ((in[3] > 0) != (pass == 0)) continue;
-                nr[2 * out] = in[0], nr[2 * out + 1] = in[1], orow[out] = in[2], er[out++] = in[3];
-            }
+        KERNEL(hull_row)(k, p, pt, first, second, pair, normal + r * k * 2, offset + r * k, flags);
+        for (long c = 0; c < k; c++) edge[r * k + c] = flags[c] > 0;
     }
     free(pair);
 }

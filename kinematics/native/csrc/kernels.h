@@ -91,6 +91,11 @@ void hull_edges_float(long n, long k, long p, const float *xy, const long *first
                       float *offset, float *edge);
 void hull_edges_double(long n, long k, long p, const double *xy, const long *first, const long *second, double *normal,
                        double *offset, double *edge);
+void support_edges_float(long n, long s, long k, long p, const float *T, const float *corners, const long *owner,
+                         const long *first, const long *second, float *normal, float *offset, unsigned char *edge);
+void support_edges_double(long n, long s, long k, long p, const double *T, const double *corners, const long *owner,
+                          const long *first, const long *second, double *normal, double *offset,
+                          unsigned char *edge);
 
 /* qp_ipm.c: solve_qp's interior point */
 void qp_ipm_float(long nb, long threads, long n, long me, long mi, long iterations, long p_stride, const float *params,

@@ -43,6 +43,23 @@ HULL_EDGES = Kernel(
 )
 HULL_EDGES.implement("cpu", native.hull_edges)
 
+
+def _support_edges_reference(T: torch.Tensor, corners: torch.Tensor, owner: torch.Tensor, first, second):
+    """``SUPPORT_EDGES``: the hull edges of the soles' corners ``corners`` ``(k, 4)`` (homogeneous, in the frame of
+    their sole ``owner``) where the soles are posed, ``T`` ``(..., s, 4, 4)``: each corner's sole's top two rows
+    applied to it, then ``HULL_EDGES``."""
+    rows = T.index_select(-3, owner)[..., :2, :]  # (..., k, 2, 4): each corner's sole's
+    return _hull_edges_reference((rows * corners[:, None, :]).sum(-1), first, second)
+
+
+# The posing and the hull in one call: the preparation of a step's polygon is one kernel, not a chain of small ops.
+SUPPORT_EDGES = Kernel(
+    "support_edges",
+    "(Tensor T, Tensor corners, Tensor owner, Tensor first, Tensor second) -> (Tensor, Tensor, Tensor)",
+    _support_edges_reference,
+)
+SUPPORT_EDGES.implement("cpu", native.support_edges)
+
 # A row that is not a hull edge becomes ``0 dq <= INACTIVE``: always satisfied, never active, no infinity.
 INACTIVE = 1e3
 
@@ -111,20 +128,30 @@ class ComInSupportPolygon(Constraint):
     def _ground_corners(self, T_world_soles: Sequence[torch.Tensor]) -> torch.Tensor:
         """Every corner's world (x, y) ``(..., k_total, 2)`` from its sole's pose: the sole's top two rows applied to
         the corner in homogeneous coordinates (a few ops whatever the number of soles)."""
-        T = torch.stack(torch.broadcast_tensors(*T_world_soles), -3)  # (..., soles, 4, 4)
+        T, homogeneous, owner = self._posed(T_world_soles)
+        rows = T.index_select(-3, owner)[..., :2, :]  # (..., k_total, 2, 4): each corner's sole's
+        return (rows * homogeneous[:, None, :]).sum(-1)
+
+    def _posed(self, T_world_soles: Sequence[torch.Tensor]):
+        """The soles' poses stacked ``(..., soles, 4, 4)``, the corners in homogeneous coordinates ``(k_total, 4)``
+        in their dtype and device, and each corner's sole index."""
+        T = torch.stack(torch.broadcast_tensors(*T_world_soles), -3)
         key = (T.dtype, T.device)
         if key not in self._corners:
             corners = torch.cat(list(self.soles.values()), 0)
             ones = torch.ones(corners.shape[0], 1, dtype=torch.float64)
             homogeneous = torch.cat((corners, ones), 1).to(dtype=T.dtype, device=T.device)
             self._corners[key] = homogeneous, self._corner_sole.to(T.device)
-        homogeneous, owner = self._corners[key]
-        rows = T.index_select(-3, owner)[..., :2, :]  # (..., k_total, 2, 4): each corner's sole's
-        return (rows * homogeneous[:, None, :]).sum(-1)
+        return (T, *self._corners[key])
+
+    def _posed_edges(self, T_world_soles: Sequence[torch.Tensor]) -> HullEdges:
+        """The hull's edges of the corners where the soles are posed (``SUPPORT_EDGES``: one kernel)."""
+        T, homogeneous, owner = self._posed(T_world_soles)
+        return HullEdges(*SUPPORT_EDGES(T, homogeneous, owner, self._first, self._second))
 
     def edges(self, tree: KinematicTree, state: TreeState) -> HullEdges:
         """The hull's edges (``HullEdges``) of the corners where the soles are at ``state``."""
-        return HullEdges(*HULL_EDGES(self.corners_xy(tree, state), self._first, self._second))
+        return self._posed_edges([tree.frame_pose(state, frame) for frame in self.soles])
 
     def prepare(self, tree: KinematicTree, targets: Mapping[str, torch.Tensor]) -> HullEdges | None:
         """With ``anchors``: the hull's edges where the contacts hold the soles (their anchors), once per solve. Anchors
@@ -134,8 +161,7 @@ class ComInSupportPolygon(Constraint):
         anchors = [targets[self.anchors[frame]] for frame in self.soles]
         batch = anchors[0].shape[0]
         shared = batch > 1 and all(anchor.stride(0) == 0 for anchor in anchors)
-        corners = self._ground_corners([anchor[:1] for anchor in anchors] if shared else anchors)
-        edges = HULL_EDGES(corners, self._first, self._second)
+        edges = self._posed_edges([anchor[:1] for anchor in anchors] if shared else anchors)
         return HullEdges(*(edge.expand(batch, *edge.shape[1:]) for edge in edges) if shared else edges)
 
     def inequality(self, tree: KinematicTree, state: TreeState, q: torch.Tensor, target) -> Linear:

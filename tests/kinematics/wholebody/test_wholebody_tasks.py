@@ -194,6 +194,37 @@ def test_compiled_hull_edges_equal_the_torch_reference(dtype) -> None:
     assert (compiled[2].sum(-1) >= 3).all() and (compiled[2].sum(-1) <= polygon.size).all()
 
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_compiled_support_edges_pose_the_corners_and_equal_the_torch_reference(dtype) -> None:
+    """The polygon's preparation in one kernel (the soles posed, then the hull) against its torch reference: random
+    sole poses, one foot on the other's corners (collinear and coincident corners); an owner that is no sole gives
+    NaN and no edge, nothing read out of bounds."""
+    from kinematics import native
+    from kinematics.lie import so3_exp
+    from kinematics.wholebody.constraints.support_polygon import _support_edges_reference
+
+    if native.library() is None:
+        pytest.skip("no compiled kernels here")
+    polygon = ComInSupportPolygon(_soles())
+    g = torch.Generator().manual_seed(5)
+    T = torch.eye(4, dtype=torch.float64).repeat(300, 2, 1, 1)
+    T[:, :, :3, :3] = so3_exp(torch.randn(300, 2, 3, generator=g, dtype=torch.float64))
+    T[:, :, :3, 3] = 0.3 * torch.rand(300, 2, 3, generator=g, dtype=torch.float64)
+    T[:50, 1] = T[:50, 0]  # both soles in one place
+    T = T.to(dtype)
+    _, homogeneous, owner = polygon._posed([T[:, 0], T[:, 1]])
+    compiled = native.support_edges(T, homogeneous, owner, polygon._first, polygon._second)
+    assert compiled is not None
+    reference = _support_edges_reference(T, homogeneous, owner, polygon._first, polygon._second)
+    assert torch.equal(compiled[2], reference[2])
+    for ours, theirs in zip(compiled[:2], reference[:2], strict=True):
+        torch.testing.assert_close(ours, theirs, atol=1e-5 if dtype == torch.float32 else 1e-12, rtol=0)
+    wrong = owner.clone()
+    wrong[3] = 2  # two soles: indices 0 and 1
+    normal, offset, edge = native.support_edges(T, homogeneous, wrong, polygon._first, polygon._second)
+    assert normal.isnan().all() and offset.isnan().all() and not edge.any()
+
+
 def test_the_polygon_constraint_is_the_linearised_hull_test(g1) -> None:
     q = standing(g1, batch=2, spread=0.05)
     polygon = ComInSupportPolygon(_soles(), margin=0.02)
