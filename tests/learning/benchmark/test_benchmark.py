@@ -179,3 +179,19 @@ def test_the_step_profile_times_every_part_and_derives_the_costs():
         assert median[ablation] > 0.3 * median["c.step"], ablation
     report = step_profile.markdown(doc)
     assert "| `step` |" in report and "| the second cascade level (C) |" in report
+
+
+def test_the_grasp_profile_times_every_method_and_counts_their_ik_work():
+    """The grasp predictor's throughput profile on the smoke preset: every row timed, the IK iterations per goal
+    counted from the configuration (the grid's yaws times its steps plus the final solve), the ratios to the grid."""
+    from learning.benchmark import grasp_profile
+    from learning.benchmark.timing import TimingPolicy
+
+    doc = grasp_profile.run("smoke", batch=8, timing=TimingPolicy(min_repeats=1, budget_s=0.01, floor_repeats=1))
+    result = {r["row"]: r for r in doc["results"]}
+    assert set(result) == set(grasp_profile.ROWS) and doc["batch"] == 8
+    s = doc["settings"]
+    assert result["angular_grid"]["ik_iterations_per_goal"] == s["grid_yaws"] * s["grid_iterations"] + 64
+    assert result["ik_trained"]["ik_iterations_per_goal"] == s["hypotheses"] * s["check_iterations"] + 64
+    report = grasp_profile.markdown(doc)
+    assert "| `angular_grid` |" in report and "| 1× |" in report

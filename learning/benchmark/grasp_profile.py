@@ -1,0 +1,108 @@
+"""What bounds the grasp predictor's throughput against the angular grid's: the full preset's methods on 256 of its
+IID test goals, complete inference (the chooser, then the checking 64-step IK solve from ``q0``, as
+``learning.grasp_yaw.evaluation.solve_choice`` times it), round-robin medians, and the IK-trained predictor taken
+apart: its features, its network, its hypotheses' checking solves (``cfg.train.hypotheses`` of them, each
+``cfg.train.ik_iterations`` steps), the final solve.
+
+The networks are freshly initialised (their cost does not depend on their weights). Each method's IK work per goal
+(solve iterations) is counted from its configuration: the bound on its throughput where IK dominates.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from learning.benchmark.report import _table, fmt_time, fmt_x
+from learning.benchmark.timing import TimingPolicy, measure
+from learning.common.panda import franka_kinematics
+from learning.common.provenance import provenance_line
+from learning.grasp_yaw.config import preset
+from learning.grasp_yaw.evaluation import eval_layer, policy_chooser, search_choosers, solve_choice
+from learning.grasp_yaw.predictors import YawPolicy, build_predictor
+from learning.grasp_yaw.splits import make_splits
+from learning.grasp_yaw.task import grasp_pose
+
+ROWS = {
+    "radial": "the radial rule, then the final solve: the IK alone, the floor of any chooser",
+    "ik_trained": "the IK-trained predictor (its hypotheses checked, the cheapest kept), then the final solve",
+    "ik_trained_one_yaw": "the IK-trained predictor with one yaw (no checks), then the final solve",
+    "angular_grid": "the angular grid (every yaw solved, the cheapest kept), then the final solve",
+    "ik_trained.features": "the IK-trained predictor's features (its goal and start joints)",
+    "ik_trained.network": "its network: the hypotheses",
+    "ik_trained.checks": "its hypotheses' checking solves and their costs (the cheapest kept)",
+    "final_solve": "the final (checking) solve alone",
+}
+
+
+def run(preset_name: str = "full", batch: int = 256, timing: TimingPolicy | None = None) -> dict:
+    timing = timing or TimingPolicy(min_repeats=15, budget_s=3.0, floor_repeats=5)
+    cfg = preset(preset_name)
+    kinematics = franka_kinematics()
+    splits = make_splits(cfg, kinematics)
+    goals = splits["test_iid"].to(kinematics.device, kinematics.dtype).subset(slice(0, batch))
+    eval_ik = eval_layer(cfg, kinematics)
+    choosers = search_choosers(cfg, kinematics)
+    policy = YawPolicy(build_predictor("ik_trained", kinematics, cfg), kinematics, cfg)
+    one_yaw = YawPolicy(build_predictor("ik_trained_one_yaw", kinematics, cfg), kinematics, cfg)
+    p, q0 = goals.p, goals.q0
+    with torch.no_grad():
+        features = policy.features(p, q0)
+        hypotheses = policy.predictor(features, p)
+        chosen = grasp_pose(p, policy.cheapest(p, q0, hypotheses))
+    fns = {
+        "radial": lambda: solve_choice(choosers["radial"], goals, eval_ik),
+        "ik_trained": lambda: solve_choice(policy_chooser(policy), goals, eval_ik),
+        "ik_trained_one_yaw": lambda: solve_choice(policy_chooser(one_yaw), goals, eval_ik),
+        "angular_grid": lambda: solve_choice(choosers["angular_grid"], goals, eval_ik),
+        "ik_trained.features": lambda: policy.features(p, q0),
+        "ik_trained.network": lambda: policy.predictor(features, p),
+        "ik_trained.checks": lambda: policy.cheapest(p, q0, hypotheses),
+        "final_solve": lambda: eval_ik(chosen, q0),
+    }
+    with torch.no_grad():
+        timings = measure(fns, timing)
+    b, train = cfg.baselines, cfg.train
+    iterations = {
+        "radial": cfg.eval_ik_iterations,
+        "ik_trained": train.hypotheses * train.ik_iterations + cfg.eval_ik_iterations,
+        "ik_trained_one_yaw": cfg.eval_ik_iterations,
+        "angular_grid": b.grid_yaws * b.grid_ik_iterations + cfg.eval_ik_iterations,
+    }
+    rows = [
+        {
+            "row": name,
+            "per_goal_s": t.median_s / len(goals),
+            "ik_iterations_per_goal": iterations.get(name),
+            **t.as_dict(),
+        }
+        for name, t in timings.items()
+    ]
+    return {"suite": "grasp-profile", "preset": preset_name, "batch": len(goals), "rows": ROWS, "results": rows,
+            "settings": {"hypotheses": train.hypotheses, "check_iterations": train.ik_iterations,
+                         "grid_yaws": b.grid_yaws, "grid_iterations": b.grid_ik_iterations,
+                         "final_iterations": cfg.eval_ik_iterations}}  # fmt: skip
+
+
+def markdown(doc: dict) -> str:
+    result = {r["row"]: r for r in doc["results"]}
+    grid = result["angular_grid"]["per_goal_s"]
+    lines = [f"# What bounds the grasp predictor's throughput ({doc['preset']} preset, batch {doc['batch']})", ""]
+    if "meta" in doc:
+        lines += [provenance_line(doc["meta"]["provenance"]), ""]
+    rows = []
+    for name, what in doc["rows"].items():
+        r = result.get(name)
+        if r is None:
+            continue
+        iterations = r["ik_iterations_per_goal"]
+        rows.append([
+            f"`{name}`", fmt_time(r["per_goal_s"]), f"{1 / r['per_goal_s']:,.0f}",
+            fmt_x(grid / r["per_goal_s"]) if iterations is not None else "",
+            "" if iterations is None else str(iterations), what,
+        ])  # fmt: skip
+    lines.append(_table(["row", "per goal", "goals/s", "x the grid", "IK iterations per goal", "what it is"], rows))
+    s = doc["settings"]
+    lines += ["", f"Settings: {s['hypotheses']} hypotheses checked with {s['check_iterations']}-step solves; the grid "
+              f"{s['grid_yaws']} yaws of {s['grid_iterations']} steps; the final solve {s['final_iterations']} steps.",
+              ""]  # fmt: skip
+    return "\n".join(lines)
