@@ -58,6 +58,10 @@ def main(argv: list[str] | None = None) -> int:
     check.add_argument(
         "--out", type=Path, default=None, help="also write FILE.json (with provenance) and FILE.md (the table)"
     )
+    profile = commands.add_parser("throughput-profile", help="what bounds the grasp predictor's throughput")
+    profile.add_argument("--preset", choices=PRESETS, default="full")
+    profile.add_argument("--batch", type=int, default=256, help="goals per call (default: %(default)s)")
+    profile.add_argument("--out", type=Path, default=None, help="also write FILE.json (with provenance) and FILE.md")
     args = parser.parse_args(argv)
     if args.command == "train" and args.resume and args.run is None:
         parser.error("--resume needs the --run folder to continue")

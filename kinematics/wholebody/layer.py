@@ -39,7 +39,6 @@ from kinematics.model import KinematicTree
 from kinematics.wholebody import step_kernel, step_plan
 from kinematics.wholebody.cascade import CascadeStep, cascade_step
 from kinematics.wholebody.constraints.constraint import Constraint
-from kinematics.wholebody.stepper import WholeBodyStepper
 from kinematics.wholebody.tasks.task import Task
 
 GRADIENTS = ("unrolled", "implicit")
@@ -223,12 +222,6 @@ class WholeBodyIKLayer(nn.Module):
         if prepared is None:
             prepared = self.prepare(targets)
         return self._steps(q, targets, prepared, 1, False)[:2]
-
-    def stepper(self, targets: Mapping[str, torch.Tensor]) -> WholeBodyStepper:
-        """A ``WholeBodyStepper`` for the flat ``targets`` (each ``(rows, *shape)``): ``step``'s answers for a batch
-        stepped again and again, its targets set in place (a control loop's), the checks and the polygon's
-        preparation done once instead of at every step."""
-        return WholeBodyStepper(self, targets)
 
     def _check_step(self, q: torch.Tensor, targets: Mapping[str, torch.Tensor]) -> None:
         """``step``'s inputs: ``q`` ``(B, nq)`` and a target ``(B, *shape)`` for each of ``target_names`` (no

@@ -8,10 +8,11 @@ after step), which runs on every device and dtype and under autograd to a contac
 on the CPU, where the layer has a plan (``step_plan.build``), one compiled call computes all the steps
 (``kinematics.native.wholebody``). The kernel's schema names the layer by a key (``key``): a layer is not a tensor.
 
-``compiled_step_with_gradient`` is one step recording a graph to the tasks' targets and ``q`` (a contact's anchors
-and the prepared polygon without one), compiled both ways: the step, and its backward
-(``native.wholebody_step_backward``: each level's adjoint solve on its final active set, the hand-over between levels
-and the tasks' errors, in reverse), which gives the torch composition's gradient. For ``q``, that backward also takes
+``compiled_step_with_gradient`` is one step recording a graph to the tasks' targets, the contacts' anchors, the
+prepared polygon and ``q``, compiled both ways: the step, and its backward (``native.wholebody_step_backward``: each
+level's adjoint solve on its final active set, the hand-over between levels and the tasks' errors, in reverse),
+which gives the torch composition's gradient; a contact's anchor's and the polygon's come from the QP's matrices'
+gradients (the contact's equality, the polygon's inequalities). For ``q``, that backward also takes
 each level's QP's matrices' gradients to the rows and the kinematics the step read (the frames' poses and Jacobians,
 the centre of mass and its Jacobian) and from those to ``q`` (the kinematics' second order: each joint turns its
 subtree about its axis), with the integration's derivative w.r.t. ``q``.
@@ -73,14 +74,12 @@ CASCADE_STEPS.implement("cpu", _cpu)
 
 def compiled_step_with_gradient(layer, q: torch.Tensor, inputs: list[torch.Tensor]):
     """``CASCADE_STEPS``' outputs for one step (no evaluation) where autograd records a graph to ``q`` or some of the
-    tasks' targets (the first ``len(layer.tasks)`` of ``inputs``) and to nothing else, on the compiled path both ways;
-    or ``None`` where that does not apply (no graph, a graph to a contact's anchor or a prepared polygon, no plan, a
-    transform active, the kernel not there)."""
+    inputs (the tasks' targets, the contacts' anchors, the prepared polygon's normals and offsets), on the compiled
+    path both ways; or ``None`` where that does not apply (no graph, no plan, a transform active, the kernel not
+    there)."""
     if not torch.is_grad_enabled() or transforms_active():
         return None
-    wanted = [t.requires_grad for t in inputs]
-    tasks = len(layer.tasks)
-    if not (q.requires_grad or any(wanted[:tasks])) or any(wanted[tasks:]):
+    if not (q.requires_grad or any(t.requires_grad for t in inputs)):
         return None
     plan = plan_of(layer)
     if plan is None:

@@ -15,7 +15,6 @@ gradients to the targets, call ``layer.step`` or ``layer.solve``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 import torch
 
@@ -23,9 +22,7 @@ from kinematics import native
 from kinematics.errors import ConfigError, ShapeError
 from kinematics.wholebody import step_kernel, step_plan
 from kinematics.wholebody.cascade import CascadeStep
-
-if TYPE_CHECKING:
-    from kinematics.wholebody.layer import WholeBodyIKLayer
+from kinematics.wholebody.layer import WholeBodyIKLayer
 
 
 class WholeBodyStepper:
@@ -34,7 +31,7 @@ class WholeBodyStepper:
 
     Example::
 
-        stepper = layer.stepper(targets)
+        stepper = WholeBodyStepper(layer, targets)
         for tick in range(ticks):
             stepper.set_target("right_hand", T_world_hand_goal)   # (rows, 4, 4), or broadcast to it
             q, step = stepper.step(q)

@@ -16,7 +16,6 @@ from learning.benchmark import (
     constrained_suite,
     fk_suite,
     goals,
-    grasp_profile,
     ik_suite,
     peers,
     qp_suite,
@@ -51,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m learning.benchmark", description=__doc__)
     p.add_argument(
         "--suite",
-        choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "wholebody-profile", "grasp-profile", "all"),
+        choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "wholebody-profile", "all"),
         default="all",
     )
     p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
@@ -185,10 +184,6 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 infeasible_count=8 if args.quick else 100,
             )
             _publish(args.out, doc, meta(cfg, argv, load), qp_suite.markdown)
-            continue
-        if suite == "grasp-profile":
-            doc = grasp_profile.run(batch=(args.batches or (256,))[0])
-            _publish(args.out, doc, meta(cfg, argv, load), grasp_profile.markdown)
             continue
         if suite == "wholebody-profile":
             doc = step_profile.run(dtype_name=cfg.fk_dtypes[0], seed=args.seed)

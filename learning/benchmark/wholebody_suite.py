@@ -20,7 +20,7 @@ import torch
 
 import assets
 from kinematics import KinematicTree
-from kinematics.wholebody import ComInSupportPolygon, WholeBodyIKCfg, standing_problem, step_plan
+from kinematics.wholebody import ComInSupportPolygon, WholeBodyIKCfg, WholeBodyStepper, standing_problem, step_plan
 from learning.benchmark import contention, control_loop, peers, wholebody_peers
 from learning.benchmark.goals import goal, ratio
 from learning.benchmark.memory import hwm_supported, rss_peak_delta_hwm
@@ -35,6 +35,8 @@ PEERS = ("pink.loop", "placo.loop", "mink.loop")
 METHODS = {
     "step": "WholeBodyIKLayer.step: one strict-cascade step (hand level, posture level; contacts, polygon, limits as "
     "constraints) of a flat batch: forward kinematics, the cascade's QPs, the integration; no graph",
+    "stepper.step": "WholeBodyStepper.step after set_target of the hand's target: the same step for a batch whose "
+    "targets are set in place (a control loop's; PlaCo's and mink's shape), checked and bound once",
     "step.torch": "the same step as the torch composition (the compiled step's reference: what runs under autograd, "
     "on other devices and for a layer the compiled plan does not encode)",
     "step+bwd": "the same step with autograd to the hand target (q without a graph: the compiled step and its compiled "
@@ -42,6 +44,8 @@ METHODS = {
     "step+bwd.q": "the same step with autograd to q and the hand target (an unrolled solve's later steps, the implicit "
     "adjoint's step): the compiled step and backward, the kinematics' derivative w.r.t. q by autograd through the "
     "tree's torch functions",
+    "step+bwd.anchors": "the step with autograd to both contacts' anchors (through the support polygon prepared "
+    "from them), then backward: the compiled step and backward, the polygon's preparation by its torch ops",
     "step+bwd.torch": "the step with autograd to q and the hand target through the torch composition (what autograd "
     "recorded there before the compiled backward took q)",
     "solve.1": "WholeBodyIKLayer.solve with one iteration: the step above, the inputs checked and the result evaluated "
@@ -93,6 +97,16 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
             layer.step(q_leaf, {**flat, HAND: hand})[0].sum().backward()
         return hand.grad
 
+    def anchors_step_backward():
+        feet = {name: flat[name].clone().requires_grad_(True) for name in contacts}
+        with torch.enable_grad():
+            layer.step(q, {**flat, **feet})[0].sum().backward()
+        return [foot.grad for foot in feet.values()]
+
+    def stepper_step():
+        stepper.set_target(HAND, flat[HAND])
+        return stepper.step(q)
+
     def torch_step_backward():
         hand, q_leaf = flat[HAND].clone().requires_grad_(True), q.clone().requires_grad_(True)
         with torch.enable_grad():
@@ -102,11 +116,15 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
 
     prepared = layer.prepare(flat)
     inputs = step_plan.kernel_inputs(layer, flat, prepared)
+    contacts = [c.name for c in layer.constraints if c.needs_target]
+    stepper = WholeBodyStepper(layer, flat)
     fns = {
         "step": lambda: layer.step(q, flat),
+        "stepper.step": stepper_step,
         "step.torch": lambda: layer.reference_steps(q, inputs, 1),
         "step+bwd": step_backward,
         "step+bwd.q": configuration_step_backward,
+        "step+bwd.anchors": anchors_step_backward,
         "step+bwd.torch": torch_step_backward,
         "solve.1": lambda: layer.solve(targets, seed, iterations=1),
     }
@@ -231,6 +249,7 @@ def goals(results: list[dict], memory: list[dict], loop: dict | None = None, sha
     step, pink = per_row.get((1024, "step", "ours")), per_row.get((1024, "step", "pink.loop"))
     single, single_pink = per_row.get((1, "step", "ours")), per_row.get((1, "step", "pink.loop"))
     single_placo, single_backward = per_row.get((1, "step", "placo.loop")), per_row.get((1, "step+bwd", "ours"))
+    single_stepper = per_row.get((1, "stepper.step", "ours"))
     backward = per_row.get((1024, "step+bwd", "ours"))
     solve = per_row.get((1, "solve", "ours"))
     peaks = {m["iterations"]: m["peak_bytes"] for m in memory if m["gradient"] == "implicit"}
@@ -240,6 +259,8 @@ def goals(results: list[dict], memory: list[dict], loop: dict | None = None, sha
     return [
         goal("one cascade step at batch 1: at least as fast as PlaCo's step", ratio(single_placo, single), 1, True,
               "placo.loop per row / ours per row"),
+        goal("a stepper's step at batch 1 (targets set in place): at least as fast as PlaCo's step",
+             ratio(single_placo, single_stepper), 1, True, "placo.loop per row / stepper.step per row"),
         goal("one cascade step at batch 1: at least as fast as pink.solve_ik", ratio(single_pink, single), 1, True,
               "pink.loop per row / ours per row"),
         goal("one cascade step at batch 1: forward+backward <= 2x forward", ratio(single_backward, single), 2, False,
@@ -276,9 +297,11 @@ def markdown(doc: dict) -> str:
     for batch in sorted({r["batch"] for r in doc["results"]}):
         for op in (
             "step",
+            "stepper.step",
             "step.torch",
             "step+bwd",
             "step+bwd.q",
+            "step+bwd.anchors",
             "step+bwd.torch",
             "solve.1",
             "solve",
@@ -289,17 +312,26 @@ def markdown(doc: dict) -> str:
             if r is not None:
                 rows.append([str(batch), op, fmt_time(r["median_s"]), fmt_time(r["per_row_s"])])
     lines.append(_table(["batch", "op", "ours total", "ours / row"], rows))
-    peer_rows = []
+    peer_rows, has_stepper = [], any(r["op"] == "stepper.step" for r in doc["results"])
     for batch in sorted({r["batch"] for r in doc["results"]}):
-        ours = index.get((batch, "step", "ours"))
+        ours, stepper = index.get((batch, "step", "ours")), index.get((batch, "stepper.step", "ours"))
         for method in PEERS:
             peer = index.get((batch, "step", method))
-            if peer is not None and ours is not None:
-                peer_rows.append([str(batch), method, fmt_time(peer["per_row_s"]), fmt_time(ours["per_row_s"]),
-                                  fmt_x(peer["per_row_s"] / ours["per_row_s"])])  # fmt: skip
+            if peer is None or ours is None:
+                continue
+            row = [str(batch), method, fmt_time(peer["per_row_s"]), fmt_time(ours["per_row_s"]),
+                   fmt_x(peer["per_row_s"] / ours["per_row_s"])]  # fmt: skip
+            if has_stepper:
+                row += ["", ""] if stepper is None else [fmt_time(stepper["per_row_s"]),
+                                                         fmt_x(peer["per_row_s"] / stepper["per_row_s"])]  # fmt: skip
+            peer_rows.append(row)
     if peer_rows:
-        lines += ["", "One step per configuration, the peers' loops against ours (`step`) in the same run:", ""]
-        lines.append(_table(["batch", "peer", "peer / row", "ours / row", "ratio (peer / ours)"], peer_rows))
+        lines += ["", "One step per configuration, the peers' loops against ours (`step`, `stepper.step`) in the same "
+                  "run:", ""]  # fmt: skip
+        header = ["batch", "peer", "peer / row", "`step` / row", "peer / `step`"]
+        if has_stepper:
+            header += ["`stepper.step` / row", "peer / `stepper.step`"]
+        lines.append(_table(header, peer_rows))
     if doc["memory"]:
         lines += ["", "Peak memory of forward+backward:", ""]
         lines.append(

@@ -1,5 +1,5 @@
-"""``python -m learning ...`` for the grasp-yaw experiment (the default task): train, check-distribution, analyse,
-evaluate, report."""
+"""``python -m learning ...`` for the grasp-yaw experiment (the default task): train, check-distribution,
+throughput-profile, analyse, evaluate, report."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from learning.common.executors import executor_from_arguments
 from learning.common.io import atomic_write_json, atomic_write_text
 from learning.common.provenance import provenance, provenance_line
 from learning.common.run_folder import RunFolder
+from learning.grasp_yaw import throughput
 from learning.grasp_yaw.analysis import analysis_markdown, write_analysis
 from learning.grasp_yaw.config import preset
 from learning.grasp_yaw.distribution import distribution_check, distribution_markdown
@@ -40,6 +41,14 @@ def main(args, command: str) -> int:
             record = provenance(command)
             atomic_write_json(args.out.with_suffix(".json"), {"methods": check, "provenance": record})
             table = distribution_markdown(check)
+            atomic_write_text(args.out.with_suffix(".md"), f"{provenance_line(record)}\n\n{table}")
+    elif args.command == "throughput-profile":
+        doc = throughput.run(args.preset, args.batch)
+        table = throughput.markdown(doc)
+        print(table)
+        if args.out is not None:  # FILE.json with provenance, FILE.md the table
+            record = provenance(command)
+            atomic_write_json(args.out.with_suffix(".json"), {**doc, "provenance": record})
             atomic_write_text(args.out.with_suffix(".md"), f"{provenance_line(record)}\n\n{table}")
     elif args.command == "analyse":
         print(analysis_markdown(write_analysis(args.run, args.out, command)))

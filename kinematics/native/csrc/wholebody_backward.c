@@ -370,6 +370,20 @@ static void KERNEL(wb_relative_vjp)(long nv, const REAL *root, const REAL *frame
     }
 }
 
+/* Whether a contact's anchor or the support polygon's prepared normals or offsets are wanted (grad_targets not NULL):
+   their gradients come from the QP's matrices' (the contacts' b, the inequalities' G and h), as the configuration's
+   do. */
+static int KERNEL(wb_constraint_targets_wanted)(const long long *plan, void *const *grad_targets) {
+    long frames = plan[WB_FRAMES], levels = plan[WB_LEVELS];
+    const long long *record = plan + WB_HEADER + 2 * frames + levels;
+    for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD) {
+        long type = record[WB_TYPE], t = record[WB_TARGET];
+        if (type == WB_CONTACT && grad_targets[t]) return 1;
+        if (type == WB_SUPPORT_POLYGON && (grad_targets[t] || grad_targets[t + 1])) return 1;
+    }
+    return 0;
+}
+
 /* The backward of one step of rows [lo, hi) (their step dq, their forward saved in `saved`, WB_SAVED_DOUBLES values
    per row, their levels' statuses in `status`) w.r.t. the tasks' targets and, where grad_q is not NULL, the
    configuration q, for the upstream gradients grad_q_next and grad_dq: the gradient the torch
@@ -380,7 +394,9 @@ static void KERNEL(wb_relative_vjp)(long nv, const REAL *root, const REAL *frame
    (qp_adjoint, as solve_qp's backward), the level's linear term c = -J^T r to its residuals r, what a level achieved
    (J_j dq_j, an equality of every level below) to that level's step, and each residual row r = gain cost e to its
    task's error and target: a frame's through pose_error_vjp, a centre of mass's and a posture's directly. Writes each
-   wanted target's gradient (grad_targets[t] not NULL: contiguous, one target's shape per row).
+   wanted target's gradient (grad_targets[t] not NULL: contiguous, one target's shape per row); a contact's anchor's and
+   the support polygon's normals' and offsets' come from the QP's matrices' gradients (the contact's b, the
+   inequalities' G and h), computed as for q.
 
    Where grad_q is not NULL, also the gradient w.r.t. q (n x nq): each level's QP's matrices' gradients (solve_qp's:
    P, A, G and the bounds, from the level's saved solution and multipliers), taken to the rows they were built from
@@ -402,6 +418,8 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
     for (long k = 0; k < levels; k++) level_start[k] = total_rows, total_rows += level_rows[k];
     long most_eq = me + total_rows, per_row = WB_SAVED_DOUBLES(nv, most_eq, mi, levels);
     long L = WB_SOLUTION_DOUBLES(nv, most_eq, mi), KS = KERNEL(wb_kinematics_size)(plan);
+    /* the QP's matrices' gradients: for q, and for the contacts' anchors and the polygon's edges */
+    int rows = grad_q != 0 || KERNEL(wb_constraint_targets_wanted)(plan, grad_targets);
     KERNEL(wb_scratch) S;
     double *d = KERNEL(wb_layout)(n, plan, real_block, block, longs, &S);
     KERNEL(wb_row_columns)(plan, settings, S.column);
@@ -414,9 +432,9 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
     for (long e = 0; e < n * nq; e++) S.q[e] = q0[lo * nq + e];
     KERNEL(wb_tree_pass)(n, plan, arrays, &S, 1);
     for (long i = 0; i < n; i++) /* the pose errors where the matrices' gradients read the residuals (c = -J^T r) */
-        KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows, grad_q != 0);
+        KERNEL(wb_assemble)(i, lo + i, n, plan, settings, arrays, targets, strides, &S, total_rows, rows);
     for (long e = 0; e < n * levels * nv; e++) gD[e] = 0;
-    if (grad_q) {
+    if (rows) {
         for (long e = 0; e < n * (total_rows * nv + me * (nv + 1) + mi * (nv + 1) + 2 * nv); e++) gJ[e] = 0;
         for (long i = 0; i < n; i++) { /* each level's step, as the forward selected it */
             const double *keep = saved + (lo + i) * per_row;
@@ -493,7 +511,7 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
                     double *g = gD + (i * levels + a) * nv, v = y[me + j];
                     for (long e = 0; e < nv; e++) g[e] += J[j * nv + e] * v;
                 }
-            if (!grad_q) continue;
+            if (!rows) continue;
             /* the QP's matrices (kinematics.qp.gradient): P = J^T J + damping^2 I, c = -J^T r, A = [contacts; the
                rows above], b = [their errors; J_a dq_a], G, h and the bounds, from the level's solution [x; y; z] */
             const double *x = saved + (lo + i) * per_row + k * L, *ye = x + nv, *z = x + nv + most_eq;
@@ -564,6 +582,48 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
                 for (int a = 0; a < 3; a++) {
                     for (int c = 0; c < 3; c++) out[4 * a + c] = grad_tr[3 * a + c];
                     out[4 * a + 3] = error[a];
+                }
+            }
+        }
+    }
+    for (long i = 0; i < n && rows; i++) { /* the contacts' anchors and the polygon's edges, where wanted */
+        const REAL *com = S.com + i * 3, *com_jacobian = S.com_jacobian + i * 3 * nv;
+        long eq = 0, in = 0;
+        record = records;
+        for (long b = 0; b < plan[WB_BLOCKS]; b++, record += WB_RECORD) {
+            long type = record[WB_TYPE], t = record[WB_TARGET];
+            if (type == WB_CONTACT) { /* b = its pose error: position target - p, rotation log(R_target R^T) */
+                if (grad_targets[t]) {
+                    const REAL *target = (const REAL *)targets[t] + (lo + i) * strides[t];
+                    const REAL *pose = S.poses + (record[WB_FRAME] * n + i) * 16;
+                    REAL *out = (REAL *)grad_targets[t] + (lo + i) * target_sizes[t], tr[9], r[9], grad_tr[9];
+                    REAL unused[9], grad_rotation[3];
+                    for (int a = 0; a < 3; a++) grad_rotation[a] = (REAL)gb[i * me + eq + 3 + a];
+                    for (int a = 0; a < 3; a++)
+                        for (int c = 0; c < 3; c++) tr[3 * a + c] = target[4 * a + c], r[3 * a + c] = pose[4 * a + c];
+                    KERNEL(pose_error_vjp)(1, tr, r, grad_rotation, grad_tr, unused, (REAL)settings[WB_SMALL_SIN_SQ],
+                                           (REAL)settings[WB_NEAR_PI_COS]);
+                    for (int a = 0; a < 3; a++) {
+                        for (int c = 0; c < 3; c++) out[4 * a + c] = grad_tr[3 * a + c];
+                        out[4 * a + 3] = (REAL)gb[i * me + eq + a];
+                    }
+                    for (int c = 0; c < 4; c++) out[12 + c] = 0;
+                }
+                eq += 6;
+            } else if (type == WB_SUPPORT_POLYGON) { /* G_j = n_j . J_xy, h_j = offset_j - margin - n_j . com_xy */
+                const unsigned char *edge = (const unsigned char *)targets[t + 2] + (lo + i) * strides[t + 2];
+                REAL *grad_normal = grad_targets[t] ? (REAL *)grad_targets[t] + (lo + i) * target_sizes[t] : 0;
+                REAL *grad_offset = grad_targets[t + 1] ? (REAL *)grad_targets[t + 1] + (lo + i) * target_sizes[t + 1] : 0;
+                for (long j = 0; j < record[WB_ROWS]; j++, in++) {
+                    double gx = 0, gy = 0, gh_j = 0; /* a row that is no edge is constant (G = 0, h = INACTIVE) */
+                    if (edge[j]) {
+                        const double *row = gG + (i * mi + in) * nv; /* G's gradient negated (negated back below) */
+                        gh_j = gh[i * mi + in];
+                        for (long e = 0; e < nv; e++) gx -= row[e] * com_jacobian[e], gy -= row[e] * com_jacobian[nv + e];
+                        gx -= gh_j * com[0], gy -= gh_j * com[1];
+                    }
+                    if (grad_normal) grad_normal[2 * j] = (REAL)gx, grad_normal[2 * j + 1] = (REAL)gy;
+                    if (grad_offset) grad_offset[j] = (REAL)gh_j;
                 }
             }
         }
@@ -684,7 +744,8 @@ static long KERNEL(wb_backward_runner)(long lo, long hi, const KERNEL(wb_job) *j
 }
 
 /* One step's backward from q to its step dq (wb_backward_chunk): the gradients of the wanted targets (grad_targets[t]
-   not NULL, target_sizes[t] values per row) for the upstream gradients grad_q_next (n x nq) and grad_dq (n x nv) and,
+   not NULL, target_sizes[t] values per row: the tasks' targets, the contacts' anchors, the polygon's normals and
+   offsets) for the upstream gradients grad_q_next (n x nq) and grad_dq (n x nv) and,
    where grad_q is not NULL, the gradient w.r.t. q (n x nq). */
 DISPATCH long KERNEL(wholebody_step_backward)(long n, long threads, const long long *restrict plan,
                                               const double *restrict settings, const void *const *arrays,
@@ -696,7 +757,8 @@ DISPATCH long KERNEL(wholebody_step_backward)(long n, long threads, const long l
                                               REAL *restrict grad_q) {
     KERNEL(wb_job) job = {1, plan, settings, arrays, targets, strides, q, 0, 0, 0, 0, 0, 0, 0, 0, saved, status, dq,
                           grad_q_next, grad_dq, grad_targets, target_sizes, grad_q};
-    return KERNEL(wb_in_chunks)(n, threads, &job, KERNEL(wb_backward_doubles)(plan, grad_q != 0),
+    int rows = grad_q != 0 || KERNEL(wb_constraint_targets_wanted)(plan, grad_targets);
+    return KERNEL(wb_in_chunks)(n, threads, &job, KERNEL(wb_backward_doubles)(plan, rows),
                                  KERNEL(wb_backward_runner));
 }
 

@@ -2,7 +2,7 @@
 where autograd records a graph to the tasks' targets and the configuration alone, ``layer.step`` runs the compiled
 step and its compiled backward, whose gradient is the torch composition's (float64 to 1e-10, float32 to its rounding)
 on every kind of task and constraint the plan encodes, unsolved levels included, and the derivative finite
-differences give; a graph to a contact's anchor takes the torch composition. An unrolled solve steps through it."""
+differences give, and to the contacts' anchors and the prepared polygon too. An unrolled solve steps through it."""
 
 from __future__ import annotations
 
@@ -182,23 +182,59 @@ def test_a_target_shared_by_the_batch_gets_the_sum_of_its_rows(g1) -> None:
     torch.testing.assert_close(gradient, rows.sum(0), atol=1e-10, rtol=0)
 
 
-def test_a_graph_to_a_contacts_anchor_takes_the_torch_composition(g1) -> None:
-    problem = standing_problem(g1, G1)
-    layer, q = problem.layer, problem.q_stand.expand(2, -1)
-    flat = flat_targets(layer, {**problem.fixed_targets, "right_hand": g1.frame_pose(problem.q_stand, HAND)}, 2)
-    hand = flat["right_hand"].clone().requires_grad_(True)
-    foot = next(name for name in layer.target_names if name not in layer.tasks)
-    anchor = flat[foot].clone().requires_grad_(True)
-    for inputs, seed in (({foot: anchor}, q), ({"right_hand": hand, foot: anchor}, q),
-                         ({foot: anchor}, q.clone().requires_grad_(True))):  # fmt: skip
-        q_next, _ = layer.step(seed, {**flat, **inputs})
-        assert type(q_next.grad_fn).__name__ != "_CompiledStepBackward"
-    for inputs, seed in (({"right_hand": hand}, q.clone().requires_grad_(True)), ({}, q.clone().requires_grad_(True))):
-        q_next, _ = layer.step(seed, {**flat, **inputs})
-        assert type(q_next.grad_fn).__name__ == "_CompiledStepBackward"
+@pytest.mark.parametrize("seed", [0, 1, 4, 5])
+def test_the_gradient_to_the_anchors_and_the_prepared_polygon_is_the_torch_compositions(g1, seed) -> None:
+    """A graph to the contacts' anchors and to the prepared polygon's normals and offsets (with a task's target and
+    q) takes the compiled step and backward, whose gradients are the torch composition's (float64, to 1e-10 of the
+    largest entry); the torso leant forward and the CoM goal ahead, so the polygon's rows bind in some rows. (Seeds
+    whose first level is solved in every row: where it is not, the compiled gradient to q, and so to the anchors,
+    differs from the composition's by up to 1e-4, as it did before the anchors were compiled.)"""
+    layer = every_kind_layer(g1, WholeBodyIKCfg(qp_active_set_steps=1 + seed % 2))
+    targets, q = every_kind_targets(g1, 6, seed, reach=0.2)
+    targets["com"] = targets["com"] + torch.tensor([0.3, 0.0, 0.0], dtype=torch.float64)  # pushes on the polygon
+    q = q.clone()
+    q[:, 7 + 12 + 2] = 0.5  # the waist's pitch: the torso leans forward, the CoM towards the toes
+    flat = {name: t.clone() for name, t in flat_targets(layer, targets, 6).items()}
+    feet = [name for name in layer.target_names if name not in layer.tasks]
+    ((polygon_name, edges),) = layer.prepare(flat).items()
+    weights = random_weights(q, g1.nv, seed)
+
+    def run(compiled: bool):
+        leaves = {name: flat[name].clone().requires_grad_(True) for name in (*feet, "right_hand")}
+        normal, offset = (t.clone().requires_grad_(True) for t in edges[:2])
+        q_leaf = q.clone().requires_grad_(True)
+        targets_in = {**flat, **leaves}
+        prepared = {polygon_name: type(edges)(normal, offset, edges.edge)}
+        if compiled:
+            q_next, step = layer.step(q_leaf, targets_in, prepared=prepared)
+            assert type(q_next.grad_fn).__name__ == "_CompiledStepBackward"
+            dq = step.dq
+        else:
+            inputs = step_plan.kernel_inputs(layer, targets_in, prepared)
+            q_next, dq, *_ = layer.reference_steps(q_leaf, inputs, 1)
+        loss = (q_next * weights[0]).sum() + (dq * weights[1]).sum()
+        return torch.autograd.grad(loss, [*leaves.values(), normal, offset, q_leaf])
+
     with torch.no_grad():
-        q_next, _ = layer.step(q, {**flat, "right_hand": hand})
-    assert q_next.grad_fn is None
+        step = layer.step(q, flat)[1]
+    assert step.active_inequalities.any(), "the polygon should bind somewhere"
+    assert (step.level_status[:, 0] == 0).all()
+    for a, b in zip(run(True), run(False), strict=True):
+        scale = float(b.abs().max())
+        torch.testing.assert_close(a, b, atol=1e-10 * max(scale, 1.0), rtol=0)
+    # through the polygon's preparation (its torch ops, once per solve) to the anchors, as a solve differentiates
+    leaves = {name: flat[name].clone().requires_grad_(True) for name in feet}
+    q_next, _ = layer.step(q, {**flat, **leaves})
+    assert type(q_next.grad_fn).__name__ == "_CompiledStepBackward"
+    compiled = torch.autograd.grad((q_next * weights[0]).sum(), list(leaves.values()))
+    leaves_ref = {name: flat[name].clone().requires_grad_(True) for name in feet}
+    targets_ref = {**flat, **leaves_ref}
+    inputs = step_plan.kernel_inputs(layer, targets_ref, layer.prepare(targets_ref))
+    reference = torch.autograd.grad(
+        (layer.reference_steps(q, inputs, 1)[0] * weights[0]).sum(), list(leaves_ref.values())
+    )
+    for a, b in zip(compiled, reference, strict=True):
+        torch.testing.assert_close(a, b, atol=1e-10 * max(float(b.abs().max()), 1.0), rtol=0)
 
 
 def test_two_threads_give_the_bits_of_one_and_a_disabled_library_the_references_gradient(g1) -> None:

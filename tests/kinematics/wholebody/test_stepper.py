@@ -34,8 +34,8 @@ def test_ticks_equal_layer_step(dtype, rows) -> None:
     layer = every_kind_layer(tree)
     targets, q = every_kind_targets(tree, rows, seed=3)
     flat = flat_targets(layer, targets, rows)
-    stepper = layer.stepper(flat)
-    assert isinstance(stepper, WholeBodyStepper) and stepper._bound is not None, "the compiled call should apply"
+    stepper = WholeBodyStepper(layer, flat)
+    assert stepper._bound is not None, "the compiled call should apply"
     q_layer = q.clone()
     hand = flat["right_hand"].clone()
     for _ in range(6):
@@ -53,7 +53,7 @@ def test_a_moved_foot_prepares_the_polygon_again_and_the_targets_are_copies() ->
     layer = every_kind_layer(tree)
     targets, q = every_kind_targets(tree, 1, seed=4)
     flat = {name: t.clone() for name, t in flat_targets(layer, targets, 1).items()}
-    stepper = layer.stepper(flat)
+    stepper = WholeBodyStepper(layer, flat)
     flat["right_hand"][:, 0, 3] += 1.0  # the caller's tensor: not the stepper's
     assert not torch.equal(stepper.target("right_hand"), flat["right_hand"])
     flat["right_hand"][:, 0, 3] -= 1.0
@@ -73,10 +73,10 @@ def test_bad_input_is_refused_with_typed_errors() -> None:
     targets, q = every_kind_targets(tree, 2, seed=5)
     flat = flat_targets(layer, targets, 2)
     with pytest.raises(ShapeError, match="targets missing|must be"):
-        layer.stepper({name: t for name, t in flat.items() if name != "posture"})
+        WholeBodyStepper(layer, {name: t for name, t in flat.items() if name != "posture"})
     with pytest.raises(ShapeError, match="one row count"):
-        layer.stepper({**flat, "com": flat["com"][:1]})
-    stepper = layer.stepper(flat)
+        WholeBodyStepper(layer, {**flat, "com": flat["com"][:1]})
+    stepper = WholeBodyStepper(layer, flat)
     with pytest.raises(ConfigError, match="no target 'nose'"):
         stepper.set_target("nose", flat["com"])
     with pytest.raises(ShapeError, match=r"'com' is \(2, 3\); got \(3, 3\)"):
@@ -94,7 +94,7 @@ def test_a_q_that_records_a_graph_differentiates_as_layer_step() -> None:
     layer = every_kind_layer(tree)
     targets, q = every_kind_targets(tree, 2, seed=6)
     flat = flat_targets(layer, targets, 2)
-    stepper = layer.stepper(flat)
+    stepper = WholeBodyStepper(layer, flat)
     found_q, expected_q = q.clone().requires_grad_(True), q.clone().requires_grad_(True)
     stepper.step(found_q)[0].square().sum().backward()
     layer.step(expected_q, flat)[0].square().sum().backward()
@@ -106,7 +106,7 @@ def test_new_settings_on_the_layer_are_followed() -> None:
     layer = every_kind_layer(tree)
     targets, q = every_kind_targets(tree, 1, seed=7)
     flat = flat_targets(layer, targets, 1)
-    stepper = layer.stepper(flat)
+    stepper = WholeBodyStepper(layer, flat)
     before = stepper.step(q)
     layer.cfg = dataclasses.replace(layer.cfg, damping=layer.cfg.damping * 100)
     after = stepper.step(q)
@@ -125,6 +125,6 @@ def test_a_layer_without_a_compiled_plan_is_answered_by_layer_step() -> None:
     q[:, 7:] += 0.1
     flat = {"posture": tree.neutral()[None, 7:].clone()}
     with pytest.warns(UserWarning):
-        stepper = layer.stepper(flat)
+        stepper = WholeBodyStepper(layer, flat)
     assert stepper._bound is None
     assert_equal_steps(stepper.step(q), layer.step(q, flat))

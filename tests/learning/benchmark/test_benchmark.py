@@ -127,7 +127,7 @@ def test_wholebody_targets_read_one_runs_numbers():
 
     results = [row(1024, "step", "ours", 8.0), row(1024, "step", "pink.loop", 300.0),
                row(1024, "step+bwd", "ours", 20.0), row(1, "step", "ours", 500.0),
-               row(1, "step", "pink.loop", 400.0), row(1, "step", "placo.loop", 40.0),
+               row(1, "step", "pink.loop", 400.0), row(1, "step", "placo.loop", 40.0), row(1, "stepper.step", "ours", 32.0),
                row(1, "step+bwd", "ours", 900.0), row(1, "solve", "ours", 4000.0)]  # fmt: skip
     memory = [{"gradient": "implicit", "iterations": 16, "peak_bytes": 2_000_000},
               {"gradient": "implicit", "iterations": 128, "peak_bytes": 2_100_000}]  # fmt: skip
@@ -140,6 +140,7 @@ def test_wholebody_targets_read_one_runs_numbers():
     found = {g["goal"]: (round(g["value"], 3), g["met"]) for g in goals(results, memory, loop, shared)}
     assert found == {
         "one cascade step at batch 1: at least as fast as PlaCo's step": (0.08, False),
+        "a stepper's step at batch 1 (targets set in place): at least as fast as PlaCo's step": (1.25, True),
         "one cascade step at batch 1: at least as fast as pink.solve_ik": (0.8, False),
         "one cascade step at batch 1: forward+backward <= 2x forward": (1.8, True),
         "control loop at batch 1: p99 of a step < 2x its p50": (2.5, False),
@@ -162,7 +163,10 @@ def test_wholebody_targets_read_one_runs_numbers():
     detail = next(g["detail"] for g in doc["goals"] if g["goal"].startswith("control loop"))
     assert detail == "p99 / p50; fixed work of the same median: 1.50"
     assert "| 1024 | unset | 10 µs | 40 µs | 4" in report
-    assert "| 1 | placo.loop | 40 µs | 500 µs | 0.08× |" in report and "| 1024 | pink.loop | 300 µs | 8 µs |" in report
+    assert (
+        "| 1 | placo.loop | 40 µs | 500 µs | 0.08× | 32 µs | 1.25× |" in report
+        and "| 1024 | pink.loop | 300 µs | 8 µs |" in report
+    )
 
 
 def test_the_step_profile_times_every_part_and_derives_the_costs():
@@ -179,19 +183,3 @@ def test_the_step_profile_times_every_part_and_derives_the_costs():
         assert median[ablation] > 0.3 * median["c.step"], ablation
     report = step_profile.markdown(doc)
     assert "| `step` |" in report and "| the second cascade level (C) |" in report
-
-
-def test_the_grasp_profile_times_every_method_and_counts_their_ik_work():
-    """The grasp predictor's throughput profile on the smoke preset: every row timed, the IK iterations per goal
-    counted from the configuration (the grid's yaws times its steps plus the final solve), the ratios to the grid."""
-    from learning.benchmark import grasp_profile
-    from learning.benchmark.timing import TimingPolicy
-
-    doc = grasp_profile.run("smoke", batch=8, timing=TimingPolicy(min_repeats=1, budget_s=0.01, floor_repeats=1))
-    result = {r["row"]: r for r in doc["results"]}
-    assert set(result) == set(grasp_profile.ROWS) and doc["batch"] == 8
-    s = doc["settings"]
-    assert result["angular_grid"]["ik_iterations_per_goal"] == s["grid_yaws"] * s["grid_iterations"] + 64
-    assert result["ik_trained"]["ik_iterations_per_goal"] == s["hypotheses"] * s["check_iterations"] + 64
-    report = grasp_profile.markdown(doc)
-    assert "| `angular_grid` |" in report and "| 1× |" in report

@@ -6,16 +6,19 @@ apart: its features, its network, its hypotheses' checking solves (``cfg.train.h
 
 The networks are freshly initialised (their cost does not depend on their weights). Each method's IK work per goal
 (solve iterations) is counted from its configuration: the bound on its throughput where IK dominates.
+
+``python -m learning throughput-profile --out docs/results/experiment/throughput-profile`` writes it.
 """
 
 from __future__ import annotations
 
+import statistics
+import time
+from collections.abc import Callable
+
 import torch
 
-from learning.benchmark.report import _table, fmt_time, fmt_x
-from learning.benchmark.timing import TimingPolicy, measure
 from learning.common.panda import franka_kinematics
-from learning.common.provenance import provenance_line
 from learning.grasp_yaw.config import preset
 from learning.grasp_yaw.evaluation import eval_layer, policy_chooser, search_choosers, solve_choice
 from learning.grasp_yaw.predictors import YawPolicy, build_predictor
@@ -34,8 +37,21 @@ ROWS = {
 }
 
 
-def run(preset_name: str = "full", batch: int = 256, timing: TimingPolicy | None = None) -> dict:
-    timing = timing or TimingPolicy(min_repeats=15, budget_s=3.0, floor_repeats=5)
+def medians(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Seconds per call of each of ``fns``: the median of ``rounds`` rounds, each timing every callable once in turn
+    (so a noisy machine slows them alike), after one warm-up call each."""
+    for fn in fns.values():
+        fn()
+    seconds: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            seconds[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in seconds.items()}
+
+
+def run(preset_name: str = "full", batch: int = 256, rounds: int = 15) -> dict:
     cfg = preset(preset_name)
     kinematics = franka_kinematics()
     splits = make_splits(cfg, kinematics)
@@ -60,7 +76,7 @@ def run(preset_name: str = "full", batch: int = 256, timing: TimingPolicy | None
         "final_solve": lambda: eval_ik(chosen, q0),
     }
     with torch.no_grad():
-        timings = measure(fns, timing)
+        seconds = medians(fns, rounds)
     b, train = cfg.baselines, cfg.train
     iterations = {
         "radial": cfg.eval_ik_iterations,
@@ -68,39 +84,32 @@ def run(preset_name: str = "full", batch: int = 256, timing: TimingPolicy | None
         "ik_trained_one_yaw": cfg.eval_ik_iterations,
         "angular_grid": b.grid_yaws * b.grid_ik_iterations + cfg.eval_ik_iterations,
     }
-    rows = [
-        {
-            "row": name,
-            "per_goal_s": t.median_s / len(goals),
-            "ik_iterations_per_goal": iterations.get(name),
-            **t.as_dict(),
-        }
-        for name, t in timings.items()
-    ]
-    return {"suite": "grasp-profile", "preset": preset_name, "batch": len(goals), "rows": ROWS, "results": rows,
+    rows = [{"row": name, "per_goal_s": s / len(goals), "median_s": s, "ik_iterations_per_goal": iterations.get(name)}
+            for name, s in seconds.items()]  # fmt: skip
+    return {"preset": preset_name, "batch": len(goals), "rounds": rounds, "rows": ROWS, "results": rows,
             "settings": {"hypotheses": train.hypotheses, "check_iterations": train.ik_iterations,
                          "grid_yaws": b.grid_yaws, "grid_iterations": b.grid_ik_iterations,
                          "final_iterations": cfg.eval_ik_iterations}}  # fmt: skip
 
 
 def markdown(doc: dict) -> str:
+    """The table (the provenance line above it is the caller's)."""
     result = {r["row"]: r for r in doc["results"]}
     grid = result["angular_grid"]["per_goal_s"]
-    lines = [f"# What bounds the grasp predictor's throughput ({doc['preset']} preset, batch {doc['batch']})", ""]
-    if "meta" in doc:
-        lines += [provenance_line(doc["meta"]["provenance"]), ""]
-    rows = []
+    lines = [f"What bounds the grasp predictor's throughput ({doc['preset']} preset, batch {doc['batch']}, medians of "
+             f"{doc['rounds']} rounds):", ""]  # fmt: skip
+    lines += ["| row | µs per goal | goals/s | x the grid | IK iterations per goal | what it is |",
+              "|---|---|---|---|---|---|"]  # fmt: skip
     for name, what in doc["rows"].items():
         r = result.get(name)
         if r is None:
             continue
         iterations = r["ik_iterations_per_goal"]
-        rows.append([
-            f"`{name}`", fmt_time(r["per_goal_s"]), f"{1 / r['per_goal_s']:,.0f}",
-            fmt_x(grid / r["per_goal_s"]) if iterations is not None else "",
-            "" if iterations is None else str(iterations), what,
-        ])  # fmt: skip
-    lines.append(_table(["row", "per goal", "goals/s", "x the grid", "IK iterations per goal", "what it is"], rows))
+        ratio = f"{grid / r['per_goal_s']:.2f}" if iterations is not None else ""
+        count = "" if iterations is None else str(iterations)
+        lines.append(
+            f"| `{name}` | {1e6 * r['per_goal_s']:.2f} | {1 / r['per_goal_s']:,.0f} | {ratio} | {count} | {what} |"
+        )
     s = doc["settings"]
     lines += ["", f"Settings: {s['hypotheses']} hypotheses checked with {s['check_iterations']}-step solves; the grid "
               f"{s['grid_yaws']} yaws of {s['grid_iterations']} steps; the final solve {s['final_iterations']} steps.",
