@@ -1,7 +1,8 @@
 """Where a batch-1 whole-body step's time goes: the suite's problem (``wholebody_suite``), one step of
 ``WholeBodyIKLayer.step`` taken apart into what it calls, each part timed on its own in one round-robin run.
 
-The parts, outermost first: the step; the support polygon's preparation (``layer.prepare``: the sole corners
+The parts, outermost first: the step (and a ``WholeBodyStepper``'s, which does the checks, the preparation and the
+binding once); the support polygon's preparation (``layer.prepare``: the sole corners
 posed and the hull's edges); the input checks; the kernel's inputs list; the kernel through its dispatch
 (``CASCADE_STEPS``); the binding (``native.wholebody_step``: the targets' checks and addresses, the outputs'
 allocation, the C call); the targets' checks and addresses alone; and the C call alone, bound and allocated once
@@ -25,6 +26,7 @@ from kinematics.wholebody import (
     StepLimit,
     WholeBodyIKCfg,
     WholeBodyIKLayer,
+    WholeBodyStepper,
     standing_problem,
     step_kernel,
     step_plan,
@@ -38,6 +40,7 @@ from learning.common.provenance import provenance_line
 PARTS = {
     "step": "layer.step(q, targets): everything below",
     "step.prepared": "layer.step(q, targets, prepared=...): the polygon prepared once (a control loop's step)",
+    "stepper.step": "WholeBodyStepper.step after set_target of the hand: the targets checked, copied and bound once",
     "prepare": "layer.prepare(targets): the sole corners posed (torch) and the hull's edges (compiled)",
     "checks": "layer._check_step: the inputs' shapes",
     "kernel_inputs": "step_plan.kernel_inputs: the targets and the prepared polygon as the kernel's list",
@@ -118,9 +121,16 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
     saved = native.wholebody_step(plan, q, inputs, 1, False, save=True)
     wanted = [name == HAND for name in layer.target_names] + [False] * (len(inputs) - len(layer.target_names))
     grad_q_next, grad_dq = torch.ones_like(q), torch.zeros_like(saved[1])
+    stepper = WholeBodyStepper(layer, flat)
+
+    def stepper_step():
+        stepper.set_target(HAND, flat[HAND])
+        stepper.step(q)
+
     fns = {
         "step": lambda: layer.step(q, flat),
         "step.prepared": lambda: layer.step(q, flat, prepared=prepared),
+        "stepper.step": stepper_step,
         "prepare": lambda: layer.prepare(flat),
         "checks": lambda: layer._check_step(q, flat),
         "kernel_inputs": lambda: step_plan.kernel_inputs(layer, flat, prepared),
