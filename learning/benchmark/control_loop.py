@@ -2,8 +2,9 @@
 last tick left the robot, towards a hand target that moves along a circle (a controller tracking a moving goal).
 
 Each tick is timed on its own, so the row reports the distribution a controller's deadline meets (p50, p99, the
-worst), not a mean. The support polygon is prepared once (``WholeBodyIKLayer.prepare``: the feet are held where they
-stand), as a controller does; everything else happens every tick.
+worst), not a mean. A tick is what a controller calls: ``WholeBodyStepper.set_target`` with the hand's new target,
+then ``WholeBodyStepper.step`` (the support polygon prepared once, where the feet are held; the targets checked and
+bound once); everything else happens every tick.
 
 After each tick's step, a fixed piece of Python work (a counting loop, ``fixed_count``: calibrated to the warm-up
 ticks' median step) is timed too: the machine's own spread at that tick length (a virtual machine's pauses,
@@ -18,6 +19,8 @@ import time
 
 import numpy as np
 import torch
+
+from kinematics.wholebody import WholeBodyStepper
 
 TICK_S = 1e-3  # the loop's nominal period: 1 kHz
 CIRCLE_RADIUS_M = 0.05
@@ -57,7 +60,7 @@ def _timed(fn, *args) -> float:
 
 
 def run(problem, hand: str, steps: int = 10_000, warmup: int = 200) -> dict:
-    """Time ``steps`` ticks of ``problem.layer.step`` at batch 1 (after ``warmup`` untimed ones): the seconds of
+    """Time ``steps`` ticks of a ``WholeBodyStepper`` of ``problem.layer`` at batch 1 (after ``warmup`` untimed ones): the seconds of
     each tick's step, summarised as p50, p99, max and mean; and of the fixed work after it (``fixed_work``: its p50
     and p99)."""
     if warmup < 2:
@@ -66,14 +69,15 @@ def run(problem, hand: str, steps: int = 10_000, warmup: int = 200) -> dict:
     q = problem.q_stand[None].clone()
     T_world_start = tree.frame_pose(q, layer.tasks[hand].frame)
     targets = {name: t[None] for name, t in problem.fixed_targets.items()}
-    prepared = layer.prepare({**targets, hand: T_world_start})
+    stepper = WholeBodyStepper(layer, {**targets, hand: T_world_start})  # the polygon prepared once
     seconds, fixed, warm = np.empty(steps), np.empty(steps), []
     count = 1
     with torch.no_grad():
         for tick in range(-warmup, steps):
             targets[hand] = hand_circle(T_world_start, tick)
             start = time.perf_counter()
-            q, _ = layer.step(q, targets, prepared=prepared)
+            stepper.set_target(hand, targets[hand])
+            q, _ = stepper.step(q)
             if tick < 0:
                 warm.append(time.perf_counter() - start)
                 if tick == -1:  # the warm-up's later half: past the first calls' caches and allocations

@@ -217,8 +217,8 @@ def run(
         f"each peer loops over {peer_rows} configurations in float64 (the same at every batch); ratio = the peer's "
         "per row / ours per row.",
         f"memory: peak resident growth of one forward+backward at batch {memory_batch} (the least of three calls).",
-        "control loop: `learning.benchmark.control_loop` (one step per tick at batch 1, the hand target on a 5 cm "
-        "circle, the polygon prepared once).",
+        "control loop: `learning.benchmark.control_loop` (one WholeBodyStepper step per tick at batch 1, the hand "
+        "target set on a 5 cm circle, the polygon prepared once).",
         "contention: `learning.benchmark.contention` (a child process per OpenMP wait policy, one busy Python "
         "process beside the second half).",
     ]
