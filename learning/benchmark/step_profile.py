@@ -41,7 +41,7 @@ PARTS = {
     "step": "layer.step(q, targets): everything below",
     "step.prepared": "layer.step(q, targets, prepared=...): the polygon prepared once (a control loop's step)",
     "stepper.step": "WholeBodyStepper.step after set_target of the hand: the targets checked, copied and bound once",
-    "prepare": "layer.prepare(targets): the sole corners posed (torch) and the hull's edges (compiled)",
+    "prepare": "layer.prepare(targets): the soles' poses stacked, then one kernel (the corners posed, the hull's edges)",
     "checks": "layer._check_step: the inputs' shapes",
     "kernel_inputs": "step_plan.kernel_inputs: the targets and the prepared polygon as the kernel's list",
     "dispatch": "CASCADE_STEPS(...): the kernel through its dispatch (the plan looked up, the binding, the call)",
