@@ -58,3 +58,31 @@ def support_edges(
     tensors = (T.contiguous(), corners.contiguous(), owner, first, second, normal, offset, edge)  # held
     kernel(n, s, k, p, *(t.data_ptr() for t in tensors))
     return normal, offset, edge
+
+
+def support_edges_vjp(
+    T: torch.Tensor,
+    corners: torch.Tensor,
+    owner: torch.Tensor,
+    first: torch.Tensor,
+    second: torch.Tensor,
+    grad_normal: torch.Tensor,
+    grad_offset: torch.Tensor,
+) -> torch.Tensor | None:
+    """``support_edges``' gradient w.r.t. ``T`` ``(n, s, 4, 4)`` for the upstream gradients on its normals ``(n, k,
+    2)`` and offsets ``(n, k)``, or ``None`` where the kernel does not take these tensors."""
+    if T.ndim != 4 or T.shape[-2:] != (4, 4) or corners.ndim != 2 or corners.shape[1] != 4:
+        return None
+    n, s, k = T.shape[0], T.shape[1], corners.shape[0]
+    p = first.shape[0] if first.ndim == 1 else -1
+    shapes = ((n, s, 4, 4), (k, 4), (n, k, 2), (n, k))
+    kernel = loader.compiled("support_edges_vjp", (T, corners, grad_normal, grad_offset), shapes)
+    if kernel is None or not loader.indices(owner, first, second) or owner.shape != (k,) or second.shape != (p,):
+        return None
+    if p < k or n == 0:
+        return None
+    grad_T = loader.empty(n, s, 4, 4, dtype=T.dtype)
+    tensors = (T.contiguous(), corners.contiguous(), owner, first, second, grad_normal.contiguous(),
+               grad_offset.contiguous(), grad_T)  # fmt: skip
+    code = kernel(n, s, k, p, *(t.data_ptr() for t in tensors))
+    return None if code < 0 else grad_T

@@ -49,6 +49,7 @@ KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     # hull.c
     "hull_edges": (VOID, (LONG, LONG, LONG, IN, LONG_INDEX, LONG_INDEX, OUT, OUT, OUT)),
     "support_edges": (VOID, (LONG, LONG, LONG, LONG, IN, IN, LONG_INDEX, LONG_INDEX, LONG_INDEX, OUT, OUT, BYTES)),
+    "support_edges_vjp": (LONG, (LONG, LONG, LONG, LONG, IN, IN, LONG_INDEX, LONG_INDEX, LONG_INDEX, IN, IN, OUT)),
     # qp_ipm.c: (nb, threads, n, m_eq, m_in, iterations, P's row stride, params, P, q, A, b, G, h, lb, ub) -> 8 arrays
     "qp_ipm": (VOID, (*(LONG,) * 7, *(IN,) * 9, *(OUT,) * 8)),
     # qp_active_set.c: the polish (..., steps, refinements, P's row stride, params, the problem's 8 arrays and the

@@ -45,7 +45,7 @@ METHODS = {
     "adjoint's step): the compiled step and backward, the kinematics' derivative w.r.t. q by autograd through the "
     "tree's torch functions",
     "step+bwd.anchors": "the step with autograd to both contacts' anchors (through the support polygon prepared "
-    "from them), then backward: the compiled step and backward, the polygon's preparation by its torch ops",
+    "from them), then backward: the compiled step and backward, the polygon's preparation compiled both ways",
     "step+bwd.torch": "the step with autograd to q and the hand target through the torch composition (what autograd "
     "recorded there before the compiled backward took q)",
     "solve.1": "WholeBodyIKLayer.solve with one iteration: the step above, the inputs checked and the result evaluated "

@@ -7,7 +7,7 @@
 /* One row of hull_edges: the k ground points pt (k, 2), the candidate pairs' scratch pair (4 p). */
 static void KERNEL(hull_row)(long k, long p, const REAL *restrict pt, const long *restrict first,
                              const long *restrict second, REAL *restrict pair, REAL *restrict nr, REAL *restrict orow,
-                             REAL *restrict er) {
+                             REAL *restrict er, long *restrict which) {
     const REAL tol = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-9);
     for (long e = 0; e < p; e++) {
         const REAL ax = pt[2 * first[e]], ay = pt[2 * first[e] + 1];
@@ -33,8 +33,22 @@ static void KERNEL(hull_row)(long k, long p, const REAL *restrict pt, const long
         for (long e = 0; e < p && out < k; e++) {
             const REAL *in = pair + 4 * e;
             if ((in[3] > 0) != (pass == 0)) continue;
+            if (which) which[out] = e;
             nr[2 * out] = in[0], nr[2 * out + 1] = in[1], orow[out] = in[2], er[out++] = in[3];
         }
+}
+
+/* Each corner's world (x, y) (k, 2) from its sole's pose in T (s, 4, 4): the pose's top two rows applied to the
+   corner in homogeneous coordinates. */
+static void KERNEL(pose_corners)(long k, const REAL *restrict T, const REAL *restrict corners,
+                                 const long *restrict owner, REAL *restrict pt) {
+    for (long c = 0; c < k; c++) {
+        const REAL *pose = T + owner[c] * 16, *corner = corners + 4 * c;
+        for (int axis = 0; axis < 2; axis++) {
+            const REAL *row = pose + 4 * axis;
+            pt[2 * c + axis] = row[0] * corner[0] + row[1] * corner[1] + row[2] * corner[2] + row[3] * corner[3];
+        }
+    }
 }
 
 /* The support polygon's hull edges (kinematics.wholebody.constraints.support_polygon's reference, the same tests): xy (n, k, 2)
@@ -50,7 +64,7 @@ DISPATCH void KERNEL(hull_edges)(long n, long k, long p, const REAL *restrict xy
         return;
     }
     for (long r = 0; r < n; r++)
-        KERNEL(hull_row)(k, p, xy + r * k * 2, first, second, pair, normal + r * k * 2, offset + r * k, edge + r * k);
+        KERNEL(hull_row)(k, p, xy + r * k * 2, first, second, pair, normal + r * k * 2, offset + r * k, edge + r * k, 0);
     free(pair);
 }
 
@@ -72,17 +86,69 @@ DISPATCH void KERNEL(support_edges)(long n, long s, long k, long p, const REAL *
         return;
     }
     for (long r = 0; r < n; r++) {
-        for (long c = 0; c < k; c++) {
-            const REAL *pose = T + (r * s + owner[c]) * 16, *corner = corners + 4 * c;
-            for (int axis = 0; axis < 2; axis++) {
-                const REAL *row = pose + 4 * axis;
-                pt[2 * c + axis] = row[0] * corner[0] + row[1] * corner[1] + row[2] * corner[2] + row[3] * corner[3];
-            }
-        }
-        KERNEL(hull_row)(k, p, pt, first, second, pair, normal + r * k * 2, offset + r * k, flags);
+        KERNEL(pose_corners)(k, T + r * s * 16, corners, owner, pt);
+        KERNEL(hull_row)(k, p, pt, first, second, pair, normal + r * k * 2, offset + r * k, flags, 0);
         for (long c = 0; c < k; c++) edge[r * k + c] = flags[c] > 0;
     }
     free(pair);
+}
+
+
+/* support_edges' vector-Jacobian product (its torch reference's gradient): for the upstream gradients grad_normal
+   (n, k, 2) and grad_offset (n, k) on its outputs, grad_T (n, s, 4, 4), written whole. Each output row is a pair
+   (a, b)'s normal sign R u / max(|u|, 1e-12) (u = b - a, R u = (u_y, -u_x), sign -1 where the hull lies on its
+   outer side) and offset normal . a, found again as the forward finds it; a corner's (x, y) is its sole's top two
+   rows applied to it. Returns 0, or -1 without scratch or where an owner is not a sole. */
+DISPATCH long KERNEL(support_edges_vjp)(long n, long s, long k, long p, const REAL *restrict T,
+                                        const REAL *restrict corners, const long *restrict owner,
+                                        const long *restrict first, const long *restrict second,
+                                        const REAL *restrict grad_normal, const REAL *restrict grad_offset,
+                                        REAL *restrict grad_T) {
+    for (long c = 0; c < k; c++)
+        if (owner[c] < 0 || owner[c] >= s) return -1;
+    REAL *pair = malloc(sizeof(REAL) * (4 * p + 6 * k)), *pt = pair + 4 * p, *out = pt + 2 * k;
+    long *which = malloc(sizeof(long) * k);
+    double *grad_pt = malloc(sizeof(double) * 2 * k);
+    if (!pair || !which || !grad_pt) {
+        free(pair), free(which), free(grad_pt);
+        return -1;
+    }
+    for (long i = 0; i < n * s * 16; i++) grad_T[i] = 0;
+    for (long r = 0; r < n; r++) {
+        KERNEL(pose_corners)(k, T + r * s * 16, corners, owner, pt);
+        KERNEL(hull_row)(k, p, pt, first, second, pair, out, out + 2 * k, out + 3 * k, which);
+        for (long c = 0; c < 2 * k; c++) grad_pt[c] = 0;
+        for (long j = 0; j < k; j++) {
+            long e = which[j], a = first[e], b = second[e];
+            double ux = (double)pt[2 * b] - pt[2 * a], uy = (double)pt[2 * b + 1] - pt[2 * a + 1];
+            double length = sqrt(ux * ux + uy * uy);
+            double nx = out[2 * j], ny = out[2 * j + 1]; /* the row's normal: sign (u_y, -u_x) / length */
+            double gnx = grad_normal[(r * k + j) * 2], gny = grad_normal[(r * k + j) * 2 + 1];
+            double go = grad_offset[r * k + j];
+            gnx += go * pt[2 * a], gny += go * pt[2 * a + 1]; /* offset = n . a */
+            grad_pt[2 * a] += go * nx, grad_pt[2 * a + 1] += go * ny;
+            /* n = sign R u / max(|u|, 1e-12): d/du = sign (R^T g - (g . R u) u / |u|^2) / |u|, and sign R^T g / 1e-12
+               where the length is clamped (coincident corners) */
+            double sign = (nx * uy - ny * ux) >= 0 ? 1.0 : -1.0; /* n . R u = sign |u| */
+            double gux, guy;
+            if (length > 1e-12) {
+                double g_ru = gnx * uy - gny * ux, l2 = length * length;
+                gux = sign * (-gny - g_ru * ux / l2) / length, guy = sign * (gnx - g_ru * uy / l2) / length;
+            } else {
+                gux = -sign * gny / 1e-12, guy = sign * gnx / 1e-12;
+            }
+            grad_pt[2 * b] += gux, grad_pt[2 * b + 1] += guy;
+            grad_pt[2 * a] -= gux, grad_pt[2 * a + 1] -= guy;
+        }
+        for (long c = 0; c < k; c++) { /* pt[c, axis] = T[owner, axis, :] . corner */
+            REAL *g = grad_T + (r * s + owner[c]) * 16;
+            const REAL *corner = corners + 4 * c;
+            for (int axis = 0; axis < 2; axis++)
+                for (int e = 0; e < 4; e++) g[4 * axis + e] += (REAL)(grad_pt[2 * c + axis] * corner[e]);
+        }
+    }
+    free(pair), free(which), free(grad_pt);
+    return 0;
 }
 
 #endif /* REAL */

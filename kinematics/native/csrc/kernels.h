@@ -96,6 +96,12 @@ void support_edges_float(long n, long s, long k, long p, const float *T, const f
 void support_edges_double(long n, long s, long k, long p, const double *T, const double *corners, const long *owner,
                           const long *first, const long *second, double *normal, double *offset,
                           unsigned char *edge);
+long support_edges_vjp_float(long n, long s, long k, long p, const float *T, const float *corners, const long *owner,
+                             const long *first, const long *second, const float *grad_normal, const float *grad_offset,
+                             float *grad_T);
+long support_edges_vjp_double(long n, long s, long k, long p, const double *T, const double *corners,
+                              const long *owner, const long *first, const long *second, const double *grad_normal,
+                              const double *grad_offset, double *grad_T);
 
 /* qp_ipm.c: solve_qp's interior point */
 void qp_ipm_float(long nb, long threads, long n, long me, long mi, long iterations, long p_stride, const float *params,

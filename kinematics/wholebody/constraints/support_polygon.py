@@ -10,6 +10,7 @@ from typing import NamedTuple
 import torch
 
 from kinematics import native
+from kinematics.batch_last import first_order, transforms_active
 from kinematics.errors import ConfigError
 from kinematics.model import KinematicTree, TreeState
 from kinematics.native.kernel import Kernel
@@ -59,6 +60,44 @@ SUPPORT_EDGES = Kernel(
     _support_edges_reference,
 )
 SUPPORT_EDGES.implement("cpu", native.support_edges)
+
+
+def support_edges(T: torch.Tensor, corners: torch.Tensor, owner: torch.Tensor, first, second):
+    """``SUPPORT_EDGES``, and where autograd records a graph to the soles' poses ``T`` on the CPU, its compiled
+    forward and compiled backward (``native.support_edges_vjp``) instead of the reference's chain of small ops."""
+    if torch.is_grad_enabled() and T.requires_grad and not transforms_active() and not torch.compiler.is_compiling():
+        computed = native.support_edges(T.detach(), corners, owner, first, second)
+        if computed is not None:
+            return _CompiledSupportEdges.apply(T, corners, owner, first, second, computed)
+    return SUPPORT_EDGES(T, corners, owner, first, second)
+
+
+class _CompiledSupportEdges(torch.autograd.Function):
+    """``apply(T, corners, owner, first, second, computed) -> (normal, offset, edge)``: the compiled outputs
+    ``computed``, differentiable w.r.t. the soles' poses ``T``."""
+
+    @staticmethod
+    def forward(ctx, T, corners, owner, first, second, computed):
+        ctx.save_for_backward(T, corners, owner, first, second)
+        normal, offset, edge = computed
+        ctx.mark_non_differentiable(edge)
+        return normal, offset, edge
+
+    @staticmethod
+    @first_order
+    def backward(ctx, grad_normal, grad_offset, _):
+        T, corners, owner, first, second = ctx.saved_tensors
+        rows = (T.shape[0], corners.shape[0])
+        grad_normal = T.new_zeros(*rows, 2) if grad_normal is None else grad_normal
+        grad_offset = T.new_zeros(rows) if grad_offset is None else grad_offset
+        grad_T = native.support_edges_vjp(T.detach(), corners, owner, first, second, grad_normal, grad_offset)
+        if grad_T is None:  # the library went away since the forward: the reference's gradient
+            with torch.enable_grad():
+                leaf = T.detach().requires_grad_(True)
+                normal, offset, _ = _support_edges_reference(leaf, corners, owner, first, second)
+                (grad_T,) = torch.autograd.grad((normal, offset), leaf, (grad_normal, grad_offset))
+        return grad_T, None, None, None, None, None
+
 
 # A row that is not a hull edge becomes ``0 dq <= INACTIVE``: always satisfied, never active, no infinity.
 INACTIVE = 1e3
@@ -147,7 +186,7 @@ class ComInSupportPolygon(Constraint):
     def _posed_edges(self, T_world_soles: Sequence[torch.Tensor]) -> HullEdges:
         """The hull's edges of the corners where the soles are posed (``SUPPORT_EDGES``: one kernel)."""
         T, homogeneous, owner = self._posed(T_world_soles)
-        return HullEdges(*SUPPORT_EDGES(T, homogeneous, owner, self._first, self._second))
+        return HullEdges(*support_edges(T, homogeneous, owner, self._first, self._second))
 
     def edges(self, tree: KinematicTree, state: TreeState) -> HullEdges:
         """The hull's edges (``HullEdges``) of the corners where the soles are at ``state``."""

@@ -225,6 +225,56 @@ def test_compiled_support_edges_pose_the_corners_and_equal_the_torch_reference(d
     assert normal.isnan().all() and offset.isnan().all() and not edge.any()
 
 
+def test_the_compiled_support_edges_gradient_is_the_references_and_the_derivative() -> None:
+    """A graph to the soles' poses takes the compiled forward and backward (``native.support_edges_vjp``): the
+    gradient of random weights on the normals and offsets equals the torch reference's (float64, 1e-12 of its
+    scale, random poses of two soles apart) and central differences of the reference (1e-6)."""
+    from kinematics import native
+    from kinematics.lie import so3_exp
+    from kinematics.wholebody.constraints.support_polygon import _support_edges_reference, support_edges
+
+    if native.library() is None:
+        pytest.skip("no compiled kernels here")
+    polygon = ComInSupportPolygon(_soles())
+    g = torch.Generator().manual_seed(7)
+    T = torch.eye(4, dtype=torch.float64).repeat(40, 2, 1, 1)
+    T[:, :, :3, :3] = so3_exp(0.3 * torch.randn(40, 2, 3, generator=g, dtype=torch.float64))
+    T[:, :, :3, 3] = 0.05 * torch.randn(40, 2, 3, generator=g, dtype=torch.float64)
+    T[:, 1, 1, 3] += 0.2  # the second sole beside the first
+    _, homogeneous, owner = polygon._posed([T[:, 0], T[:, 1]])
+    weights = torch.randn(40, polygon.size, 3, generator=g, dtype=torch.float64)
+
+    def loss(function, poses):
+        normal, offset, _ = function(poses, homogeneous, owner, polygon._first, polygon._second)
+        return (normal * weights[..., :2]).sum() + (offset * weights[..., 2]).sum()
+
+    leaf = T.clone().requires_grad_(True)
+    compiled = loss(support_edges, leaf)
+    assert any(type(f[0]).__name__ == "_CompiledSupportEdgesBackward" for f in _grad_fns(compiled))
+    (ours,) = torch.autograd.grad(compiled, leaf)
+    reference_leaf = T.clone().requires_grad_(True)
+    (theirs,) = torch.autograd.grad(loss(_support_edges_reference, reference_leaf), reference_leaf)
+    torch.testing.assert_close(ours, theirs, atol=1e-12 * float(theirs.abs().max()), rtol=0)
+    direction = torch.randn(T.shape, generator=g, dtype=torch.float64)
+    direction[..., 3, :] = 0
+    h = 1e-6
+    with torch.no_grad():
+        plus, minus = (loss(_support_edges_reference, T + sign * h * direction) for sign in (1, -1))
+    assert float((plus - minus) / (2 * h)) == pytest.approx(float((ours * direction).sum()), rel=1e-6, abs=1e-8)
+
+
+def _grad_fns(tensor):
+    """Every autograd node below ``tensor``'s."""
+    seen, stack = [], [(tensor.grad_fn, 0)]
+    while stack:
+        node = stack.pop()
+        if node[0] is None or any(node[0] is s[0] for s in seen):
+            continue
+        seen.append(node)
+        stack.extend(node[0].next_functions)
+    return seen
+
+
 def test_the_polygon_constraint_is_the_linearised_hull_test(g1) -> None:
     q = standing(g1, batch=2, spread=0.05)
     polygon = ComInSupportPolygon(_soles(), margin=0.02)
