@@ -92,3 +92,12 @@ def test_04_counterweight_policy_trains_through_the_whole_body_layer():
     out = _run("04_counterweight_policy.py", "2")
     assert "reach only (body at rest) solves 0% of the test goals" in out  # every goal needs a counterweight
     assert re.search(r"the trained policy solves \d+% of the test goals", out)
+
+
+def test_05_g1_control_loop_steps_a_stepper_with_the_feet_and_balance_held():
+    out = _run("05_g1_control_loop.py", "600")
+    median, p99 = (float(v) for v in re.search(r"took (\d+) us \(median\), (\d+) us \(99th", out).groups())
+    assert 0 < median <= p99
+    trail = float(re.search(r"trails its target by ([\d.]+) mm", out).group(1))
+    feet, balance = (float(v) for v in re.search(r"feet off by ([\d.]+) mm, .* by ([\d.]+) mm", out).groups())
+    assert trail < 5 and feet < 0.1 and balance < 0.1
