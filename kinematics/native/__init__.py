@@ -24,7 +24,7 @@ transform or dispatch mode active.
 from kinematics.native import loader
 from kinematics.native.chain import chain_vjp, fk_jacobian, gram, jt_x, pose_error, pose_error_vjp
 from kinematics.native.fused_ik import ik_solve, ik_solve_evaluate, ik_solve_vjp
-from kinematics.native.hull import hull_edges, support_edges, support_edges_vjp
+from kinematics.native.hull import support_edges, support_edges_vjp
 from kinematics.native.loader import ENVIRONMENT, INSTALLED, disabled, library, library_file, library_path
 from kinematics.native.qp import qp_adjoint, qp_ipm, qp_polish
 from kinematics.native.tree import tree_com, tree_frame_jacobian, tree_frames, tree_nodes
@@ -39,7 +39,6 @@ __all__ = [
     "disabled",
     "fk_jacobian",
     "gram",
-    "hull_edges",
     "ik_solve",
     "ik_solve_evaluate",
     "ik_solve_vjp",

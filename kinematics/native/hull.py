@@ -10,35 +10,13 @@ import torch
 from kinematics.native import loader
 
 
-def hull_edges(
-    xy: torch.Tensor, first: torch.Tensor, second: torch.Tensor
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
-    """The support polygon's hull edges of the ground points ``xy`` ``(n, k, 2)`` among the corner pairs
-    ``first``, ``second`` ``(p,)``: outward normals ``(n, k, 2)``, offsets ``(n, k)`` and which rows are edges
-    ``(n, k)`` bool (the edges first), or ``None``."""
-    if xy.ndim != 3 or xy.shape[-1] != 2:
-        return None
-    n, k = xy.shape[:2]
-    p = first.shape[0] if first.ndim == 1 else -1
-    kernel = loader.compiled("hull_edges", (xy,), ((n, k, 2),))
-    if kernel is None or not loader.indices(first, second) or second.shape != (p,) or p < k or n == 0:
-        return None
-    normal, offset, edge = (
-        loader.empty(n, k, 2, dtype=xy.dtype),
-        loader.empty(n, k, dtype=xy.dtype),
-        loader.empty(n, k, dtype=xy.dtype),
-    )
-    tensors = (xy.contiguous(), first, second, normal, offset, edge)  # held: a copy lives while the kernel runs
-    kernel(n, k, p, *(t.data_ptr() for t in tensors))
-    return normal, offset, edge > 0
-
-
 def support_edges(
     T: torch.Tensor, corners: torch.Tensor, owner: torch.Tensor, first: torch.Tensor, second: torch.Tensor
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None:
-    """The hull edges (as ``hull_edges``) of the soles' corners ``corners`` ``(k, 4)`` (homogeneous, in their sole's
+    """The support polygon's hull edges of the soles' corners ``corners`` ``(k, 4)`` (homogeneous, in their sole's
     frame; ``owner`` ``(k,)`` each one's sole, a row of NaN where one is not in ``[0, s)``) where the soles are posed,
-    ``T`` ``(n, s, 4, 4)``; or ``None``."""
+    ``T`` ``(n, s, 4, 4)``: outward normals ``(n, k, 2)``, offsets ``(n, k)`` and which rows are edges ``(n, k)`` bool
+    (the edges first, then the other candidate pairs among ``first``, ``second`` ``(p,)``); or ``None``."""
     if T.ndim != 4 or T.shape[-2:] != (4, 4) or corners.ndim != 2 or corners.shape[1] != 4:
         return None
     n, s, k = T.shape[0], T.shape[1], corners.shape[0]

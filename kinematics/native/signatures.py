@@ -47,7 +47,6 @@ KERNELS: dict[str, tuple[str, tuple[str, ...]]] = {
     "tree_frame_jacobian": (VOID, (LONG, LONG, LONG, LONG, LONG, LONG, LONG, IN, IN, INDEX, INDEX, IN, IN, OUT, OUT)),
     "tree_com": (VOID, (*(LONG,) * 8, IN, IN, IN, IN, IN, IN, INDEX, INDEX, OUT, OUT, OUT)),
     # hull.c
-    "hull_edges": (VOID, (LONG, LONG, LONG, IN, LONG_INDEX, LONG_INDEX, OUT, OUT, OUT)),
     "support_edges": (VOID, (LONG, LONG, LONG, LONG, IN, IN, LONG_INDEX, LONG_INDEX, LONG_INDEX, OUT, OUT, BYTES)),
     "support_edges_vjp": (LONG, (LONG, LONG, LONG, LONG, IN, IN, LONG_INDEX, LONG_INDEX, LONG_INDEX, IN, IN, OUT)),
     # qp_ipm.c: (nb, threads, n, m_eq, m_in, iterations, P's row stride, params, P, q, A, b, G, h, lb, ub) -> 8 arrays

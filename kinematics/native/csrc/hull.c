@@ -4,7 +4,10 @@
 #include "per_type.h"
 #else
 
-/* One row of hull_edges: the k ground points pt (k, 2), the candidate pairs' scratch pair (4 p). */
+/* One row of the support polygon's hull edges (kinematics.wholebody.constraints.support_polygon's reference, the same
+   tests): the k ground points pt (k, 2), the candidate edges' corner pairs first[p], second[p], the pairs' scratch pair
+   (4 p). The k output rows are the hull edges in pair order, then the other pairs in pair order: nr (k, 2) outward
+   unit normals, orow (k) with n . x <= offset inside, er (k) 1 / 0, and (where which is not NULL) each row's pair. */
 static void KERNEL(hull_row)(long k, long p, const REAL *restrict pt, const long *restrict first,
                              const long *restrict second, REAL *restrict pair, REAL *restrict nr, REAL *restrict orow,
                              REAL *restrict er, long *restrict which) {
@@ -51,26 +54,9 @@ static void KERNEL(pose_corners)(long k, const REAL *restrict T, const REAL *res
     }
 }
 
-/* The support polygon's hull edges (kinematics.wholebody.constraints.support_polygon's reference, the same tests): xy (n, k, 2)
-   batch-first ground points, the candidate edges' corner pairs first[p], second[p]. Per row, the k output rows
-   are the hull edges in pair order, then the other pairs in pair order: normal (n, k, 2) outward unit normals,
-   offset (n, k) with n . x <= offset inside, edge (n, k) 1 / 0. */
-DISPATCH void KERNEL(hull_edges)(long n, long k, long p, const REAL *restrict xy, const long *restrict first,
-                                 const long *restrict second, REAL *restrict normal, REAL *restrict offset,
-                                 REAL *restrict edge) {
-    REAL *pair = malloc(sizeof(REAL) * 4 * p); /* per pair: its normal, offset and whether it is an edge */
-    if (pair == 0) { /* out of memory: NaN everywhere */
-        for (long i = 0; i < n * k; i++) normal[2 * i] = normal[2 * i + 1] = offset[i] = edge[i] = (REAL)NAN;
-        return;
-    }
-    for (long r = 0; r < n; r++)
-        KERNEL(hull_row)(k, p, xy + r * k * 2, first, second, pair, normal + r * k * 2, offset + r * k, edge + r * k, 0);
-    free(pair);
-}
-
 /* The hull edges of the soles' corners where the soles are posed (SupportPolygon's SUPPORT_EDGES): T (n, s, 4, 4) each
    row's s sole poses in the world, corners (k, 4) homogeneous in their sole's frame, owner[k] each corner's sole;
-   each corner's world (x, y) is its sole's top two rows applied to it, then hull_edges' outputs, edge as bytes (NaN
+   each corner's world (x, y) is its sole's top two rows applied to it, then hull_row's outputs, edge as bytes (NaN
    and no edge everywhere where an owner is not a sole). */
 DISPATCH void KERNEL(support_edges)(long n, long s, long k, long p, const REAL *restrict T,
                                     const REAL *restrict corners, const long *restrict owner,

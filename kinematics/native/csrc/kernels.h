@@ -86,11 +86,7 @@ void tree_com_double(long m, long n, long nv, long base_nv, long sb, long se, lo
                      const double *total, const long long *dof, const long long *parent, double *work, double *com,
                      double *jac);
 
-/* hull.c: the support polygon's hull edges */
-void hull_edges_float(long n, long k, long p, const float *xy, const long *first, const long *second, float *normal,
-                      float *offset, float *edge);
-void hull_edges_double(long n, long k, long p, const double *xy, const long *first, const long *second, double *normal,
-                       double *offset, double *edge);
+/* hull.c: the support polygon's hull edges where the soles are posed, and their gradient */
 void support_edges_float(long n, long s, long k, long p, const float *T, const float *corners, const long *owner,
                          const long *first, const long *second, float *normal, float *offset, unsigned char *edge);
 void support_edges_double(long n, long s, long k, long p, const double *T, const double *corners, const long *owner,

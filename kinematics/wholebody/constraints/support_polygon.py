@@ -18,7 +18,7 @@ from kinematics.wholebody.constraints.constraint import Constraint, Linear
 
 
 def _hull_edges_reference(xy: torch.Tensor, first: torch.Tensor, second: torch.Tensor):
-    """``HULL_EDGES``: the hull edges among the corner pairs ``(first, second)`` of the ground points ``xy``
+    """The hull edges among the corner pairs ``(first, second)`` of the ground points ``xy``
     ``(..., k, 2)``, gathered into ``k`` rows, the edges first (see ``ComInSupportPolygon``)."""
     a, b = xy[..., first, :], xy[..., second, :]
     along = b - a
@@ -39,16 +39,10 @@ def _hull_edges_reference(xy: torch.Tensor, first: torch.Tensor, second: torch.T
     return normal, offset.gather(-1, rows), edge.gather(-1, rows)
 
 
-HULL_EDGES = Kernel(
-    "hull_edges", "(Tensor xy, Tensor first, Tensor second) -> (Tensor, Tensor, Tensor)", _hull_edges_reference
-)
-HULL_EDGES.implement("cpu", native.hull_edges)
-
-
 def _support_edges_reference(T: torch.Tensor, corners: torch.Tensor, owner: torch.Tensor, first, second):
     """``SUPPORT_EDGES``: the hull edges of the soles' corners ``corners`` ``(k, 4)`` (homogeneous, in the frame of
     their sole ``owner``) where the soles are posed, ``T`` ``(..., s, 4, 4)``: each corner's sole's top two rows
-    applied to it, then ``HULL_EDGES``."""
+    applied to it, then ``_hull_edges_reference``."""
     rows = T.index_select(-3, owner)[..., :2, :]  # (..., k, 2, 4): each corner's sole's
     return _hull_edges_reference((rows * corners[:, None, :]).sum(-1), first, second)
 

@@ -172,7 +172,8 @@ def test_the_support_polygon_is_the_hull_of_the_sole_corners(g1) -> None:
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
 def test_compiled_hull_edges_equal_the_torch_reference(dtype) -> None:
     """The compiled hull test against its torch reference: random corners, two feet apart, collinear corners
-    (one side of several points is one edge) and coincident ones."""
+    (one side of several points is one edge) and coincident ones (each corner its own "sole" placed at the point, so
+    the kernel's posing gives the points themselves)."""
     from kinematics import native
     from kinematics.wholebody.constraints.support_polygon import _hull_edges_reference
 
@@ -185,7 +186,11 @@ def test_compiled_hull_edges_equal_the_torch_reference(dtype) -> None:
     xy[100:200, 2] = 0.5 * (xy[100:200, 0] + xy[100:200, 1])
     xy[200:250, 3] = xy[200:250, 1]
     xy = xy.to(dtype)
-    compiled = native.hull_edges(xy, polygon._first, polygon._second)
+    T = torch.eye(4, dtype=dtype).repeat(400, polygon.size, 1, 1)
+    T[..., :2, 3] = xy
+    origin = torch.tensor([[0.0, 0.0, 0.0, 1.0]], dtype=dtype).expand(polygon.size, 4).contiguous()
+    owner = torch.arange(polygon.size)
+    compiled = native.support_edges(T, origin, owner, polygon._first, polygon._second)
     assert compiled is not None
     reference = _hull_edges_reference(xy, polygon._first, polygon._second)
     assert torch.equal(compiled[2], reference[2])
