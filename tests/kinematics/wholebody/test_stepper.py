@@ -28,6 +28,14 @@ def flat_targets(layer, targets, rows):
     return layer._targets(targets, torch.Size([rows]))
 
 
+def float64_case(rows: int, seed: int):
+    """The every-kind layer in float64, its targets for ``rows`` rows (flat), a ``q`` and a stepper of them."""
+    layer = every_kind_layer(tree_of(torch.float64))
+    targets, q = every_kind_targets(layer.tree, rows, seed=seed)
+    flat = flat_targets(layer, targets, rows)
+    return layer, flat, q, WholeBodyStepper(layer, flat)
+
+
 @pytest.mark.parametrize(("dtype", "rows"), [(torch.float64, 1), (torch.float32, 5)])
 def test_ticks_equal_layer_step(dtype, rows) -> None:
     tree = tree_of(dtype)
@@ -90,11 +98,7 @@ def test_bad_input_is_refused_with_typed_errors() -> None:
 
 
 def test_a_q_that_records_a_graph_differentiates_as_layer_step() -> None:
-    tree = tree_of(torch.float64)
-    layer = every_kind_layer(tree)
-    targets, q = every_kind_targets(tree, 2, seed=6)
-    flat = flat_targets(layer, targets, 2)
-    stepper = WholeBodyStepper(layer, flat)
+    layer, flat, q, stepper = float64_case(2, seed=6)
     found_q, expected_q = q.clone().requires_grad_(True), q.clone().requires_grad_(True)
     stepper.step(found_q)[0].square().sum().backward()
     layer.step(expected_q, flat)[0].square().sum().backward()
@@ -102,11 +106,7 @@ def test_a_q_that_records_a_graph_differentiates_as_layer_step() -> None:
 
 
 def test_new_settings_on_the_layer_are_followed() -> None:
-    tree = tree_of(torch.float64)
-    layer = every_kind_layer(tree)
-    targets, q = every_kind_targets(tree, 1, seed=7)
-    flat = flat_targets(layer, targets, 1)
-    stepper = WholeBodyStepper(layer, flat)
+    layer, flat, q, stepper = float64_case(1, seed=7)
     before = stepper.step(q)
     layer.cfg = dataclasses.replace(layer.cfg, damping=layer.cfg.damping * 100)
     after = stepper.step(q)
