@@ -28,7 +28,7 @@ from kinematics.native.hull import support_edges, support_edges_vjp
 from kinematics.native.loader import ENVIRONMENT, INSTALLED, disabled, library, library_file, library_path
 from kinematics.native.qp import qp_adjoint, qp_ipm, qp_polish
 from kinematics.native.tree import tree_com, tree_frame_jacobian, tree_frames, tree_nodes
-from kinematics.native.wholebody import BoundStep, StepPlan, wholebody_step, wholebody_step_backward
+from kinematics.native.wholebody import BoundStep, StepPlan, step_outputs, wholebody_step, wholebody_step_backward
 
 __all__ = [
     "ENVIRONMENT",
@@ -52,6 +52,7 @@ __all__ = [
     "qp_adjoint",
     "qp_ipm",
     "qp_polish",
+    "step_outputs",
     "support_edges",
     "support_edges_vjp",
     "tree_com",

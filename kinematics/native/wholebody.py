@@ -51,13 +51,9 @@ def wholebody_step(
         return None
     # held: the targets the addresses point into (copies among them), alive until the call returns
     kernel, held, pointers, stride_array = found
-    n, nq = q.shape
+    n = q.shape[0]
     q = q.contiguous()
-    nv = plan.nv
-    q_next, dq = loader.empty(n, nq, dtype=q.dtype), loader.empty(n, nv, dtype=q.dtype)
-    status = torch.empty(n, plan.n_levels, dtype=torch.int8)
-    active_inequalities = torch.empty(n, plan.n_inequalities, dtype=torch.bool)
-    active_bounds = torch.empty(n, nv, dtype=torch.int8)
+    q_next, dq, status, active_inequalities, active_bounds = step_outputs(plan, n, q.dtype)
     residuals = loader.empty(n, plan.residual_width if evaluate else 0, dtype=q.dtype)
     violations = loader.empty(n, plan.n_constraints if evaluate else 0, dtype=q.dtype)
     saved = loader.empty(n, saved_size(plan) if save else 0, dtype=torch.float64)
@@ -70,6 +66,18 @@ def wholebody_step(
     )  # fmt: skip
     loader.checked(code, "wholebody_step")
     return (*outputs, saved) if save else outputs
+
+
+def step_outputs(plan: StepPlan, n: int, dtype: torch.dtype) -> tuple[torch.Tensor, ...]:
+    """A step's five outputs for ``n`` rows, uninitialised: ``q_next (n, nq)``, ``dq (n, nv)``, ``level_status
+    (n, n_levels)`` int8, ``active_inequalities (n, m_in)`` bool, ``active_bounds (n, nv)`` int8."""
+    return (
+        loader.empty(n, plan.nq, dtype=dtype),
+        loader.empty(n, plan.nv, dtype=dtype),
+        torch.empty(n, plan.n_levels, dtype=torch.int8),
+        torch.empty(n, plan.n_inequalities, dtype=torch.bool),
+        torch.empty(n, plan.nv, dtype=torch.int8),
+    )
 
 
 class BoundStep:
@@ -101,20 +109,18 @@ class BoundStep:
         if self.kernel is None or loader.compiled("wholebody_step", (q,), ((n, plan.nq),)) is None:
             return None
         q = q.contiguous()
-        nv = plan.nv
-        outputs = (
-            loader.empty(n, plan.nq, dtype=q.dtype),
-            loader.empty(n, nv, dtype=q.dtype),
-            torch.empty(n, plan.n_levels, dtype=torch.int8),
-            torch.empty(n, plan.n_inequalities, dtype=torch.bool),
-            torch.empty(n, nv, dtype=torch.int8),
-        )
+        outputs = step_outputs(plan, n, q.dtype)
+        self.into(q, outputs, steps)
+        return outputs
+
+    def into(self, q: torch.Tensor, outputs: tuple[torch.Tensor, ...], steps: int = 1) -> None:
+        """The C call alone, writing ``outputs`` (``step_outputs``'): ``q`` must be one that ``__call__`` takes,
+        contiguous (nothing is checked here)."""
         code = self.kernel(
-            n, torch.get_num_threads(), steps, *self._plan_args, q.data_ptr(), *(t.data_ptr() for t in outputs),
-            None, None, None,
+            self.rows, torch.get_num_threads(), steps, *self._plan_args, q.data_ptr(),
+            *(t.data_ptr() for t in outputs), None, None, None,
         )  # fmt: skip
         loader.checked(code, "wholebody_step")
-        return outputs
 
 
 def saved_size(plan: StepPlan) -> int:

@@ -14,12 +14,9 @@ target, and the compiled backward's call. PlaCo's step, where it is installed, i
 
 from __future__ import annotations
 
-import ctypes
-
 import torch
 
 from kinematics import KinematicTree, native
-from kinematics.native import loader
 from kinematics.native import wholebody as native_wholebody
 from kinematics.wholebody import (
     ComInSupportPolygon,
@@ -59,29 +56,16 @@ PARTS = {
 
 
 def _raw_call(layer: WholeBodyIKLayer, q: torch.Tensor, flat: dict, steps: int):
-    """The C step of ``layer`` bound and allocated once: a callable of no arguments that makes only the C call."""
-    prepared = layer.prepare(flat)
-    inputs = step_plan.kernel_inputs(layer, flat, prepared)
+    """The C step of ``layer`` bound and allocated once (``native.BoundStep.into``): a callable of no arguments that
+    makes only the C call (a batch-1 call runs on one thread)."""
+    inputs = step_plan.kernel_inputs(layer, flat, layer.prepare(flat))
     plan = step_kernel.plan_of(layer)
-    kernel, held, pointers, strides = native_wholebody._bind(plan, q, inputs, recording=False)
-    n, nq = q.shape
-    outputs = (
-        loader.empty(n, nq, dtype=q.dtype),
-        loader.empty(n, plan.nv, dtype=q.dtype),
-        torch.empty(n, plan.n_levels, dtype=torch.int8),
-        torch.empty(n, plan.n_inequalities, dtype=torch.bool),
-        torch.empty(n, plan.nv, dtype=torch.int8),
-    )
-    args = (
-        n, 1, steps, plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
-        ctypes.addressof(pointers), ctypes.addressof(strides), q.data_ptr(), *(t.data_ptr() for t in outputs),
-        None, None, None,
-    )  # fmt: skip
-    alive = (layer, plan, held, pointers, strides, outputs, inputs)  # what the addresses point into
-    loader.checked(kernel(*args), "wholebody_step")
+    bound = native.BoundStep(plan, inputs, q.shape[0])
+    outputs = native.step_outputs(plan, q.shape[0], q.dtype)
+    bound.into(q, outputs, steps)  # fails loudly here if the call does not apply
 
-    def call(alive=alive):
-        kernel(*args)
+    def call(alive=(layer, plan, inputs)):  # what the bound addresses point into, alive with the callable
+        bound.into(q, outputs, steps)
 
     return call
 

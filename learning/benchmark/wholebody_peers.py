@@ -89,8 +89,10 @@ def placo_loop(problem, robot, hand: str, hands: np.ndarray, margin: float, post
         path = Path(folder) / "g1.urdf"
         path.write_text(stripped_urdf(robot.urdf_text()))
         wrapper = placo.RobotWrapper(str(path), placo.Flags.ignore_collisions)
-    q = problem.q_stand.double().numpy()
-    wrapper.state.q = _pinocchio_order(wrapper, robot, q)
+    names = list(wrapper.joint_names())
+    if names != list(robot.joints):  # the layer's q is base xyz, quaternion xyzw, then the joints in this order
+        raise RuntimeError(f"PlaCo's joints {names[:3]}... are not in the description's order {robot.joints[:3]}...")
+    wrapper.state.q = problem.q_stand.double().numpy().copy()
     wrapper.update_kinematics()
     solver = placo.KinematicsSolver(wrapper)
     solver.mask_fbase(False)
@@ -116,14 +118,6 @@ def placo_loop(problem, robot, hand: str, hands: np.ndarray, margin: float, post
             wrapper.update_kinematics()
 
     return loop
-
-
-def _pinocchio_order(wrapper, robot, q: np.ndarray) -> np.ndarray:
-    """The layer's ``q`` (base xyz, quaternion xyzw, joints in ``robot.joints`` order) in PlaCo's model's order."""
-    names = list(wrapper.joint_names())
-    if names != list(robot.joints):
-        raise RuntimeError(f"PlaCo's joints {names[:3]}... are not in the description's order {robot.joints[:3]}...")
-    return q.copy()
 
 
 def mink_loop(problem, robot, hand: str, hands: np.ndarray, posture_cost: float):

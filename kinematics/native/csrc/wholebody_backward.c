@@ -298,6 +298,22 @@ static void KERNEL(wb_outer_pair)(long rows, long nv, const double *a, const dou
         for (long e = 0; e < nv; e++) out[i * nv + e] += a[i] * u[e] + b[i] * w[e];
 }
 
+/* A frame's pose error (position target - p, rotation log(R_target R^T)) to its target: out (4 x 4, the target's
+   shape) = the target's gradient for the error's gradient grad_error (6: position, then rotation). */
+static void KERNEL(wb_pose_error_to_target)(const REAL *target, const REAL *pose, const REAL *grad_error,
+                                            const double *settings, REAL *out) {
+    REAL tr[9], r[9], grad_tr[9], grad_r_unused[9];
+    for (int a = 0; a < 3; a++)
+        for (int c = 0; c < 3; c++) tr[3 * a + c] = target[4 * a + c], r[3 * a + c] = pose[4 * a + c];
+    KERNEL(pose_error_vjp)(1, tr, r, grad_error + 3, grad_tr, grad_r_unused, (REAL)settings[WB_SMALL_SIN_SQ],
+                           (REAL)settings[WB_NEAR_PI_COS]);
+    for (int a = 0; a < 3; a++) {
+        for (int c = 0; c < 3; c++) out[4 * a + c] = grad_tr[3 * a + c];
+        out[4 * a + 3] = grad_error[a];
+    }
+    for (int c = 0; c < 4; c++) out[12 + c] = 0;
+}
+
 /* torch.maximum's (sign 1) or torch.minimum's (sign -1) share of the gradient for its first argument x against y */
 static double KERNEL(wb_extremum_share)(double x, double y, double sign) {
     return sign * (x - y) > 0 ? 1.0 : x == y ? 0.5 : 0.0;
@@ -570,19 +586,12 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
             if (WB_IS_POSE_TASK(type)) { /* position rows: target - p; rotation rows: log(R_target R^T) */
                 const REAL *target = (const REAL *)targets[t] + (lo + i) * strides[t];
                 const REAL *pose = S.poses + (record[WB_FRAME] * n + i) * 16;
-                REAL tr[9], r[9], grad_tr[9], grad_r_unused[9], relative_pose[16];
+                REAL relative_pose[16];
                 if (type == WB_RELATIVE_FRAME_TASK) {
                     KERNEL(wb_relative)(0, S.poses + (record[WB_ROOT] * n + i) * 16, pose, 0, 0, relative_pose, 0);
                     pose = relative_pose;
                 }
-                for (int a = 0; a < 3; a++)
-                    for (int c = 0; c < 3; c++) tr[3 * a + c] = target[4 * a + c], r[3 * a + c] = pose[4 * a + c];
-                KERNEL(pose_error_vjp)(1, tr, r, error + 3, grad_tr, grad_r_unused, (REAL)settings[WB_SMALL_SIN_SQ],
-                                       (REAL)settings[WB_NEAR_PI_COS]);
-                for (int a = 0; a < 3; a++) {
-                    for (int c = 0; c < 3; c++) out[4 * a + c] = grad_tr[3 * a + c];
-                    out[4 * a + 3] = error[a];
-                }
+                KERNEL(wb_pose_error_to_target)(target, pose, error, settings, out);
             }
         }
     }
@@ -594,20 +603,11 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
             long type = record[WB_TYPE], t = record[WB_TARGET];
             if (type == WB_CONTACT) { /* b = its pose error: position target - p, rotation log(R_target R^T) */
                 if (grad_targets[t]) {
-                    const REAL *target = (const REAL *)targets[t] + (lo + i) * strides[t];
-                    const REAL *pose = S.poses + (record[WB_FRAME] * n + i) * 16;
-                    REAL *out = (REAL *)grad_targets[t] + (lo + i) * target_sizes[t], tr[9], r[9], grad_tr[9];
-                    REAL unused[9], grad_rotation[3];
-                    for (int a = 0; a < 3; a++) grad_rotation[a] = (REAL)gb[i * me + eq + 3 + a];
-                    for (int a = 0; a < 3; a++)
-                        for (int c = 0; c < 3; c++) tr[3 * a + c] = target[4 * a + c], r[3 * a + c] = pose[4 * a + c];
-                    KERNEL(pose_error_vjp)(1, tr, r, grad_rotation, grad_tr, unused, (REAL)settings[WB_SMALL_SIN_SQ],
-                                           (REAL)settings[WB_NEAR_PI_COS]);
-                    for (int a = 0; a < 3; a++) {
-                        for (int c = 0; c < 3; c++) out[4 * a + c] = grad_tr[3 * a + c];
-                        out[4 * a + 3] = (REAL)gb[i * me + eq + a];
-                    }
-                    for (int c = 0; c < 4; c++) out[12 + c] = 0;
+                    REAL grad_error[6];
+                    for (int a = 0; a < 6; a++) grad_error[a] = (REAL)gb[i * me + eq + a];
+                    KERNEL(wb_pose_error_to_target)((const REAL *)targets[t] + (lo + i) * strides[t],
+                                                    S.poses + (record[WB_FRAME] * n + i) * 16, grad_error, settings,
+                                                    (REAL *)grad_targets[t] + (lo + i) * target_sizes[t]);
                 }
                 eq += 6;
             } else if (type == WB_SUPPORT_POLYGON) { /* G_j = n_j . J_xy, h_j = offset_j - margin - n_j . com_xy */
