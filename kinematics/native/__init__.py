@@ -28,13 +28,23 @@ from kinematics.native.hull import support_edges, support_edges_vjp
 from kinematics.native.loader import ENVIRONMENT, INSTALLED, disabled, library, library_file, library_path
 from kinematics.native.qp import qp_adjoint, qp_ipm, qp_polish
 from kinematics.native.tree import tree_com, tree_frame_jacobian, tree_frames, tree_nodes
-from kinematics.native.wholebody import BoundStep, StepPlan, step_outputs, wholebody_step, wholebody_step_backward
+from kinematics.native.wholebody import (
+    BoundStep,
+    StepPlan,
+    TargetBinding,
+    bind_targets,
+    step_outputs,
+    wholebody_step,
+    wholebody_step_backward,
+)
 
 __all__ = [
     "ENVIRONMENT",
     "BoundStep",
     "INSTALLED",
     "StepPlan",
+    "TargetBinding",
+    "bind_targets",
     "chain_vjp",
     "disabled",
     "fk_jacobian",

@@ -18,7 +18,8 @@ from kinematics.native import loader
 class StepPlan:
     """What the kernel reads of a layer (``csrc/wholebody_shared.h`` documents the layout): the int64 ``plan``, the
     float64 ``settings``, ``arrays`` (the addresses of ``held``, the tree's buffers, which it keeps alive), and per
-    target what it reads of one row (``target_specs``: shape, dtype, contiguous strides, size); ``nv``, the levels'
+    target what it reads of one row (``target_specs``: shape, dtype, contiguous strides, size; ``target_sizes``, the
+    sizes as the int64 array the backward reads); ``nv``, the levels'
     and inequality rows' counts, the tasks' residuals' total width and the constraints' count; the most equality rows
     a level's QP has (the contacts' and every level's rows above the last)."""
 
@@ -27,6 +28,7 @@ class StepPlan:
     arrays: ctypes.Array
     held: tuple[torch.Tensor, ...]
     target_specs: tuple[tuple[tuple[int, ...], torch.dtype, tuple[int, ...], int], ...]
+    target_sizes: torch.Tensor
     nq: int
     nv: int
     n_levels: int
@@ -37,7 +39,13 @@ class StepPlan:
 
 
 def wholebody_step(
-    plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], steps: int, evaluate: bool, save: bool = False
+    plan: StepPlan,
+    q: torch.Tensor,
+    targets: Sequence[torch.Tensor],
+    steps: int,
+    evaluate: bool,
+    save: bool = False,
+    binding: TargetBinding | None = None,
 ) -> tuple[torch.Tensor, ...] | None:
     """``steps`` cascade steps from ``q`` ``(B, nq)``: ``(q_next (B, nq), dq (B, nv), level_status (B, n_levels)
     int8, active_inequalities (B, m_in) bool, active_bounds (B, nv) int8)`` (the last step's), then, with
@@ -45,12 +53,12 @@ def wholebody_step(
     ``(B, 0)`` each), or ``None``; with ``save``, one more output: what ``wholebody_step_backward`` reads of the last
     step (float64, ``(B, saved_size(plan))``). Each target
     is ``(B, *shape)`` of its ``plan.target_specs`` entry; a target whose rows are neither one apart nor all one (batch
-    stride 0) is copied."""
-    found = _bind(plan, q, targets, recording=torch.is_grad_enabled())
-    if found is None:
+    stride 0) is copied. ``binding``: ``bind_targets(plan, q, targets, ...)``, taken here when omitted."""
+    kernel = _kernel("wholebody_step", plan, q)
+    if binding is None and kernel is not None:
+        binding = bind_targets(plan, q, targets, recording=torch.is_grad_enabled())
+    if kernel is None or binding is None:
         return None
-    # held: the targets the addresses point into (copies among them), alive until the call returns
-    kernel, held, pointers, stride_array = found
     n = q.shape[0]
     q = q.contiguous()
     q_next, dq, status, active_inequalities, active_bounds = step_outputs(plan, n, q.dtype)
@@ -60,7 +68,7 @@ def wholebody_step(
     outputs = (q_next, dq, status, active_inequalities, active_bounds, residuals, violations)
     code = kernel(
         n, torch.get_num_threads(), steps, plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
-        ctypes.addressof(pointers), ctypes.addressof(stride_array), q.data_ptr(),
+        *binding.addresses, q.data_ptr(),
         *(t.data_ptr() for t in outputs[:5]), *((residuals.data_ptr(), violations.data_ptr()) if evaluate else (None, None)),
         saved.data_ptr() if save else None,
     )  # fmt: skip
@@ -90,17 +98,19 @@ class BoundStep:
     def __init__(self, plan: StepPlan, targets: Sequence[torch.Tensor], rows: int) -> None:
         self.plan, self.rows = plan, rows
         template = torch.empty(rows, plan.nq, dtype=plan.held[0].dtype)
-        found = _bind(plan, template, targets, recording=False)
-        if found is not None and any(h is not t for h, t in zip(found[1], targets, strict=True)):
-            found = None  # a target the binding copied: writes into the caller's tensor would not reach the kernel
-        self.kernel = None if found is None else found[0]
-        self._held = None if found is None else found[1:]  # the targets and the addresses' arrays, kept alive
-        if found is not None:
-            pointers, stride_array = found[2], found[3]
+        kernel = _kernel("wholebody_step", plan, template)
+        binding = None if kernel is None else bind_targets(plan, template, targets, recording=False)
+        if binding is not None and any(h is not t for h, t in zip(binding.held, targets, strict=True)):
+            binding = None  # a target the binding copied: writes into the caller's tensor would not reach the kernel
+        self.kernel = None if binding is None else kernel
+        self._binding = binding  # the targets and the addresses' arrays, kept alive
+        if binding is not None:
             self._plan_args = (
-                plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
-                ctypes.addressof(pointers), ctypes.addressof(stride_array),
-            )  # fmt: skip
+                plan.plan.data_ptr(),
+                plan.settings.data_ptr(),
+                ctypes.addressof(plan.arrays),
+                *binding.addresses,
+            )
 
     def __call__(self, q: torch.Tensor, steps: int = 1) -> tuple[torch.Tensor, ...] | None:
         """``wholebody_step(plan, q, targets, steps, False)``'s five outputs, or None where the kernel does not take
@@ -137,48 +147,64 @@ def wholebody_step_backward(
     targets: Sequence[torch.Tensor],
     forward: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
     grad_q_next: torch.Tensor,
-    grad_dq: torch.Tensor,
+    grad_dq: torch.Tensor | None,
     wanted: Sequence[bool],
     configuration: bool = False,
+    binding: TargetBinding | None = None,
 ) -> tuple[list[torch.Tensor | None], torch.Tensor | None] | None:
     """One step's backward w.r.t. the tasks' targets (``csrc/wholebody_backward.c``, ``wb_backward_chunk``): for the
     step from ``q`` for which ``wholebody_step(..., save=True)`` gave ``forward`` (its ``dq``, ``level_status`` and
-    saved output) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq`` ``(B, nv)``, the gradient
+    saved output) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq`` ``(B, nv)``, or ``None``
+    where ``dq`` has none, the gradient
     ``(B, *shape)`` of each target where ``wanted`` (a task's target only), ``None`` elsewhere; with ``configuration``
-    also the gradient ``(B, nq)`` w.r.t. ``q``, else ``None``; or ``None`` where the kernel is not there."""
-    found = _bind(plan, q, targets, recording=False, name="wholebody_step_backward")
-    if found is None:
+    also the gradient ``(B, nq)`` w.r.t. ``q``, else ``None``; or ``None`` where the kernel is not there.
+    ``binding``: the forward's ``bind_targets`` (the same targets), taken here when omitted."""
+    kernel = _kernel("wholebody_step_backward", plan, q)
+    if binding is None and kernel is not None:
+        binding = bind_targets(plan, q, targets, recording=False)
+    if kernel is None or binding is None:
         return None
-    # held: the targets the addresses point into (copies among them), alive until the call returns
-    kernel, held, pointers, stride_array = found
     n = q.shape[0]
     grads = [loader.empty(n, *spec[0], dtype=q.dtype) if want else None
              for want, spec in zip(wanted, plan.target_specs, strict=True)]  # fmt: skip
     addresses = (ctypes.c_void_p * max(1, len(grads)))(*(None if g is None else g.data_ptr() for g in grads))
-    sizes = torch.tensor([spec[3] for spec in plan.target_specs] or [0], dtype=torch.int64)
     dq, status, saved = (t.contiguous() for t in forward)
-    q, grad_q_next, grad_dq = (t.to(q.dtype).contiguous() for t in (q, grad_q_next, grad_dq))
+    q, grad_q_next = q.contiguous(), grad_q_next.to(q.dtype).contiguous()
+    grad_dq = None if grad_dq is None else grad_dq.to(q.dtype).contiguous()
     grad_q = loader.empty(n, plan.nq, dtype=q.dtype) if configuration else None
     code = kernel(
         n, torch.get_num_threads(), plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
-        ctypes.addressof(pointers), ctypes.addressof(stride_array), q.data_ptr(), dq.data_ptr(), saved.data_ptr(),
-        status.data_ptr(), grad_q_next.data_ptr(), grad_dq.data_ptr(), ctypes.addressof(addresses), sizes.data_ptr(),
-        None if grad_q is None else grad_q.data_ptr(),
+        *binding.addresses, q.data_ptr(), dq.data_ptr(), saved.data_ptr(), status.data_ptr(),
+        grad_q_next.data_ptr(), None if grad_dq is None else grad_dq.data_ptr(), ctypes.addressof(addresses),
+        plan.target_sizes.data_ptr(), None if grad_q is None else grad_q.data_ptr(),
     )  # fmt: skip
     loader.checked(code, "wholebody_step_backward")
     return grads, grad_q
 
 
-def _bind(plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], recording: bool,
-          name: str = "wholebody_step"):  # fmt: skip
-    """The kernel ``name`` for ``q`` and what it reads of ``targets`` (held tensors, their addresses and row
-    strides), or ``None`` where the kernel or a target is not what the plan reads (as ``loader.compiled`` does for
-    ``q``: a plain strided CPU tensor of the plan's dtype, not a negative view, without a graph where one records)."""
-    if q.ndim != 2 or len(targets) != len(plan.target_specs) or q.dtype is not plan.held[0].dtype:
-        return None
-    n, nq = q.shape
-    kernel = loader.compiled(name, (q,), ((n, nq),))
-    if kernel is None or n == 0:
+@dataclass(frozen=True)
+class TargetBinding:
+    """What a compiled call reads of a step's targets: ``held`` (the targets, or contiguous copies of those whose
+    rows the kernel cannot step through), kept alive with the addresses; ``addresses``, the two ctypes arguments
+    (the targets' addresses, their row strides). A step and its backward share one."""
+
+    held: tuple[torch.Tensor, ...]
+    pointers: ctypes.Array
+    strides: ctypes.Array
+
+    @property
+    def addresses(self) -> tuple[int, int]:
+        return ctypes.addressof(self.pointers), ctypes.addressof(self.strides)
+
+
+def bind_targets(
+    plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], recording: bool
+) -> TargetBinding | None:
+    """What the plan's kernels read of ``targets`` for ``q`` (``(B, nq)``, already taken by ``loader.compiled``), or
+    ``None`` where a target is not what the plan reads: a plain strided CPU tensor of its spec's dtype and row
+    shape, ``B`` rows, not a negative view, without a graph where one records (``recording``)."""
+    n = q.shape[0]
+    if len(targets) != len(plan.target_specs) or n == 0:
         return None
     held, addresses, strides = [], [], []
     for target, (shape, dtype, row_strides, size) in zip(targets, plan.target_specs, strict=True):
@@ -202,4 +228,12 @@ def _bind(plan: StepPlan, q: torch.Tensor, targets: Sequence[torch.Tensor], reco
         strides.append(stride[0])
     pointers = (ctypes.c_void_p * max(1, len(addresses)))(*addresses)
     stride_array = (ctypes.c_longlong * max(1, len(strides)))(*strides)
-    return kernel, held, pointers, stride_array
+    return TargetBinding(tuple(held), pointers, stride_array)
+
+
+def _kernel(name: str, plan: StepPlan, q: torch.Tensor):
+    """The compiled ``name`` for ``q`` (``(B, nq)`` of the plan's dtype, as ``loader.compiled`` takes it), or
+    ``None``."""
+    if q.ndim != 2 or q.dtype is not plan.held[0].dtype:
+        return None
+    return loader.compiled(name, (q,), ((q.shape[0], plan.nq),))

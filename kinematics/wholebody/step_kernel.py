@@ -85,20 +85,22 @@ def compiled_step_with_gradient(layer, q: torch.Tensor, inputs: list[torch.Tenso
     if plan is None:
         return None
     with torch.no_grad():
-        computed = native.wholebody_step(plan, q.detach(), inputs, 1, False, save=True)
+        binding = native.bind_targets(plan, q, inputs, recording=False)
+        computed = binding and native.wholebody_step(plan, q.detach(), inputs, 1, False, save=True, binding=binding)
     if computed is None:
         return None
-    q_next, dq = _CompiledStep.apply(layer, plan, computed, q, *inputs)
+    q_next, dq = _CompiledStep.apply((layer, plan, binding), computed, q, *inputs)
     return q_next, dq, *computed[2:5]
 
 
 class _CompiledStep(torch.autograd.Function):
-    """``apply(layer, plan, computed, q, *inputs) -> (q_next, dq)``: the compiled step's outputs ``computed`` (with
-    what its backward reads), differentiable w.r.t. ``q`` and the tasks' targets among ``inputs``."""
+    """``apply((layer, plan, binding), computed, q, *inputs) -> (q_next, dq)``: the compiled step's outputs
+    ``computed`` (with what its backward reads), differentiable w.r.t. ``q`` and the tasks' targets among ``inputs``;
+    the backward reads the targets through the step's ``binding`` (``native.bind_targets``)."""
 
     @staticmethod
-    def forward(ctx, layer, plan, computed, q, *inputs):
-        ctx.layer, ctx.plan = layer, plan
+    def forward(ctx, step, computed, q, *inputs):
+        ctx.step = step
         ctx.save_for_backward(q, computed[1], computed[2], computed[-1], *inputs)  # dq, the statuses, the saved
         return computed[0], computed[1]
 
@@ -106,13 +108,11 @@ class _CompiledStep(torch.autograd.Function):
     @first_order
     def backward(ctx, grad_q_next, grad_dq):
         q, dq, status, saved, *inputs = ctx.saved_tensors
-        layer, plan, wanted, want_q = ctx.layer, ctx.plan, ctx.needs_input_grad[4:], ctx.needs_input_grad[3]
+        (layer, plan, binding), wanted, want_q = ctx.step, ctx.needs_input_grad[3:], ctx.needs_input_grad[2]
         if grad_q_next is None:
             grad_q_next = torch.zeros_like(q)
-        if grad_dq is None:
-            grad_dq = torch.zeros_like(dq)
         found = native.wholebody_step_backward(
-            plan, q, inputs, (dq, status, saved), grad_q_next, grad_dq, wanted, configuration=want_q
+            plan, q, inputs, (dq, status, saved), grad_q_next, grad_dq, wanted, configuration=want_q, binding=binding
         )
         if found is None:  # the library went away since the forward (native.disabled()): the reference's gradient
             with torch.enable_grad():
@@ -120,8 +120,11 @@ class _CompiledStep(torch.autograd.Function):
                 leaves = [t.detach().requires_grad_(want) for t, want in zip(inputs, wanted, strict=True)]
                 out = layer.reference_steps(q_leaf, leaves, 1)
                 asked = [t for t in (q_leaf, *leaves) if t.requires_grad]
-                found = iter(torch.autograd.grad((out[0], out[1]), asked, (grad_q_next, grad_dq), allow_unused=True))
+                outputs, grads = (out[0], out[1]), (grad_q_next, grad_dq)
+                if grad_dq is None:
+                    outputs, grads = outputs[:1], grads[:1]
+                found = iter(torch.autograd.grad(outputs, asked, grads, allow_unused=True))
             grad_q = next(found) if want_q else None
-            return None, None, None, grad_q, *(next(found) if want else None for want in wanted)
+            return None, None, grad_q, *(next(found) if want else None for want in wanted)
         grads, grad_q = found
-        return None, None, None, grad_q, *grads
+        return None, None, grad_q, *grads

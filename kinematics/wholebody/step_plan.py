@@ -196,6 +196,7 @@ def build(layer) -> StepPlan | None:
         arrays=arrays,
         held=held,
         target_specs=tuple(specs),
+        target_sizes=torch.tensor([spec[3] for spec in specs] or [0], dtype=torch.int64),
         nq=tree.nq,
         nv=tree.nv,
         n_levels=len(layer.levels),

@@ -17,7 +17,6 @@ from __future__ import annotations
 import torch
 
 from kinematics import KinematicTree, native
-from kinematics.native import wholebody as native_wholebody
 from kinematics.wholebody import (
     ComInSupportPolygon,
     StepLimit,
@@ -43,7 +42,7 @@ PARTS = {
     "kernel_inputs": "step_plan.kernel_inputs: the targets and the prepared polygon as the kernel's list",
     "dispatch": "CASCADE_STEPS(...): the kernel through its dispatch (the plan looked up, the binding, the call)",
     "binding": "native.wholebody_step: the targets' checks and addresses, the outputs' allocation, the C call",
-    "addresses": "the targets' checks and addresses alone (native.wholebody._bind)",
+    "addresses": "the targets' checks and addresses alone (native.bind_targets)",
     "c.step": "the C call alone, bound and allocated once: one step",
     "c.step_of_16": "the C call alone: one step of a 16-step call",
     "c.one_level": "the C call on the layer with hand and posture in one weighted level (no second cascade level)",
@@ -120,7 +119,7 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
         "kernel_inputs": lambda: step_plan.kernel_inputs(layer, flat, prepared),
         "dispatch": lambda: step_kernel.CASCADE_STEPS(key, q, inputs, 1, False),
         "binding": lambda: native.wholebody_step(plan, q, inputs, 1, False),
-        "addresses": lambda: native_wholebody._bind(plan, q, inputs, recording=False),
+        "addresses": lambda: native.bind_targets(plan, q, inputs, recording=False),
         "c.step": _raw_call(layer, q, flat, 1),
         "c.step_of_16": sixteen,
         "c.one_level": _raw_call(_variant(tree, problem, "level"), q, flat, 1),

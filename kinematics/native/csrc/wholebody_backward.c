@@ -468,7 +468,7 @@ static long KERNEL(wb_backward_chunk)(long lo, long hi, const long long *plan, c
     }
     for (long i = 0; i < n; i++) { /* the step's gradient: its own and through q_next = integrate(q, dq) */
         double *g = gD + (i * levels + levels - 1) * nv;
-        for (long e = 0; e < nv; e++) g[e] = (double)grad_dq[(lo + i) * nv + e];
+        for (long e = 0; e < nv; e++) g[e] = grad_dq ? (double)grad_dq[(lo + i) * nv + e] : 0.0;
         KERNEL(wb_integrate_vjp)(nq, plan[WB_FLOATING], q0 + (lo + i) * nq, dq + (lo + i) * nv,
                                  grad_q_next + (lo + i) * nq, g);
     }
@@ -745,7 +745,7 @@ static long KERNEL(wb_backward_runner)(long lo, long hi, const KERNEL(wb_job) *j
 
 /* One step's backward from q to its step dq (wb_backward_chunk): the gradients of the wanted targets (grad_targets[t]
    not NULL, target_sizes[t] values per row: the tasks' targets, the contacts' anchors, the polygon's normals and
-   offsets) for the upstream gradients grad_q_next (n x nq) and grad_dq (n x nv) and,
+   offsets) for the upstream gradients grad_q_next (n x nq) and grad_dq (n x nv, NULL: zero) and,
    where grad_q is not NULL, the gradient w.r.t. q (n x nq). */
 DISPATCH long KERNEL(wholebody_step_backward)(long n, long threads, const long long *restrict plan,
                                               const double *restrict settings, const void *const *arrays,

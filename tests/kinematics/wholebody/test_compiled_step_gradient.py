@@ -40,7 +40,7 @@ def flat_targets(layer, targets, batch: int) -> dict[str, torch.Tensor]:
 
 def gradients(layer, q, flat, names, weights, compiled: bool):
     """The gradients w.r.t. the targets ``names`` (``"q"``: the configuration) of ``<q_next, w_q> + <dq, w_dq>``
-    after one step: through ``layer.step`` (``compiled``: it must take the compiled backward) or the torch
+    (``w_dq`` None: the first term alone, so no gradient reaches ``dq``) after one step: through ``layer.step`` (``compiled``: it must take the compiled backward) or the torch
     composition."""
     leaves = {name: (q if name == "q" else flat[name]).clone().requires_grad_(True) for name in names}
     q = leaves.pop("q", q)
@@ -53,7 +53,7 @@ def gradients(layer, q, flat, names, weights, compiled: bool):
         dq = step.dq
     else:
         q_next, dq, *_ = layer.reference_steps(q, step_plan.kernel_inputs(layer, targets, prepared), 1)
-    loss = (q_next * weights[0]).sum() + (dq * weights[1]).sum()
+    loss = (q_next * weights[0]).sum() + (0 if weights[1] is None else (dq * weights[1]).sum())
     return torch.autograd.grad(loss, [leaves[name] for name in names])
 
 
@@ -86,6 +86,20 @@ def test_the_compiled_gradient_is_the_torch_compositions_in_float64(g1, seed) ->
     scale = float(reference.abs().max())
     torch.testing.assert_close(compiled, reference, atol=1e-10 * scale, rtol=0)
     assert scale > 1
+
+
+def test_a_loss_on_q_next_alone_gives_the_torch_compositions_gradient(g1) -> None:
+    """No gradient reaches ``dq`` (the backward gets ``None`` for it and reads no upstream gradient there)."""
+    layer = every_kind_layer(g1)
+    targets, q = every_kind_targets(g1, 6, 4, reach=0.3)
+    flat = flat_targets(layer, targets, 6)
+    weights = (random_weights(q, g1.nv, 4)[0], None)
+    compiled = gradients(layer, q, flat, LEAVES, weights, True)
+    reference = gradients(layer, q, flat, LEAVES, weights, False)
+    for a, b in zip(compiled, reference, strict=True):
+        scale = float(b.abs().max())
+        torch.testing.assert_close(a, b, atol=1e-9 * max(scale, 1.0), rtol=0)
+    assert max(float(b.abs().max()) for b in reference) > 0
 
 
 def test_float32_gives_the_torch_compositions_gradient_to_its_rounding() -> None:
