@@ -49,7 +49,8 @@ PARTS = {
     "c.no_polygon": "the C call on the layer without the support polygon's rows",
     "c.no_step_limit": "the C call on the layer without the step limit's bounds",
     "step+bwd": "the step and its backward to the hand target (the compiled step and backward)",
-    "c.backward": "native.wholebody_step_backward alone (to the hand target), from a saved step",
+    "c.backward": "native.wholebody_step_backward alone (to the hand target), from a saved step, through the step's "
+    "binding of the targets (as the step's autograd node calls it)",
     "placo.step": "PlaCo's KinematicsSolver.solve(True) and update_kinematics() (where installed)",
 }
 
@@ -103,7 +104,7 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
 
     saved = native.wholebody_step(plan, q, inputs, 1, False, save=True)
     wanted = [name == HAND for name in layer.target_names] + [False] * (len(inputs) - len(layer.target_names))
-    grad_q_next, grad_dq = torch.ones_like(q), torch.zeros_like(saved[1])
+    grad_q_next, binding = torch.ones_like(q), native.bind_targets(plan, q, inputs, recording=False)
     stepper = WholeBodyStepper(layer, flat)
 
     def stepper_step():
@@ -127,7 +128,7 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
         "c.no_step_limit": _raw_call(_variant(tree, problem, "step_limit"), q, flat, 1),
         "step+bwd": step_backward,
         "c.backward": lambda: native.wholebody_step_backward(
-            plan, q, inputs, (saved[1], saved[2], saved[-1]), grad_q_next, grad_dq, wanted
+            plan, q, inputs, (saved[1], saved[2], saved[-1]), grad_q_next, None, wanted, binding=binding
         ),
     }
     notes = []
