@@ -169,7 +169,7 @@ def run(
     contention_batch: int = 1024,
     contention_repeats: int = 15,
 ) -> dict:
-    timing = timing or TimingPolicy(min_repeats=15, budget_s=3.0, floor_repeats=3)
+    timing = timing or TimingPolicy(min_repeats=15, budget_s=3.0, floor_repeats=3, repeat_s=0.02)
     dtype = getattr(torch, dtype_name)
     tree = KinematicTree.from_urdf(ROBOT.urdf_text(), floating_base=True, dtype=dtype)
     problem = standing_problem(tree, ROBOT, cfg=WholeBodyIKCfg(iterations=iterations))
@@ -216,6 +216,8 @@ def run(
         f"{dtype_name}, {iterations} iterations per solve; the full solve is timed up to batch {full_solve_max_batch}.",
         f"each peer loops over {peer_rows} configurations in float64 (the same at every batch); ratio = the peer's "
         "per row / ours per row.",
+        f"each repeat calls an op for at least {1e3 * timing.repeat_s:.0f} ms: what the op before it in the round "
+        "(the torch composition's, a peer's loop) left in the caches is a small part of it.",
         f"memory: peak resident growth of one forward+backward at batch {memory_batch} (the least of three calls).",
         "control loop: `learning.benchmark.control_loop` (one WholeBodyStepper step per tick at batch 1, the hand "
         "target set on a 5 cm circle, the polygon prepared once).",
