@@ -137,6 +137,7 @@ class ExperimentCfg:
     eval_ik_iterations: int = 64
     latency_batch: int = 256
     latency_singles: int = 16
+    latency_rounds: int = 7  # of every method's batch solve in turn: their medians are the throughputs
     device: str = "cpu"
     workspace: WorkspaceCfg = field(default_factory=WorkspaceCfg)
     start: StartStateCfg = field(default_factory=StartStateCfg)
@@ -189,6 +190,7 @@ SMOKE = ExperimentCfg(
     baselines=BaselineCfg(grid_yaws=12, online_steps=3, teacher_yaws=16, teacher_refine_yaws=3),
     latency_batch=32,
     latency_singles=3,
+    latency_rounds=2,
 )
 FULL = ExperimentCfg()
 

@@ -1,7 +1,8 @@
 """Evaluating every method the same way: its yaw checked with 64-step IK from ``q0``, plus complete latency.
 
 A *chooser* maps ``(p (N, 3), q0 (N, dof)) -> yaw (N, 2)``. Latency is measured from inputs to final joints:
-the chooser and the checking IK solve, at batch 1 (median over goals) and at a larger batch (per goal).
+the chooser and the checking IK solve, at batch 1 (median over goals) and at a larger batch (per goal, the median of
+rounds that time every method once in turn).
 """
 
 from __future__ import annotations
@@ -81,25 +82,49 @@ def solve_choice(chooser: Chooser, goals: GoalSet, eval_ik) -> tuple[torch.Tenso
         return yaw, eval_ik(grasp_pose(goals.p, yaw), goals.q0)
 
 
-def measure_latency(chooser: Chooser, goals: GoalSet, eval_ik, batch: int, singles: int = 16) -> dict[str, float]:
-    """Complete inference latency: median ms at batch 1 over ``singles`` goals, and ms per goal at ``batch``."""
-    solve_choice(chooser, goals.subset(slice(0, 1)), eval_ik)  # warm-up
-    one: list[float] = []
-    for i in range(min(singles, len(goals))):
-        start = time.perf_counter()
-        solve_choice(chooser, goals.subset(slice(i, i + 1)), eval_ik)
-        one.append(time.perf_counter() - start)
-        if len(one) >= 3 and sum(one) > _SINGLES_BUDGET_S:
-            break
+def round_robin_medians(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Seconds per call of each of ``fns``: the median of ``rounds`` rounds, each timing every callable once in turn
+    (so a noisy machine slows them alike), after one warm-up call each."""
+    for fn in fns.values():
+        fn()
+    seconds: dict[str, list[float]] = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            start = time.perf_counter()
+            fn()
+            seconds[name].append(time.perf_counter() - start)
+    return {name: statistics.median(values) for name, values in seconds.items()}
+
+
+def measure_latency(
+    choosers: dict[str, Chooser], goals: GoalSet, eval_ik, batch: int, singles: int = 16, rounds: int = 7
+) -> dict[str, dict[str, float]]:
+    """Complete inference latency of each chooser: the median ms at batch 1 over ``singles`` goals (a chooser at a
+    time), and ms per goal at ``batch``: the median of ``rounds`` rounds that each solve the batch once with every
+    chooser in turn (``round_robin_medians``)."""
+    one: dict[str, float] = {}
+    for name, chooser in choosers.items():
+        solve_choice(chooser, goals.subset(slice(0, 1)), eval_ik)  # warm-up
+        times: list[float] = []
+        for i in range(min(singles, len(goals))):
+            start = time.perf_counter()
+            solve_choice(chooser, goals.subset(slice(i, i + 1)), eval_ik)
+            times.append(time.perf_counter() - start)
+            if len(times) >= 3 and sum(times) > _SINGLES_BUDGET_S:
+                break
+        one[name] = statistics.median(times)
     many = goals.subset(slice(0, batch))
-    start = time.perf_counter()
-    solve_choice(chooser, many, eval_ik)
-    elapsed = time.perf_counter() - start
+    fns = {name: (lambda chooser=chooser: solve_choice(chooser, many, eval_ik)) for name, chooser in choosers.items()}
+    seconds = round_robin_medians(fns, rounds)
     return {
-        "batch1_ms": 1e3 * statistics.median(one),
-        "batch": len(many),
-        "batch_ms_per_goal": 1e3 * elapsed / len(many),
-        "goals_per_second": len(many) / elapsed,
+        name: {
+            "batch1_ms": 1e3 * one[name],
+            "batch": len(many),
+            "rounds": rounds,
+            "batch_ms_per_goal": 1e3 * seconds[name] / len(many),
+            "goals_per_second": len(many) / seconds[name],
+        }
+        for name in choosers
     }
 
 

@@ -236,10 +236,10 @@ def evaluate_run(run_dir: Path, show_progress: bool = True, command: str = "pyth
             rows[split][method].append({**scored.means(), **scored.against_grid(grid[split])})
             if split == "test_iid" and k == 0:
                 yaws[method] = yaw.detach().cpu()
-    latency = {
-        m: measure_latency(choosers[m][0], splits["test_iid"], eval_ik, cfg.latency_batch, cfg.latency_singles)
-        for m in tqdm(METHODS, desc="latency", disable=not show_progress)
-    }
+    first = {m: choosers[m][0] for m in METHODS}
+    latency = measure_latency(
+        first, splits["test_iid"], eval_ik, cfg.latency_batch, cfg.latency_singles, cfg.latency_rounds
+    )
     report = {
         "preset": cfg.preset,
         "split_sizes": {n: len(s) for n, s in splits.items()},

@@ -229,7 +229,14 @@ def render_markdown(report: dict) -> str:
     parts += ["**Test splits at a glance**", "", summary_table(report), ""]
     for split in report["results"]:
         parts += [split_table(report, split), ""]
-    parts += ["**Complete inference latency** (inputs to final joints, IK included)", "", latency_table(report), ""]
+    rounds = next(iter(report["latency"].values())).get("rounds") if report["latency"] else None
+    timed = f"; at the batch, the median of {rounds} rounds that time every method in turn" if rounds else ""
+    parts += [
+        f"**Complete inference latency** (inputs to final joints, IK included{timed})",
+        "",
+        latency_table(report),
+        "",
+    ]
     parts += ["**Gradient against zero-order training at an equal IK-evaluation budget**", "", budget_table(report), ""]
     if "zero_order_wall_time" in report["training"]:
         parts += [

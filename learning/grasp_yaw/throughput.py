@@ -12,15 +12,17 @@ The networks are freshly initialised (their cost does not depend on their weight
 
 from __future__ import annotations
 
-import statistics
-import time
-from collections.abc import Callable
-
 import torch
 
 from learning.common.panda import franka_kinematics
 from learning.grasp_yaw.config import preset
-from learning.grasp_yaw.evaluation import eval_layer, policy_chooser, search_choosers, solve_choice
+from learning.grasp_yaw.evaluation import (
+    eval_layer,
+    policy_chooser,
+    round_robin_medians,
+    search_choosers,
+    solve_choice,
+)
 from learning.grasp_yaw.predictors import YawPolicy, build_predictor
 from learning.grasp_yaw.splits import make_splits
 from learning.grasp_yaw.task import grasp_pose
@@ -35,20 +37,6 @@ ROWS = {
     "ik_trained.checks": "its hypotheses' checking solves and their costs (the cheapest kept)",
     "final_solve": "the final (checking) solve alone",
 }
-
-
-def medians(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
-    """Seconds per call of each of ``fns``: the median of ``rounds`` rounds, each timing every callable once in turn
-    (so a noisy machine slows them alike), after one warm-up call each."""
-    for fn in fns.values():
-        fn()
-    seconds: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(rounds):
-        for name, fn in fns.items():
-            start = time.perf_counter()
-            fn()
-            seconds[name].append(time.perf_counter() - start)
-    return {name: statistics.median(values) for name, values in seconds.items()}
 
 
 def run(preset_name: str = "full", batch: int = 256, rounds: int = 15) -> dict:
@@ -76,7 +64,7 @@ def run(preset_name: str = "full", batch: int = 256, rounds: int = 15) -> dict:
         "final_solve": lambda: eval_ik(chosen, q0),
     }
     with torch.no_grad():
-        seconds = medians(fns, rounds)
+        seconds = round_robin_medians(fns, rounds)
     b, train = cfg.baselines, cfg.train
     iterations = {
         "radial": cfg.eval_ik_iterations,

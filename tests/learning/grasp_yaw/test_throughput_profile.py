@@ -1,13 +1,20 @@
 """The grasp predictor's throughput profile (``python -m learning throughput-profile``) on the smoke preset: every row
 timed, each method's IK iterations per goal counted from its configuration, the ratios to the grid, and the files
-it writes (JSON with provenance, the table under its provenance line)."""
+it writes (JSON with provenance, the table under its provenance line); the round-robin medians that it and the
+experiment's latency take."""
 
 from __future__ import annotations
 
 import json
 
+import pytest
+
 from learning.__main__ import main
-from learning.grasp_yaw import throughput
+from learning.common.panda import franka_kinematics
+from learning.grasp_yaw import evaluation, throughput
+from learning.grasp_yaw.config import preset
+from learning.grasp_yaw.evaluation import eval_layer, search_choosers
+from learning.grasp_yaw.splits import make_splits
 
 
 def test_every_row_is_timed_and_the_ik_work_counted() -> None:
@@ -28,3 +35,26 @@ def test_the_command_writes_the_table_and_its_record(tmp_path) -> None:
     doc = json.loads(out.with_suffix(".json").read_text())
     assert doc["provenance"]["command"].endswith("--batch 4 --out " + str(out))
     assert out.with_suffix(".md").read_text().startswith("Produced by `")
+
+
+def test_round_robin_medians_time_every_callable_in_turn() -> None:
+    """One warm-up call each, then ``rounds`` rounds of every callable once, in order: a slow minute of the machine
+    falls on every method alike."""
+    calls: list[str] = []
+    fns = {name: (lambda name=name: calls.append(name)) for name in ("a", "b", "c")}
+    seconds = evaluation.round_robin_medians(fns, rounds=3)
+    assert calls == ["a", "b", "c"] * 4
+    assert set(seconds) == set(fns) and all(s >= 0 for s in seconds.values())
+
+
+def test_the_experiments_latency_takes_every_methods_batch_in_rounds() -> None:
+    cfg = preset("smoke")
+    kinematics = franka_kinematics()
+    goals = make_splits(cfg, kinematics)["test_iid"].to(kinematics.device, kinematics.dtype)
+    choosers = {name: c for name, c in search_choosers(cfg, kinematics).items() if name in ("radial", "angular_grid")}
+    latency = evaluation.measure_latency(choosers, goals, eval_layer(cfg, kinematics), batch=8, singles=2, rounds=3)
+    assert set(latency) == {"radial", "angular_grid"}
+    for lat in latency.values():
+        assert lat["batch"] == 8 and lat["rounds"] == 3 and lat["batch1_ms"] > 0
+        assert lat["goals_per_second"] == pytest.approx(8 / (1e-3 * lat["batch_ms_per_goal"] * 8))
+    assert latency["radial"]["goals_per_second"] > latency["angular_grid"]["goals_per_second"]
