@@ -54,11 +54,10 @@ def wholebody_step(
     step (float64, ``(B, saved_size(plan))``). Each target
     is ``(B, *shape)`` of its ``plan.target_specs`` entry; a target whose rows are neither one apart nor all one (batch
     stride 0) is copied. ``binding``: ``bind_targets(plan, q, targets, ...)``, taken here when omitted."""
-    kernel = _kernel("wholebody_step", plan, q)
-    if binding is None and kernel is not None:
-        binding = bind_targets(plan, q, targets, recording=torch.is_grad_enabled())
-    if kernel is None or binding is None:
+    found = _kernel_and_binding("wholebody_step", plan, q, targets, binding, recording=torch.is_grad_enabled())
+    if found is None:
         return None
+    kernel, binding = found
     n = q.shape[0]
     q = q.contiguous()
     q_next, dq, status, active_inequalities, active_bounds = step_outputs(plan, n, q.dtype)
@@ -98,11 +97,10 @@ class BoundStep:
     def __init__(self, plan: StepPlan, targets: Sequence[torch.Tensor], rows: int) -> None:
         self.plan, self.rows = plan, rows
         template = torch.empty(rows, plan.nq, dtype=plan.held[0].dtype)
-        kernel = _kernel("wholebody_step", plan, template)
-        binding = None if kernel is None else bind_targets(plan, template, targets, recording=False)
-        if binding is not None and any(h is not t for h, t in zip(binding.held, targets, strict=True)):
-            binding = None  # a target the binding copied: writes into the caller's tensor would not reach the kernel
-        self.kernel = None if binding is None else kernel
+        found = _kernel_and_binding("wholebody_step", plan, template, targets, None, recording=False)
+        if found is not None and any(h is not t for h, t in zip(found[1].held, targets, strict=True)):
+            found = None  # a target the binding copied: writes into the caller's tensor would not reach the kernel
+        self.kernel, binding = found or (None, None)
         self._binding = binding  # the targets and the addresses' arrays, kept alive
         if binding is not None:
             self._plan_args = (
@@ -159,11 +157,10 @@ def wholebody_step_backward(
     ``(B, *shape)`` of each target where ``wanted`` (a task's target only), ``None`` elsewhere; with ``configuration``
     also the gradient ``(B, nq)`` w.r.t. ``q``, else ``None``; or ``None`` where the kernel is not there.
     ``binding``: the forward's ``bind_targets`` (the same targets), taken here when omitted."""
-    kernel = _kernel("wholebody_step_backward", plan, q)
-    if binding is None and kernel is not None:
-        binding = bind_targets(plan, q, targets, recording=False)
-    if kernel is None or binding is None:
+    found = _kernel_and_binding("wholebody_step_backward", plan, q, targets, binding, recording=False)
+    if found is None:
         return None
+    kernel, binding = found
     n = q.shape[0]
     grads = [loader.empty(n, *spec[0], dtype=q.dtype) if want else None
              for want, spec in zip(wanted, plan.target_specs, strict=True)]  # fmt: skip
@@ -231,9 +228,20 @@ def bind_targets(
     return TargetBinding(tuple(held), pointers, stride_array)
 
 
-def _kernel(name: str, plan: StepPlan, q: torch.Tensor):
-    """The compiled ``name`` for ``q`` (``(B, nq)`` of the plan's dtype, as ``loader.compiled`` takes it), or
-    ``None``."""
+def _kernel_and_binding(
+    name: str,
+    plan: StepPlan,
+    q: torch.Tensor,
+    targets: Sequence[torch.Tensor],
+    binding: TargetBinding | None,
+    recording: bool,
+) -> tuple[object, TargetBinding] | None:
+    """The compiled ``name`` for ``q`` (``(B, nq)`` of the plan's dtype, as ``loader.compiled`` takes it) and the
+    targets' binding (``binding``, or ``bind_targets``' where it is None), or ``None`` where either is missing."""
     if q.ndim != 2 or q.dtype is not plan.held[0].dtype:
         return None
-    return loader.compiled(name, (q,), ((q.shape[0], plan.nq),))
+    kernel = loader.compiled(name, (q,), ((q.shape[0], plan.nq),))
+    if kernel is None:
+        return None
+    binding = binding or bind_targets(plan, q, targets, recording)
+    return None if binding is None else (kernel, binding)

@@ -40,8 +40,8 @@ def flat_targets(layer, targets, batch: int) -> dict[str, torch.Tensor]:
 
 def gradients(layer, q, flat, names, weights, compiled: bool):
     """The gradients w.r.t. the targets ``names`` (``"q"``: the configuration) of ``<q_next, w_q> + <dq, w_dq>``
-    (``w_dq`` None: the first term alone, so no gradient reaches ``dq``) after one step: through ``layer.step`` (``compiled``: it must take the compiled backward) or the torch
-    composition."""
+    (``w_dq`` None: the first term alone, so no gradient reaches ``dq``) after one step: through ``layer.step``
+    (``compiled``: it must take the compiled backward) or the torch composition."""
     leaves = {name: (q if name == "q" else flat[name]).clone().requires_grad_(True) for name in names}
     q = leaves.pop("q", q)
     targets = {**flat, **leaves}
