@@ -152,7 +152,7 @@ def wholebody_step_backward(
 ) -> tuple[list[torch.Tensor | None], torch.Tensor | None] | None:
     """One step's backward w.r.t. the tasks' targets (``csrc/wholebody_backward.c``, ``wb_backward_chunk``): for the
     step from ``q`` for which ``wholebody_step(..., save=True)`` gave ``forward`` (its ``dq``, ``level_status`` and
-    saved output) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq`` ``(B, nv)``, or ``None``
+    saved output, the tensors it returned) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq`` ``(B, nv)``, or ``None``
     where ``dq`` has none, the gradient
     ``(B, *shape)`` of each target where ``wanted`` (a task's target only), ``None`` elsewhere; with ``configuration``
     also the gradient ``(B, nq)`` w.r.t. ``q``, else ``None``; or ``None`` where the kernel is not there.
@@ -161,14 +161,17 @@ def wholebody_step_backward(
     if found is None:
         return None
     kernel, binding = found
-    n = q.shape[0]
-    grads = [loader.empty(n, *spec[0], dtype=q.dtype) if want else None
-             for want, spec in zip(wanted, plan.target_specs, strict=True)]  # fmt: skip
-    addresses = (ctypes.c_void_p * max(1, len(grads)))(*(None if g is None else g.data_ptr() for g in grads))
-    dq, status, saved = (t.contiguous() for t in forward)
-    q, grad_q_next = q.contiguous(), grad_q_next.to(q.dtype).contiguous()
-    grad_dq = None if grad_dq is None else grad_dq.to(q.dtype).contiguous()
-    grad_q = loader.empty(n, plan.nq, dtype=q.dtype) if configuration else None
+    n, dtype = q.shape[0], q.dtype
+    grads = [torch.empty((n, *spec[0]), dtype=dtype, device=loader.CPU) if want else None
+             for want, spec in zip(wanted, plan.target_specs)]  # fmt: skip  # noqa: B905 - one per target (the plan's)
+    addresses = (ctypes.c_void_p * max(1, len(grads)))(*[None if g is None else g.data_ptr() for g in grads])
+    dq, status, saved = forward  # the forward's own outputs: contiguous
+    q = q.contiguous()
+    if grad_q_next.dtype is not dtype or not grad_q_next.is_contiguous():  # a sum's gradient is an expanded view
+        grad_q_next = grad_q_next.to(dtype).contiguous()
+    if grad_dq is not None and (grad_dq.dtype is not dtype or not grad_dq.is_contiguous()):
+        grad_dq = grad_dq.to(dtype).contiguous()
+    grad_q = torch.empty(n, plan.nq, dtype=dtype, device=loader.CPU) if configuration else None
     code = kernel(
         n, torch.get_num_threads(), plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
         *binding.addresses, q.data_ptr(), dq.data_ptr(), saved.data_ptr(), status.data_ptr(),

@@ -89,18 +89,24 @@ def compiled_step_with_gradient(layer, q: torch.Tensor, inputs: list[torch.Tenso
         computed = binding and native.wholebody_step(plan, q.detach(), inputs, 1, False, save=True, binding=binding)
     if computed is None:
         return None
-    q_next, dq = _CompiledStep.apply((layer, plan, binding), computed, q, *inputs)
+    every = (q, *inputs)
+    slots = [i for i, t in enumerate(every) if t.requires_grad]  # what the graph records
+    q_next, dq = _CompiledStep.apply((layer, plan, binding, q, inputs, slots), computed, *(every[i] for i in slots))
     return q_next, dq, *computed[2:5]
 
 
 class _CompiledStep(torch.autograd.Function):
-    """``apply((layer, plan, binding), computed, q, *inputs) -> (q_next, dq)``: the compiled step's outputs
-    ``computed`` (with what its backward reads), differentiable w.r.t. ``q`` and the tasks' targets among ``inputs``;
-    the backward reads the targets through the step's ``binding`` (``native.bind_targets``)."""
+    """``apply((layer, plan, binding, q, inputs, slots), computed, *leaves) -> (q_next, dq)``: the compiled step's
+    outputs ``computed`` (with what its backward reads), differentiable w.r.t. ``leaves``, the tensors among ``(q,
+    *inputs)`` at ``slots`` (those that record a graph: ``q`` and the tasks' targets; only these are the Function's
+    inputs, which keeps autograd's bookkeeping to them); the backward reads the targets through the step's
+    ``binding`` (``native.bind_targets``)."""
 
     @staticmethod
-    def forward(ctx, step, computed, q, *inputs):
-        ctx.step = step
+    def forward(ctx, step, computed, *leaves):
+        layer, plan, binding, q, inputs, slots = step
+        ctx.step = (layer, plan, binding, slots)
+        ctx.set_materialize_grads(False)  # no gradient on dq (or q_next): None, which the C backward reads as zero
         ctx.save_for_backward(q, computed[1], computed[2], computed[-1], *inputs)  # dq, the statuses, the saved
         return computed[0], computed[1]
 
@@ -108,7 +114,11 @@ class _CompiledStep(torch.autograd.Function):
     @first_order
     def backward(ctx, grad_q_next, grad_dq):
         q, dq, status, saved, *inputs = ctx.saved_tensors
-        (layer, plan, binding), wanted, want_q = ctx.step, ctx.needs_input_grad[3:], ctx.needs_input_grad[2]
+        layer, plan, binding, slots = ctx.step
+        asked = [False] * (1 + len(inputs))  # per (q, *inputs): whether this backward wants its gradient
+        for slot, need in zip(slots, ctx.needs_input_grad[2:], strict=True):
+            asked[slot] = need
+        want_q, wanted = asked[0], asked[1:]
         if grad_q_next is None:
             grad_q_next = torch.zeros_like(q)
         found = native.wholebody_step_backward(
@@ -119,12 +129,13 @@ class _CompiledStep(torch.autograd.Function):
                 q_leaf = q.detach().requires_grad_(want_q)
                 leaves = [t.detach().requires_grad_(want) for t, want in zip(inputs, wanted, strict=True)]
                 out = layer.reference_steps(q_leaf, leaves, 1)
-                asked = [t for t in (q_leaf, *leaves) if t.requires_grad]
                 outputs, grads = (out[0], out[1]), (grad_q_next, grad_dq)
                 if grad_dq is None:
                     outputs, grads = outputs[:1], grads[:1]
-                found = iter(torch.autograd.grad(outputs, asked, grads, allow_unused=True))
-            grad_q = next(found) if want_q else None
-            return None, None, grad_q, *(next(found) if want else None for want in wanted)
+                given = iter(torch.autograd.grad(outputs, [t for t in (q_leaf, *leaves) if t.requires_grad], grads,
+                                                 allow_unused=True))  # fmt: skip
+                grad_q = next(given) if want_q else None  # q_leaf's comes first
+                found = [next(given) if want else None for want in wanted], grad_q
         grads, grad_q = found
-        return None, None, grad_q, *grads
+        everything = (grad_q, *grads)
+        return None, None, *(everything[slot] for slot in slots)

@@ -275,6 +275,30 @@ def test_two_threads_give_the_bits_of_one_and_a_disabled_library_the_references_
         torch.testing.assert_close(a, b, atol=1e-6 * max(1.0, float(b.abs().max())), rtol=0)
 
 
+def test_a_gradient_asked_for_some_leaves_is_theirs_of_every_leaf_compiled_and_with_the_library_gone(g1) -> None:
+    """The step's graph holds ``q`` and every task's target; a gradient asked for a few of them, in any order, is
+    theirs of the gradient asked for all (the backward computes what is asked only), and the same with the library
+    gone between the forward and the backward (the torch composition's, in the asked order)."""
+    layer = every_kind_layer(g1)
+    targets, q = every_kind_targets(g1, 9, 5)
+    flat = flat_targets(layer, targets, 9)
+    weights = random_weights(q, g1.nv, 5)
+    leaves = {name: (q if name == "q" else flat[name]).clone().requires_grad_(True) for name in LEAVES}
+    q_next, step = layer.step(leaves["q"], {**flat, **{n: t for n, t in leaves.items() if n != "q"}})
+    assert type(q_next.grad_fn).__name__ == "_CompiledStepBackward"
+    loss = (q_next * weights[0]).sum() + (step.dq * weights[1]).sum()
+    every = dict(zip(LEAVES, torch.autograd.grad(loss, list(leaves.values()), retain_graph=True), strict=True))
+    for names in (("q",), (LEAVES[0],), (LEAVES[-2], LEAVES[0])):
+        found = torch.autograd.grad(loss, [leaves[name] for name in names], retain_graph=True)
+        for name, gradient in zip(names, found, strict=True):
+            torch.testing.assert_close(gradient, every[name], atol=1e-12 * max(1.0, float(every[name].abs().max())),
+                                       rtol=0)  # fmt: skip
+    with native.disabled():
+        found = torch.autograd.grad(loss, [leaves[LEAVES[0]], leaves["q"]])
+    for name, gradient in zip((LEAVES[0], "q"), found, strict=True):
+        torch.testing.assert_close(gradient, every[name], atol=1e-6 * max(1.0, float(every[name].abs().max())), rtol=0)
+
+
 def test_second_order_gradients_are_refused_with_a_typed_error(g1) -> None:
     problem = standing_problem(g1, G1)
     flat = flat_targets(problem.layer, {**problem.fixed_targets, "right_hand": g1.frame_pose(problem.q_stand, HAND)}, 1)
