@@ -39,6 +39,13 @@ def _ints(text: str) -> tuple[int, ...]:
     return values
 
 
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
 def _dtypes(text: str) -> tuple[str, ...]:
     values = tuple(v.strip() for v in text.split(",") if v.strip())
     if not values or any(v not in DTYPES for v in values):
@@ -62,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's own choice)")
     p.add_argument("--iterations", type=int, default=16, help="IK iterations (default: %(default)s)")
     p.add_argument("--repeats", type=int, default=20, help="repeats per measurement (default: %(default)s)")
+    p.add_argument(
+        "--runs",
+        type=_positive,
+        default=1,
+        help="wholebody: whole runs of the suite, the targets decided by their medians (default: %(default)s)",
+    )
     p.add_argument("--fk-budget", type=float, default=1.0, help="seconds per FK measurement before fewer repeats")
     p.add_argument("--ik-budget", type=float, default=5.0, help="seconds per IK measurement before fewer repeats")
     p.add_argument("--memory", choices=MODES, default="auto", help="CPU peak-memory method (default: %(default)s)")
@@ -190,17 +203,22 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             _publish(args.out, doc, meta(cfg, argv, load), step_profile.markdown)
             continue
         if suite == "wholebody":
-            doc = wholebody_suite.run(
-                batches=args.batches or ((1, 4) if args.quick else (1, 64, 1024)),
-                iterations=4 if args.quick else 16,
-                full_solve_max_batch=4 if args.quick else 64,
-                memory_batch=2 if args.quick else 8,
-                dtype_name=cfg.fk_dtypes[0],
-                seed=args.seed,
-                control_loop_steps=200 if args.quick else 10_000,
-                contention_batch=64 if args.quick else 1024,
-                contention_repeats=5 if args.quick else 15,
-            )
+            runs = []
+            for index in range(args.runs):
+                if args.runs > 1:
+                    print(f"[wholebody] run {index + 1} of {args.runs}", file=sys.stderr, flush=True)
+                runs.append(wholebody_suite.run(
+                    batches=args.batches or ((1, 4) if args.quick else (1, 64, 1024)),
+                    iterations=4 if args.quick else 16,
+                    full_solve_max_batch=4 if args.quick else 64,
+                    memory_batch=2 if args.quick else 8,
+                    dtype_name=cfg.fk_dtypes[0],
+                    seed=args.seed,
+                    control_loop_steps=200 if args.quick else 10_000,
+                    contention_batch=64 if args.quick else 1024,
+                    contention_repeats=5 if args.quick else 15,
+                ))  # fmt: skip
+            doc = wholebody_suite.combine(runs)
             _publish(args.out, doc, meta(cfg, argv, load), wholebody_suite.markdown)
             continue
         if suite == "tree":

@@ -8,7 +8,8 @@ from learning.benchmark.problem import DISTANT_SEED, NEAR_SEED
 
 def goal(text: str, value: float | None, threshold: float, higher_is_better: bool, detail: str = "") -> dict:
     met = None if value is None else (value >= threshold if higher_is_better else value <= threshold)
-    return {"goal": text, "value": value, "threshold": threshold, "met": met, "detail": detail}
+    return {"goal": text, "value": value, "threshold": threshold, "higher_is_better": higher_is_better, "met": met,
+            "detail": detail}  # fmt: skip
 
 
 def ratio(num: float | None, den: float | None) -> float | None:

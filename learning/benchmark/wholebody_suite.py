@@ -13,6 +13,7 @@ batch (at most 64 of them), what ``wholebody_peers.DIFFERENCES`` says it include
 
 from __future__ import annotations
 
+import statistics
 import sys
 import time
 
@@ -239,6 +240,22 @@ def run(
     }
 
 
+def combine(runs: list[dict]) -> dict:
+    """Whole runs of the suite (``run``'s documents, one setting) as one document: the first run's tables, and per
+    target every run's value (``runs``) and their median, which decides it. This machine's speed moves between
+    minutes, and a target near its threshold (a ratio to PlaCo near 1, the control loop's tail) flips between single
+    runs: the median of several says which side it is on."""
+    first = runs[0]
+    targets = []
+    for index, target in enumerate(first["goals"]):
+        values = [run["goals"][index]["value"] for run in runs]
+        measured = [value for value in values if value is not None]
+        value = statistics.median(measured) if measured else None
+        targets.append({**goal(target["goal"], value, target["threshold"], target["higher_is_better"],
+                               target["detail"]), "runs": values})  # fmt: skip
+    return {**first, "goals": targets, "runs": len(runs)}
+
+
 def _fixed_work_note(loop: dict | None) -> str:
     """The control loop's fixed work's p99 / p50 (the machine's spread at the step's median), for a goal's detail."""
     fixed = (loop or {}).get("fixed_work")
@@ -373,7 +390,16 @@ def markdown(doc: dict) -> str:
             )
         )  # fmt: skip
     if doc.get("goals"):
-        lines += ["", "## Targets", "", _goals(doc["goals"])]
+        lines += ["", "## Targets", ""]
+        runs = doc.get("runs", 1)
+        if runs > 1:
+            lines += [f"The median of {runs} whole runs of the suite, one after another (the tables above and each "
+                      "target's detail: the first run's); each run's value below:", ""]  # fmt: skip
+        lines.append(_goals(doc["goals"]))
+        if runs > 1:
+            lines += ["", _table(["target", *(f"run {i + 1}" for i in range(runs)), "median"],
+                                 [[g["goal"], *("—" if v is None else f"{v:.3g}" for v in g["runs"]),
+                                   "—" if g["value"] is None else f"{g['value']:.3g}"] for g in doc["goals"]])]  # fmt: skip
     lines += ["", *[f"- {n}" for n in doc["notes"]], ""]
     lines += ["Methods:", "", *[f"- `{k}`: {v}" for k, v in doc["methods"].items()], ""]
     return "\n".join(lines)

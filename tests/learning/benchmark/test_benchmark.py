@@ -169,6 +169,37 @@ def test_wholebody_targets_read_one_runs_numbers():
     )
 
 
+def test_whole_runs_of_the_wholebody_suite_are_decided_by_their_medians():
+    """``combine``: the first run's tables, each target's value the median of the runs' (the verdict from it, a
+    target some run did not measure decided by those that did), every run's value kept and shown."""
+    from learning.benchmark.wholebody_suite import combine, goals, markdown
+
+    def run(placo_us, stepper_us, loop_p99_s):
+        results = [{"batch": 1, "op": op, "method": method, "median_s": us * 1e-6, "per_row_s": us * 1e-6}
+                   for op, method, us in (("step", "ours", 100.0), ("step", "placo.loop", placo_us),
+                                          ("stepper.step", "ours", stepper_us))]  # fmt: skip
+        loop = None if loop_p99_s is None else {"steps": 10, "p50_s": 1e-4, "p99_s": loop_p99_s, "max_s": 1e-3,
+                                                 "mean_s": 1e-4, "final_hand_error_m": 1e-4}  # fmt: skip
+        return {"robot": "g1.urdf", "dtype": "float32", "results": results, "memory": [], "notes": [], "methods": {},
+                "control_loop": loop, "contention": [], "goals": goals(results, [], loop)}  # fmt: skip
+
+    runs = [run(40.0, 42.0, 3e-4), run(40.0, 36.0, None), run(40.0, 38.0, 1e-4)]
+    doc = combine(runs)
+    assert doc["runs"] == 3 and doc["results"] is runs[0]["results"]
+    found = {g["goal"]: g for g in doc["goals"]}
+    stepper = found["a stepper's step at batch 1 (targets set in place): at least as fast as PlaCo's step"]
+    assert [round(v, 4) for v in stepper["runs"]] == [round(40 / 42, 4), round(40 / 36, 4), round(40 / 38, 4)]
+    assert stepper["value"] == pytest.approx(40 / 38) and stepper["met"] is True  # the first run alone: not met
+    loop = found["control loop at batch 1: p99 of a step < 2x its p50"]
+    assert loop["runs"][1] is None and loop["value"] == pytest.approx(2.0) and loop["met"] is True  # (3 + 1) / 2
+    assert found["one cascade step at batch 1024: <= 5 us per row"]["met"] is None
+    report = markdown(doc)
+    assert "The median of 3 whole runs" in report
+    assert f"| {stepper['goal']} | 0.952 | 1.11 | 1.05 | 1.05 |" in report
+    assert "| control loop at batch 1: p99 of a step < 2x its p50 | 3 | — | 1 | 2 |" in report
+    assert "The median of" not in markdown(combine(runs[:1]))
+
+
 def test_the_step_profile_times_every_part_and_derives_the_costs():
     """The batch-1 profile: every part timed in one run (PlaCo's where installed), the C call's ablations each a real
     call (not a freed layer's), and the derived table from the medians."""
