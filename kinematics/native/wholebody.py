@@ -152,11 +152,11 @@ def wholebody_step_backward(
 ) -> tuple[list[torch.Tensor | None], torch.Tensor | None] | None:
     """One step's backward w.r.t. the tasks' targets (``csrc/wholebody_backward.c``, ``wb_backward_chunk``): for the
     step from ``q`` for which ``wholebody_step(..., save=True)`` gave ``forward`` (its ``dq``, ``level_status`` and
-    saved output, the tensors it returned) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq`` ``(B, nv)``, or ``None``
-    where ``dq`` has none, the gradient
-    ``(B, *shape)`` of each target where ``wanted`` (a task's target only), ``None`` elsewhere; with ``configuration``
-    also the gradient ``(B, nq)`` w.r.t. ``q``, else ``None``; or ``None`` where the kernel is not there.
-    ``binding``: the forward's ``bind_targets`` (the same targets), taken here when omitted."""
+    saved output, the tensors it returned) and the upstream gradients on its ``q_next`` ``(B, nq)`` and ``dq``
+    ``(B, nv)``, or ``None`` where ``dq`` has none, the gradient ``(B, *shape)`` of each target where ``wanted`` (a task's
+    target only), ``None`` elsewhere; with ``configuration`` also the gradient ``(B, nq)`` w.r.t. ``q``, else
+    ``None``; or ``None`` where the kernel is not there. ``binding``: the forward's ``bind_targets`` (the same
+    targets), taken here when omitted."""
     found = _kernel_and_binding("wholebody_step_backward", plan, q, targets, binding, recording=False)
     if found is None:
         return None

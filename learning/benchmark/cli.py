@@ -153,7 +153,10 @@ def meta(cfg: BenchConfig, argv: list[str], load_start: float | None) -> dict:
 def main(argv: list[str] | None = None) -> int:
     """Run the chosen suites; returns the process exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.runs > 1 and args.suite not in ("wholebody", "all"):
+        parser.error(f"--runs repeats the wholebody suite only; --suite {args.suite} runs once")
     threads = torch.get_num_threads()
     if args.threads is not None:
         torch.set_num_threads(args.threads)

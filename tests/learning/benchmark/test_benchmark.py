@@ -214,3 +214,12 @@ def test_the_step_profile_times_every_part_and_derives_the_costs():
         assert median[ablation] > 0.3 * median["c.step"], ablation
     report = step_profile.markdown(doc)
     assert "| `step` |" in report and "| the second cascade level (C) |" in report
+
+
+def test_runs_repeat_the_wholebody_suite_only(capsys):
+    """``--runs`` above 1 with a suite it does not repeat is refused by the parser, before anything runs."""
+    with pytest.raises(SystemExit):
+        main(["--suite", "fk", "--runs", "3"])
+    assert "--runs repeats the wholebody suite only" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--suite", "wholebody", "--runs", "0"])
