@@ -155,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.runs > 1 and args.suite not in ("wholebody", "all"):
+    if args.runs > 1 and args.suite != "wholebody":
         parser.error(f"--runs repeats the wholebody suite only; --suite {args.suite} runs once")
     threads = torch.get_num_threads()
     if args.threads is not None:

@@ -218,8 +218,9 @@ def test_the_step_profile_times_every_part_and_derives_the_costs():
 
 def test_runs_repeat_the_wholebody_suite_only(capsys):
     """``--runs`` above 1 with a suite it does not repeat is refused by the parser, before anything runs."""
-    with pytest.raises(SystemExit):
-        main(["--suite", "fk", "--runs", "3"])
-    assert "--runs repeats the wholebody suite only" in capsys.readouterr().err
+    for suite in ("fk", "all"):  # ("all" is fk, ik, constrained and tree)
+        with pytest.raises(SystemExit):
+            main(["--suite", suite, "--runs", "3"])
+        assert "--runs repeats the wholebody suite only" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--suite", "wholebody", "--runs", "0"])
