@@ -9,7 +9,9 @@ allocation, the C call); the targets' checks and addresses alone; and the C call
 (one step, and one step of a 16-step call). Then the C call's own parts, by ablation (the same call on a layer
 without that part; the difference is the part's cost): the second cascade level (hand and posture in one weighted
 level instead), the support polygon's rows, the step limit. The backward: the step and its backward to the hand
-target, and the compiled backward's call. PlaCo's step, where it is installed, in the same run.
+target as one call (as the whole-body suite times it), the same step recording the graph without its backward, the
+backward alone through a retained graph, and the compiled backward's call. PlaCo's step, where it is installed, in the
+same run.
 """
 
 from __future__ import annotations
@@ -48,7 +50,11 @@ PARTS = {
     "c.one_level": "the C call on the layer with hand and posture in one weighted level (no second cascade level)",
     "c.no_polygon": "the C call on the layer without the support polygon's rows",
     "c.no_step_limit": "the C call on the layer without the step limit's bounds",
-    "step+bwd": "the step and its backward to the hand target (the compiled step and backward)",
+    "step+bwd": "layer.step(q, targets) recording a graph to the hand target, then sum().backward(): as one call (the "
+    "compiled step and backward)",
+    "step.graph": "the same step recording the graph, without the backward (the graph dropped)",
+    "bwd.retained": "the backward alone: torch.autograd.grad of the same sum to the hand target, through a graph "
+    "recorded once and retained",
     "c.backward": "native.wholebody_step_backward alone (to the hand target), from a saved step, through the step's "
     "binding of the targets (as the step's autograd node calls it)",
     "placo.step": "PlaCo's KinematicsSolver.solve(True) and update_kinematics() (where installed)",
@@ -100,7 +106,16 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
     def step_backward():
         hand = flat[HAND].clone().requires_grad_(True)
         with torch.enable_grad():
-            layer.step(q, {**flat, HAND: hand}, prepared=prepared)[0].sum().backward()
+            layer.step(q, {**flat, HAND: hand})[0].sum().backward()
+
+    def step_graph():
+        hand = flat[HAND].clone().requires_grad_(True)
+        with torch.enable_grad():
+            layer.step(q, {**flat, HAND: hand})[0].sum()
+
+    retained_hand = flat[HAND].clone().requires_grad_(True)
+    with torch.enable_grad():
+        retained = layer.step(q, {**flat, HAND: retained_hand})[0].sum()
 
     saved = native.wholebody_step(plan, q, inputs, 1, False, save=True)
     wanted = [name == HAND for name in layer.target_names] + [False] * (len(inputs) - len(layer.target_names))
@@ -127,6 +142,8 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
         "c.no_polygon": _raw_call(_variant(tree, problem, "polygon"), q, flat, 1),
         "c.no_step_limit": _raw_call(_variant(tree, problem, "step_limit"), q, flat, 1),
         "step+bwd": step_backward,
+        "step.graph": step_graph,
+        "bwd.retained": lambda: torch.autograd.grad(retained, retained_hand, retain_graph=True),
         "c.backward": lambda: native.wholebody_step_backward(
             plan, q, inputs, (saved[1], saved[2], saved[-1]), grad_q_next, None, wanted, binding=binding
         ),
@@ -165,7 +182,12 @@ def markdown(doc: dict) -> str:
         ["the second cascade level (C)", fmt_time(c_step - median["c.one_level"])],
         ["the support polygon's rows (C)", fmt_time(c_step - median["c.no_polygon"])],
         ["the step limit's bounds (C)", fmt_time(c_step - median["c.no_step_limit"])],
-    ]
+        ["the backward, timed with its step as one call (step+bwd - step)", fmt_time(median["step+bwd"] - step)],
+        ["the graph's cost in the forward (step.graph - step)", fmt_time(median["step.graph"] - step)],
+        ["the backward timed alone (bwd.retained)", fmt_time(median["bwd.retained"])],
+        ["what timing the two halves as one call adds (step+bwd - step.graph - bwd.retained)",
+         fmt_time(median["step+bwd"] - median["step.graph"] - median["bwd.retained"])],
+    ]  # fmt: skip
     lines += ["", "Derived (differences of the medians above):", "", _table(["what", "time"], derived)]
     lines += ["", *[f"- {n}" for n in doc["notes"]], ""]
     return "\n".join(lines)

@@ -212,8 +212,11 @@ def test_the_step_profile_times_every_part_and_derives_the_costs():
     assert median["c.step"] < median["binding"] < median["step"]
     for ablation in ("c.one_level", "c.no_polygon", "c.no_step_limit"):  # a call that does the work: not ~1 µs
         assert median[ablation] > 0.3 * median["c.step"], ablation
+    # the backward alone goes through the compiled backward's call; the graph's forward makes the C call too
+    assert median["bwd.retained"] > 0.5 * median["c.backward"] and median["step.graph"] > median["c.step"]
     report = step_profile.markdown(doc)
     assert "| `step` |" in report and "| the second cascade level (C) |" in report
+    assert "| the backward timed alone (bwd.retained) |" in report
 
 
 def test_runs_repeat_the_wholebody_suite_only(capsys):
