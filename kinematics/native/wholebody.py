@@ -162,8 +162,8 @@ def wholebody_step_backward(
         return None
     kernel, binding = found
     n, dtype = q.shape[0], q.dtype
-    grads = [torch.empty((n, *spec[0]), dtype=dtype, device=loader.CPU) if want else None
-             for want, spec in zip(wanted, plan.target_specs)]  # fmt: skip  # noqa: B905 - one per target (the plan's)
+    grads = [loader.empty(n, *spec[0], dtype=dtype) if want else None
+             for want, spec in zip(wanted, plan.target_specs, strict=True)]  # fmt: skip
     addresses = (ctypes.c_void_p * max(1, len(grads)))(*[None if g is None else g.data_ptr() for g in grads])
     dq, status, saved = forward  # the forward's own outputs: contiguous
     q = q.contiguous()
@@ -171,7 +171,7 @@ def wholebody_step_backward(
         grad_q_next = grad_q_next.to(dtype).contiguous()
     if grad_dq is not None and (grad_dq.dtype is not dtype or not grad_dq.is_contiguous()):
         grad_dq = grad_dq.to(dtype).contiguous()
-    grad_q = torch.empty(n, plan.nq, dtype=dtype, device=loader.CPU) if configuration else None
+    grad_q = loader.empty(n, plan.nq, dtype=dtype) if configuration else None
     code = kernel(
         n, torch.get_num_threads(), plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
         *binding.addresses, q.data_ptr(), dq.data_ptr(), saved.data_ptr(), status.data_ptr(),
