@@ -10,7 +10,8 @@ allocation, the C call); the targets' checks and addresses alone; and the C call
 without that part; the difference is the part's cost): the second cascade level (hand and posture in one weighted
 level instead), the support polygon's rows, the step limit. The backward: the step and its backward to the hand
 target as one call (as the whole-body suite times it), the same step recording the graph without its backward, the
-backward alone through a retained graph, and the compiled backward's call. PlaCo's step, where it is installed, in the
+backward alone through a retained graph, the compiled backward's call, and the floor of any design whose backward is
+torch's own nodes (the step, then its output joined to the target by built-in ops with the Jacobian free). PlaCo's step, where it is installed, in the
 same run.
 """
 
@@ -53,6 +54,9 @@ PARTS = {
     "step+bwd": "layer.step(q, targets) recording a graph to the hand target, then sum().backward(): as one call (the "
     "compiled step and backward)",
     "step.graph": "the same step recording the graph, without the backward (the graph dropped)",
+    "step+bwd.floor": "the floor of any step whose backward is torch's own nodes: layer.step(q, targets) with no graph, "
+    "its q_next joined to the hand target by built-in ops (q_next + J (t - t.detach()), J zero: the step's Jacobian "
+    "free), then sum().backward()",
     "bwd.retained": "the backward alone: torch.autograd.grad of the same sum to the hand target, through a graph "
     "recorded once and retained",
     "c.backward": "native.wholebody_step_backward alone (to the hand target), from a saved step, through the step's "
@@ -74,6 +78,20 @@ def _raw_call(layer: WholeBodyIKLayer, q: torch.Tensor, flat: dict, steps: int):
         bound.into(q, outputs, steps)
 
     return call
+
+
+def floor_step_backward(layer: WholeBodyIKLayer, q: torch.Tensor, flat: dict) -> torch.Tensor:
+    """``step+bwd.floor``: the step without a graph, its ``q_next`` joined to the hand target by one batched product
+    with a zero Jacobian (what a design that computes the step's Jacobian in the forward would record, that
+    Jacobian for free), then ``sum().backward()``; returns the hand target's gradient (zero)."""
+    hand = flat[HAND].clone().requires_grad_(True)
+    with torch.enable_grad():
+        q_next = layer.step(q, flat)[0]
+        jacobian = q_next.new_zeros(q_next.shape[0], q_next.shape[1], hand[0].numel())
+        torch.baddbmm(
+            q_next.unsqueeze(-1), jacobian, (hand - hand.detach()).reshape(hand.shape[0], -1, 1)
+        ).sum().backward()
+    return hand.grad
 
 
 def _variant(tree: KinematicTree, problem, without: str) -> WholeBodyIKLayer:
@@ -143,6 +161,7 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
         "c.no_step_limit": _raw_call(_variant(tree, problem, "step_limit"), q, flat, 1),
         "step+bwd": step_backward,
         "step.graph": step_graph,
+        "step+bwd.floor": lambda: floor_step_backward(layer, q, flat),
         "bwd.retained": lambda: torch.autograd.grad(retained, retained_hand, retain_graph=True),
         "c.backward": lambda: native.wholebody_step_backward(
             plan, q, inputs, (saved[1], saved[2], saved[-1]), grad_q_next, None, wanted, binding=binding
@@ -188,6 +207,9 @@ def markdown(doc: dict) -> str:
         ["what timing the two halves as one call adds (step+bwd - step.graph - bwd.retained)",
          fmt_time(median["step+bwd"] - median["step.graph"] - median["bwd.retained"])],
     ]  # fmt: skip
+    if "step+bwd.floor" in median:
+        derived.append(["the floor of a backward of torch's own nodes, as a ratio to the step (step+bwd.floor / step)",
+                        f"{median['step+bwd.floor'] / step:.2f}x"])  # fmt: skip
     lines += ["", "Derived (differences of the medians above):", "", _table(["what", "time"], derived)]
     lines += ["", *[f"- {n}" for n in doc["notes"]], ""]
     return "\n".join(lines)

@@ -217,6 +217,25 @@ def test_the_step_profile_times_every_part_and_derives_the_costs():
     report = step_profile.markdown(doc)
     assert "| `step` |" in report and "| the second cascade level (C) |" in report
     assert "| the backward timed alone (bwd.retained) |" in report
+    assert "| the floor of a backward of torch's own nodes, as a ratio to the step (step+bwd.floor / step) |" in report
+
+
+def test_the_profiles_floor_records_a_graph_to_the_hand_target():
+    """``step+bwd.floor`` times a real backward: its graph reaches the hand target (a zero gradient of its shape), and
+    its step is the layer's."""
+    import torch
+
+    from kinematics import KinematicTree
+    from kinematics.wholebody import standing_problem
+    from learning.benchmark import step_profile
+    from learning.benchmark.wholebody_suite import HAND, ROBOT, _targets
+
+    tree = KinematicTree.from_urdf(ROBOT.urdf_text(), floating_base=True, dtype=torch.float32)
+    problem = standing_problem(tree, ROBOT)
+    flat = problem.layer._targets(_targets(problem, tree, 1, 0), torch.Size([1]))
+    q = problem.q_stand.expand(1, -1).contiguous()
+    grad = step_profile.floor_step_backward(problem.layer, q, flat)
+    assert grad is not None and grad.shape == flat[HAND].shape and not grad.any()
 
 
 def test_runs_repeat_the_wholebody_suite_only(capsys):
