@@ -206,10 +206,14 @@ def markdown(doc: dict) -> str:
         ["the backward timed alone (bwd.retained)", fmt_time(median["bwd.retained"])],
         ["what timing the two halves as one call adds (step+bwd - step.graph - bwd.retained)",
          fmt_time(median["step+bwd"] - median["step.graph"] - median["bwd.retained"])],
+        ["the floor of a backward of torch's own nodes, as a ratio to the step (step+bwd.floor / step)",
+         f"{median['step+bwd.floor'] / step:.2f}x"],
     ]  # fmt: skip
-    if "step+bwd.floor" in median:
-        derived.append(["the floor of a backward of torch's own nodes, as a ratio to the step (step+bwd.floor / step)",
-                        f"{median['step+bwd.floor'] / step:.2f}x"])  # fmt: skip
-    lines += ["", "Derived (differences of the medians above):", "", _table(["what", "time"], derived)]
+    lines += [
+        "",
+        "Derived from the medians above (differences, and one ratio):",
+        "",
+        _table(["what", "value"], derived),
+    ]
     lines += ["", *[f"- {n}" for n in doc["notes"]], ""]
     return "\n".join(lines)

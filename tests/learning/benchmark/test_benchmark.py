@@ -221,8 +221,7 @@ def test_the_step_profile_times_every_part_and_derives_the_costs():
 
 
 def test_the_profiles_floor_records_a_graph_to_the_hand_target():
-    """``step+bwd.floor`` times a real backward: its graph reaches the hand target (a zero gradient of its shape), and
-    its step is the layer's."""
+    """``step+bwd.floor`` times a real backward: its graph reaches the hand target (a zero gradient of its shape)."""
     import torch
 
     from kinematics import KinematicTree
