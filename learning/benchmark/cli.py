@@ -14,6 +14,7 @@ import torch
 
 from learning.benchmark import (
     constrained_suite,
+    device_suite,
     fk_suite,
     goals,
     ik_suite,
@@ -57,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m learning.benchmark", description=__doc__)
     p.add_argument(
         "--suite",
-        choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "wholebody-profile", "all"),
+        choices=("fk", "ik", "constrained", "tree", "qp", "wholebody", "wholebody-profile", "device", "all"),
         default="all",
     )
     p.add_argument("--out", type=Path, default=Path("bench_results"), help="output folder (default: %(default)s)")
@@ -204,6 +205,17 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
         if suite == "wholebody-profile":
             doc = step_profile.run(dtype_name=cfg.fk_dtypes[0], seed=args.seed)
             _publish(args.out, doc, meta(cfg, argv, load), step_profile.markdown)
+            continue
+        if suite == "device":
+            doc = device_suite.run(
+                device=cfg.device,
+                batches=args.batches or ((1, 4) if args.quick else device_suite.BATCHES),
+                dtype_name=cfg.fk_dtypes[0],
+                iterations=4 if args.quick else args.iterations,
+                timing=cfg.fk_timing if args.quick else None,
+                seed=args.seed,
+            )
+            _publish(args.out, doc, meta(cfg, argv, load), device_suite.markdown)
             continue
         if suite == "wholebody":
             runs = []

@@ -68,7 +68,7 @@ def _targets(problem, tree: KinematicTree, batch: int, seed: int) -> dict[str, t
     g = torch.Generator().manual_seed(seed)
     T = tree.frame_pose(problem.q_stand, ROBOT.frames[HAND]).expand(batch, 4, 4).clone()
     offset = torch.rand(batch, 3, generator=g, dtype=torch.float64) * torch.tensor([0.2, 0.2, 0.2]) - 0.1
-    T[:, :3, 3] += offset.to(T.dtype)
+    T[:, :3, 3] += offset.to(T.device, T.dtype)
     return {**problem.fixed_targets, HAND: T}
 
 

@@ -172,7 +172,7 @@ class ComInSupportPolygon(Constraint):
         key = (T.dtype, T.device)
         if key not in self._corners:
             corners = torch.cat(list(self.soles.values()), 0)
-            ones = torch.ones(corners.shape[0], 1, dtype=torch.float64)
+            ones = torch.ones(corners.shape[0], 1, dtype=torch.float64, device=corners.device)
             homogeneous = torch.cat((corners, ones), 1).to(dtype=T.dtype, device=T.device)
             self._corners[key] = homogeneous, self._corner_sole.to(T.device)
         return (T, *self._corners[key])

@@ -245,3 +245,67 @@ def test_runs_repeat_the_wholebody_suite_only(capsys):
         assert "--runs repeats the wholebody suite only" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--suite", "wholebody", "--runs", "0"])
+
+
+def test_the_device_suite_times_every_row_at_every_batch_on_the_path_it_names(tmp_path):
+    """``--suite device``: the arm's solve and the whole-body step, each with its backward, at every batch, per call
+    and per row, each row naming the path that ran (on the CPU the compiled kernels, where they loaded); the anchor's
+    line says when no row was measured at its batch."""
+    from kinematics import native
+    from learning.benchmark import device_suite
+
+    assert main(["--suite", "device", "--quick", "--threads", "1", "--batches", "1,3", "--out", str(tmp_path)]) == 0
+    doc = json.loads((tmp_path / "device-cpu.json").read_text())
+    assert doc["suite"] == "device-cpu" and doc["meta"]["quick"] is True and doc["notes"] == []
+    assert [(r["batch"], r["method"]) for r in doc["results"]] == [
+        (batch, method) for batch in (1, 3) for method in device_suite.METHODS
+    ]
+    path = "compiled (C)" if native.library() is not None else "torch ops"
+    for r in doc["results"]:
+        assert _positive(r["median_s"]) and r["per_row_s"] == r["median_s"] / r["batch"] and r["path"] == path
+    report = (tmp_path / "device-cpu.md").read_text()
+    assert "| 3 | `wholebody.step+bwd` |" in report and "No row was measured at batch 4096" in report
+    doc["results"][0]["batch"] = 4096
+    assert "At batch 4,096: `arm.solve`" in device_suite.markdown(
+        doc
+    ) and "mink-warp's 2.68 µs" in device_suite.markdown(doc)
+
+
+def test_the_device_suite_records_a_row_out_of_memory_and_skips_its_larger_batches(monkeypatch):
+    """A call that runs out of device memory is a row saying so, its larger batches are not tried, and the other
+    rows go on; any other error is raised, not recorded."""
+    import torch
+
+    from learning.benchmark import device_suite
+    from learning.benchmark.timing import TimingPolicy
+
+    def wholebody(device, dtype, batch, seed):
+        def step():
+            if batch >= 2:
+                raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+            return torch.zeros(batch)
+
+        return {"wholebody.step": step, "wholebody.step+bwd": lambda: torch.zeros(batch)}
+
+    monkeypatch.setattr(device_suite, "_wholebody", wholebody)
+    tiny = TimingPolicy(min_repeats=2, budget_s=0.01, floor_repeats=1, repeat_s=0.0005)
+    doc = device_suite.run("cpu", batches=(1, 2, 3), iterations=2, timing=tiny)
+    rows = {(r["batch"], r["method"]): r for r in doc["results"]}
+    assert "median_s" in rows[1, "wholebody.step"] and rows[2, "wholebody.step"] == {
+        "batch": 2,
+        "method": "wholebody.step",
+        "error": "out of memory",
+    }
+    assert (3, "wholebody.step") not in rows and "median_s" in rows[3, "wholebody.step+bwd"]
+    assert doc["notes"] == ["wholebody.step ran out of device memory at batch 2: larger batches skipped"]
+    assert "| 2 | `wholebody.step` | out of memory |" in device_suite.markdown(doc)
+
+    def failing(device, dtype, batch, seed):
+        def step():
+            raise ValueError("a bug, not a lack of memory")
+
+        return {"wholebody.step": step}
+
+    monkeypatch.setattr(device_suite, "_wholebody", failing)
+    with pytest.raises(ValueError, match="a bug"):
+        device_suite.run("cpu", batches=(1,), iterations=2, timing=tiny)
