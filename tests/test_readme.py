@@ -87,7 +87,15 @@ def results_text() -> str:
 
 def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None:
     from app.counterweight import latency
-    from learning.benchmark import constrained_suite, qp_suite, report, step_profile, tree_suite, wholebody_suite
+    from learning.benchmark import (
+        constrained_suite,
+        device_suite,
+        qp_suite,
+        report,
+        step_profile,
+        tree_suite,
+        wholebody_suite,
+    )
     from learning.common.provenance import provenance_line
     from learning.counterweight.executor_benchmark import markdown as executors_markdown
     from learning.counterweight.report import render_markdown as counterweight_markdown
@@ -103,6 +111,7 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         "benchmark/qp": qp_suite.markdown,
         "benchmark/wholebody": wholebody_suite.markdown,
         "benchmark/wholebody-profile": step_profile.markdown,
+        "benchmark/device-cpu": device_suite.markdown,
         "experiment/throughput-profile": lambda doc: (
             f"{provenance_line(doc['provenance'])}\n\n{throughput.markdown(doc)}"
         ),

@@ -161,7 +161,8 @@ def _anchor_line(doc: dict) -> str:
     parts = [f"`{name}` {fmt_time(row['per_row_s'])} per row" for name, row in at.items()]
     return (
         f"At batch {anchor['batch']:,}: " + ", ".join(parts) + f". The published anchor: {anchor['name']}'s "
-        f"{fmt_time(anchor['per_solve_s'])} per solve at {anchor['batch']:,} worlds (its own problem, solver and GPU)."
+        f"{fmt_time(anchor['per_solve_s'])} per solve at {anchor['batch']:,} worlds (its own problem, solver and GPU; "
+        "in mink's API a solve is one differential-IK QP, as `wholebody.step` is one cascade step here)."
     )
 
 
