@@ -249,7 +249,7 @@ def test_runs_repeat_the_wholebody_suite_only(capsys):
 
 def test_the_device_suite_times_every_row_at_every_batch_on_the_path_it_names(tmp_path):
     """``--suite device``: the arm's solve and the whole-body step, each with its backward, at every batch, per call
-    and per row, each row naming the path that ran (on the CPU the compiled kernels, where they loaded); the anchor's
+    and per row, each row naming the path its calls take (on the CPU the compiled kernels, where they loaded); the anchor's
     line says when no row was measured at its batch."""
     from kinematics import native
     from learning.benchmark import device_suite
