@@ -11,7 +11,7 @@ Rows, each at every batch:
   reaching), no graph;
 - ``wholebody.step+bwd``: the same step with autograd to the hand target, then ``sum().backward()``.
 
-Which path runs is recorded with each row: on the CPU the compiled kernels where the native library loaded, on any
+Each row names the path its calls take: on the CPU the compiled kernels where the native library loaded, on any
 other device torch's ops (the kernels take CPU tensors only). A call that runs out of device memory is recorded as
 such, and that row's larger batches are skipped. On CUDA each row also records the peak memory the caching
 allocator handed out during one call.
