@@ -117,6 +117,7 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         ),
         "viewer/g1_latency": latency.markdown,
         "benchmark-torch-ops/ik": report.ik_markdown,
+        "benchmark-torch-ops/device-cpu": device_suite.markdown,
         "experiment/report": render_markdown,
         "reference/report": render_markdown,
         "counterweight/report": counterweight_markdown,
