@@ -279,17 +279,26 @@ def canvas_hidden(page):
         page.evaluate("document.querySelectorAll('canvas').forEach(c => c.style.visibility = '')")
 
 
+# A typist's gap between keys, and between the last key and Enter. viser 1.1.1's page sends every GUI message of the
+# panel through one sender that sends at most one message per 50 ms and keeps only the latest meanwhile: a box's last
+# update followed within 50 ms by Enter's submit is never sent (docs/viewer.md, Limitations).
+KEY_GAP_MS = 150
+
+
 def type_key_by_key(page, label: str, text: str) -> list[str]:
-    """Clear the box labelled ``label`` and type ``text`` one key at a time as a user does; returns what the box said
-    after each key. On these loaded cores the keys reach the server about a second apart: the case where a pause took
-    half-typed numbers (and a box rewritten on it turned ``-0.25`` into ``0.1525``); a box is now taken at Enter."""
+    """Clear the box labelled ``label`` and type ``text`` one key at a time as a user does (``KEY_GAP_MS`` apart, and
+    as long after the last key); returns what the box said after each key. On loaded cores the keys reach the server
+    seconds apart: the case where a pause took half-typed numbers (and a box rewritten on it turned ``-0.25`` into
+    ``0.1525``); a box is now taken at Enter."""
     box = page.locator(f"xpath={input_xpath(label)}")
     box.evaluate("e => { e.focus(); e.select(); }")
     page.keyboard.press("Backspace")
     said = []
     for key in text:
+        page.wait_for_timeout(KEY_GAP_MS)
         page.keyboard.press(key)
         said.append(box.input_value())
+    page.wait_for_timeout(KEY_GAP_MS)
     return said
 
 
