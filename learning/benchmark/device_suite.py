@@ -51,11 +51,9 @@ def _log(msg: str) -> None:
     print(f"[device] {msg}", file=sys.stderr, flush=True)
 
 
-def _arm(device: torch.device, dtype: torch.dtype, batch: int, iterations: int, seed: int) -> dict[str, Callable]:
-    layer = franka_kinematics(device, dtype)
-    ik = DifferentiableIKLayer(layer, DifferentiableIKCfg(iterations=iterations))
-    problem = targets_with_distant_seeds_in_joint_box(layer, batch, seed)
-    targets, seeds = problem.targets, problem.seeds.to(device, dtype)
+def _arm(ik: DifferentiableIKLayer, batch: int, seed: int) -> dict[str, Callable]:
+    problem = targets_with_distant_seeds_in_joint_box(ik.kinematics, batch, seed)
+    targets, seeds = problem.targets, problem.seeds
 
     def solve():
         with torch.no_grad():
@@ -71,11 +69,9 @@ def _arm(device: torch.device, dtype: torch.dtype, batch: int, iterations: int, 
     return {"arm.solve": solve, "arm.solve+bwd": solve_backward}
 
 
-def _wholebody(device: torch.device, dtype: torch.dtype, batch: int, seed: int) -> dict[str, Callable]:
-    tree = KinematicTree.from_urdf(ROBOT.urdf_text(), floating_base=True, dtype=dtype, device=device)
-    problem = standing_problem(tree, ROBOT, cfg=WholeBodyIKCfg())
+def _wholebody(problem, batch: int, seed: int) -> dict[str, Callable]:
     layer = problem.layer
-    flat = layer._targets(_targets(problem, tree, batch, seed), torch.Size([batch]))  # step() takes a flat batch
+    flat = layer._targets(_targets(problem, layer.tree, batch, seed), torch.Size([batch]))  # step() takes a flat batch
     q = problem.q_stand.expand(batch, -1).contiguous()
 
     def step():
@@ -113,10 +109,13 @@ def run(
     where, dtype = torch.device(device), getattr(torch, dtype_name)
     cuda = where.type == "cuda"
     sync = (lambda: torch.cuda.synchronize(where)) if cuda else (lambda: None)
+    ik = DifferentiableIKLayer(franka_kinematics(where, dtype), DifferentiableIKCfg(iterations=iterations))
+    tree = KinematicTree.from_urdf(ROBOT.urdf_text(), floating_base=True, dtype=dtype, device=where)
+    problem = standing_problem(tree, ROBOT, cfg=WholeBodyIKCfg())
     results, notes, exhausted = [], [], set()
     for batch in batches:
         start = time.perf_counter()
-        fns = {**_arm(where, dtype, batch, iterations, seed), **_wholebody(where, dtype, batch, seed)}
+        fns = {**_arm(ik, batch, seed), **_wholebody(problem, batch, seed)}
         fns = {name: fn for name, fn in fns.items() if name not in exhausted}
         for name, fn in list(fns.items()):  # a call that does not fit is found before the timing
             try:

@@ -11,8 +11,8 @@ without that part; the difference is the part's cost): the second cascade level 
 level instead), the support polygon's rows, the step limit. The backward: the step and its backward to the hand
 target as one call (as the whole-body suite times it), the same step recording the graph without its backward, the
 backward alone through a retained graph, the compiled backward's call, and the floor of any design whose backward is
-torch's own nodes (the step, then its output joined to the target by built-in ops with the Jacobian free). PlaCo's step, where it is installed, in the
-same run.
+torch's own nodes (the step, then its output joined to the target by built-in ops with the Jacobian free). PlaCo's
+step, where it is installed, in the same run.
 """
 
 from __future__ import annotations

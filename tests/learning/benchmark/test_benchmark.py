@@ -279,7 +279,7 @@ def test_the_device_suite_records_a_row_out_of_memory_and_skips_its_larger_batch
     from learning.benchmark import device_suite
     from learning.benchmark.timing import TimingPolicy
 
-    def wholebody(device, dtype, batch, seed):
+    def wholebody(problem, batch, seed):
         def step():
             if batch >= 2:
                 raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
@@ -300,7 +300,7 @@ def test_the_device_suite_records_a_row_out_of_memory_and_skips_its_larger_batch
     assert doc["notes"] == ["wholebody.step ran out of device memory at batch 2: larger batches skipped"]
     assert "| 2 | `wholebody.step` | out of memory |" in device_suite.markdown(doc)
 
-    def failing(device, dtype, batch, seed):
+    def failing(problem, batch, seed):
         def step():
             raise ValueError("a bug, not a lack of memory")
 
