@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import platform
 import shlex
@@ -28,7 +29,7 @@ from learning.benchmark import (
 from learning.benchmark.config import DTYPES, BenchConfig
 from learning.benchmark.memory import MODES
 from learning.benchmark.timing import TimingPolicy
-from learning.common.provenance import cpu_name, provenance
+from learning.common.provenance import cpu_name, git_commit, provenance
 
 QUICK_BATCHES = (1, 16)
 
@@ -81,6 +82,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--memory", choices=MODES, default="auto", help="CPU peak-memory method (default: %(default)s)")
     p.add_argument("--pin-ik-max-batch", type=int, default=1024, help="largest batch for the Pinocchio IK loop")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--call-budget",
+        type=float,
+        default=device_suite.CALL_BUDGET_S,
+        help="device: seconds one call may last; a row predicted or found over it is not timed, nor its larger "
+        "batches (default: %(default)s)",
+    )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="device: go on with the unfinished run under --out (same commit, device, dtype, iterations, batches)",
+    )
     return p
 
 
@@ -127,6 +140,45 @@ def _publish(out: Path, doc: dict, record: dict, render) -> None:
     print(f"wrote {json_path} and {md_path}", flush=True)
 
 
+def _device(args: argparse.Namespace, cfg: BenchConfig, argv: list[str], load: float | None) -> int:
+    """The device suite, its document written after every row; with ``--resume``, an earlier unfinished run's
+    document under ``--out`` goes on (refused, with the reason, where it is another run's)."""
+    batches = args.batches or ((1, 4) if args.quick else device_suite.BATCHES)
+    iterations = 4 if args.quick else args.iterations
+    device = torch.device(cfg.device)
+    path = args.out / f"device-{device.type}.json"
+    previous = None
+    if args.resume and path.exists():
+        previous = json.loads(path.read_text())
+        if previous.get("complete", True):
+            print(f"--resume: {path} is a finished run; nothing to resume (move it away to measure again)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        why = device_suite.refusal(previous, device.type, cfg.fk_dtypes[0], iterations, batches, git_commit(),
+                                   args.quick)  # fmt: skip
+        if why is not None:
+            print(f"--resume: {path} cannot be resumed: {why}", file=sys.stderr)
+            return 2
+
+    def write(doc: dict) -> None:  # after every row: what a killed run leaves is what it measured
+        stamped = {**doc, "meta": meta(cfg, argv, load)}
+        report.write_suite(args.out, stamped, device_suite.markdown(stamped))
+
+    doc = device_suite.run(
+        device=cfg.device,
+        batches=batches,
+        dtype_name=cfg.fk_dtypes[0],
+        iterations=iterations,
+        timing=cfg.fk_timing if args.quick else None,
+        seed=args.seed,
+        call_budget_s=args.call_budget,
+        previous=previous,
+        on_row=write,
+    )
+    _publish(args.out, doc, meta(cfg, argv, load), device_suite.markdown)
+    return 0
+
+
 def meta(cfg: BenchConfig, argv: list[str], load_start: float | None) -> dict:
     device = torch.device(cfg.device)
     return {
@@ -158,6 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.runs > 1 and args.suite != "wholebody":
         parser.error(f"--runs repeats the wholebody suite only; --suite {args.suite} runs once")
+    if args.resume and args.suite != "device":
+        parser.error(f"--resume goes on with the device suite only; --suite {args.suite} runs whole")
     threads = torch.get_num_threads()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -207,15 +261,8 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             _publish(args.out, doc, meta(cfg, argv, load), step_profile.markdown)
             continue
         if suite == "device":
-            doc = device_suite.run(
-                device=cfg.device,
-                batches=args.batches or ((1, 4) if args.quick else device_suite.BATCHES),
-                dtype_name=cfg.fk_dtypes[0],
-                iterations=4 if args.quick else args.iterations,
-                timing=cfg.fk_timing if args.quick else None,
-                seed=args.seed,
-            )
-            _publish(args.out, doc, meta(cfg, argv, load), device_suite.markdown)
+            if (code := _device(args, cfg, argv, load)) != 0:
+                return code
             continue
         if suite == "wholebody":
             runs = []

@@ -12,9 +12,19 @@ Rows, each at every batch:
 - ``wholebody.step+bwd``: the same step with autograd to the hand target, then ``sum().backward()``.
 
 Each row names the path its calls take: on the CPU the compiled kernels where the native library loaded, on any
-other device torch's ops (the kernels take CPU tensors only). A call that runs out of device memory is recorded as
-such, and that row's larger batches are skipped. On CUDA each row also records the peak memory the caching
-allocator handed out during one call.
+other device torch's ops (the kernels take CPU tensors only). On CUDA each row also records the peak memory the
+caching allocator handed out during one call.
+
+A run is meant to be spent once on a lent machine, so it keeps what it measured whatever stops it:
+
+- each row is timed on its own and handed to ``on_row`` as it is measured (the command line writes the JSON and
+  markdown then), so a run killed at its time limit keeps every row it finished;
+- ``previous`` (``--resume``) is an earlier, unfinished run of the same commit, device, dtype, iterations and
+  batches: its rows are kept and not measured again;
+- a call that runs out of device memory is a row saying so, and that row's larger batches are skipped;
+- a row whose call would last longer than ``call_budget_s`` is not timed: its time at the next batch is predicted
+  from the last measured one, scaled by the batch (an upper bound where a device is not yet saturated), and where
+  the prediction or the untimed first call is over the budget the row says so and its larger batches are skipped.
 """
 
 from __future__ import annotations
@@ -33,10 +43,13 @@ from learning.benchmark.report import _table, fmt_time
 from learning.benchmark.timing import TimingPolicy, measure
 from learning.benchmark.wholebody_suite import HAND, ROBOT, _targets
 from learning.common.panda import franka_kinematics
+from learning.common.progress import GridProgress
 from learning.common.provenance import provenance_line
 
 BATCHES = (1, 16, 256, 4096, 65536)
 ANCHOR_BATCH = 4096
+# A row whose one call would last longer is not timed, nor are its larger batches: a run fits a lent machine's time.
+CALL_BUDGET_S = 60.0
 # The published GPU anchor: mink-warp's time per IK solve at 4,096 worlds (its own problem, solver and GPU).
 ANCHOR = {"name": "mink-warp", "per_solve_s": 2.68e-6, "batch": ANCHOR_BATCH}
 METHODS = {
@@ -97,6 +110,33 @@ def _out_of_memory(error: BaseException) -> bool:
     )
 
 
+def refusal(
+    previous: dict, device: str, dtype_name: str, iterations: int, batches, commit: str, quick: bool
+) -> str | None:
+    """Why ``previous`` (an earlier run's document) cannot be resumed by a run of these settings, or ``None``."""
+    measured = previous.get("meta", {}).get("provenance", {}).get("commit")
+    found = {"commit": measured, "device": previous.get("device_type"), "dtype": previous.get("dtype"),
+             "iterations": previous.get("iterations"), "batches": previous.get("batches"),
+             "quick": previous.get("meta", {}).get("quick")}  # fmt: skip
+    asked = {"commit": commit, "device": device, "dtype": dtype_name, "iterations": iterations,
+             "batches": list(batches), "quick": quick}  # fmt: skip
+    if commit == "unknown" or "+" in commit:
+        return f"this checkout's commit is {commit!r}: only a run of a committed state resumes another"
+    differ = [f"{key} {found[key]!r} (this run: {asked[key]!r})" for key in asked if found[key] != asked[key]]
+    if differ:
+        return "the earlier run differs: " + ", ".join(differ)
+    return None
+
+
+def _predicted_over(last: tuple[int, float] | None, batch: int, budget_s: float) -> float | None:
+    """The predicted seconds of one call at ``batch`` where they exceed ``budget_s``, from the last measured
+    ``(batch, seconds per call)`` scaled by the batch; else ``None``."""
+    if last is None:
+        return None
+    predicted = last[1] * batch / last[0]
+    return predicted if predicted > budget_s else None
+
+
 def run(
     device: str = "cpu",
     batches=BATCHES,
@@ -104,52 +144,116 @@ def run(
     iterations: int = 16,
     timing: TimingPolicy | None = None,
     seed: int = 0,
+    call_budget_s: float = CALL_BUDGET_S,
+    previous: dict | None = None,
+    on_row: Callable[[dict], None] | None = None,
+    progress: bool = True,
 ) -> dict:
-    timing = timing or TimingPolicy(min_repeats=10, budget_s=2.0, floor_repeats=3, repeat_s=0.02)
+    # no warm-up call in the timing: each row's first call (below, where a lack of memory is found) is its warm-up
+    timing = timing or TimingPolicy(min_repeats=10, budget_s=2.0, floor_repeats=3, repeat_s=0.02, warmup=0)
     where, dtype = torch.device(device), getattr(torch, dtype_name)
     cuda = where.type == "cuda"
     sync = (lambda: torch.cuda.synchronize(where)) if cuda else (lambda: None)
     ik = DifferentiableIKLayer(franka_kinematics(where, dtype), DifferentiableIKCfg(iterations=iterations))
     tree = KinematicTree.from_urdf(ROBOT.urdf_text(), floating_base=True, dtype=dtype, device=where)
     problem = standing_problem(tree, ROBOT, cfg=WholeBodyIKCfg())
-    results, notes, exhausted = [], [], set()
-    for batch in batches:
-        start = time.perf_counter()
-        fns = {**_arm(ik, batch, seed), **_wholebody(problem, batch, seed)}
-        fns = {name: fn for name, fn in fns.items() if name not in exhausted}
-        for name, fn in list(fns.items()):  # a call that does not fit is found before the timing
-            try:
-                fn()
-                sync()
-            except Exception as error:
-                if not _out_of_memory(error):
-                    raise
-                exhausted.add(name)
-                del fns[name]
-                notes.append(f"{name} ran out of device memory at batch {batch}: larger batches skipped")
-                results.append({"batch": batch, "method": name, "error": "out of memory"})
-                if cuda:
-                    torch.cuda.empty_cache()
-        timings = measure(fns, timing, sync)
-        for name, t in timings.items():
-            row = {"batch": batch, "method": name, **t.as_dict(), "per_row_s": t.median_s / batch, "path": _path(where)}
-            if cuda:
-                row["device_peak_bytes"] = memory.cuda_peak_delta(fns[name], where)
-            results.append(row)
-        _log(f"batch {batch}: {len(fns)} rows in {time.perf_counter() - start:.1f} s")
     order = list(METHODS)
-    results.sort(key=lambda r: (r["batch"], order.index(r["method"])))
-    return {
+    doc = {
         "suite": f"device-{where.type}",
         "device": str(where) + (f" ({torch.cuda.get_device_name(where)})" if cuda else ""),
+        "device_type": where.type,
         "dtype": dtype_name,
         "iterations": iterations,
         "batches": list(batches),
+        "call_budget_s": call_budget_s,
         "methods": METHODS,
         "anchor": ANCHOR,
-        "results": results,
-        "notes": notes,
+        "results": list(previous["results"]) if previous else [],
+        "notes": list(previous["notes"]) if previous else [],
+        "complete": False,
     }
+    if previous:
+        doc["notes"].append(
+            f"resumed: {len(previous['results'])} rows kept from an earlier run of the same commit on "
+            f"{previous['device']} ({previous.get('meta', {}).get('timestamp', 'time unknown')})"
+        )
+    done = {(r["batch"], r["method"]) for r in doc["results"]}
+    last, exhausted = {}, {}  # method -> (batch, seconds per call) of its largest timed batch; -> its failed batch
+    for r in sorted(doc["results"], key=lambda r: r["batch"]):
+        if "median_s" in r:
+            last[r["method"]] = (r["batch"], r["median_s"])
+        if "error" in r:
+            exhausted[r["method"]] = r["batch"]
+
+    def skipped_after(name: str, failed: int) -> int:
+        return sum(1 for b in batches if b > failed and (b, name) not in done)
+
+    bar = GridProgress("device", len(batches) * len(order), len(done), log=_log, enabled=progress)
+    bar.drop(sum(skipped_after(name, failed) for name, failed in exhausted.items()))
+
+    def record(row: dict, note: str | None = None, text: str = "") -> None:
+        doc["results"].append(row)
+        doc["results"].sort(key=lambda r: (r["batch"], order.index(r["method"])))
+        if note:
+            doc["notes"].append(note)
+        if "error" in row:
+            exhausted[row["method"]] = row["batch"]
+            bar.drop(skipped_after(row["method"], row["batch"]))
+        bar.update(text or f"batch {row['batch']:,} {row['method']}: {row['error']}")
+        if on_row is not None:
+            on_row(doc)
+
+    try:
+        for batch in batches:
+            todo = [name for name in order if (batch, name) not in done and name not in exhausted]
+            if not todo:
+                continue
+            fns = {**_arm(ik, batch, seed), **_wholebody(problem, batch, seed)}
+            for name in todo:
+                fn = fns[name]
+                predicted = _predicted_over(last.get(name), batch, call_budget_s)
+                if predicted is not None:
+                    measured_batch, measured_s = last[name]
+                    record(
+                        {"batch": batch, "method": name, "error": "over the call budget"},
+                        f"{name}: about {fmt_time(predicted)} per call predicted at batch {batch:,} (from "
+                        f"{fmt_time(measured_s)} at {measured_batch:,}, scaled by the batch), over the "
+                        f"{fmt_time(call_budget_s)} call budget: not timed, larger batches skipped",
+                    )
+                    continue
+                try:  # the first call: a lack of memory is found here, and the call's time is checked
+                    start = time.perf_counter()
+                    fn()
+                    sync()
+                    first_s = time.perf_counter() - start
+                except Exception as error:
+                    if not _out_of_memory(error):
+                        raise
+                    if cuda:
+                        torch.cuda.empty_cache()
+                    record(
+                        {"batch": batch, "method": name, "error": "out of memory"},
+                        f"{name} ran out of device memory at batch {batch}: larger batches skipped",
+                    )
+                    continue
+                if first_s > call_budget_s:
+                    record(
+                        {"batch": batch, "method": name, "error": "over the call budget"},
+                        f"{name}: its first call at batch {batch:,} took {fmt_time(first_s)}, over the "
+                        f"{fmt_time(call_budget_s)} call budget: not timed, larger batches skipped",
+                    )
+                    continue
+                t = measure({name: fn}, timing, sync)[name]
+                row = {"batch": batch, "method": name, **t.as_dict(), "per_row_s": t.median_s / batch,
+                       "path": _path(where)}  # fmt: skip
+                if cuda:
+                    row["device_peak_bytes"] = memory.cuda_peak_delta(fn, where)
+                last[name] = (batch, t.median_s)
+                record(row, text=f"batch {batch:,} {name}: {fmt_time(t.median_s)} per call")
+    finally:
+        bar.close()
+    doc["complete"] = True
+    return doc
 
 
 def _anchor_line(doc: dict) -> str:
@@ -179,14 +283,27 @@ def markdown(doc: dict) -> str:
         memory_cell = [f"{r['device_peak_bytes'] / 2**20:.1f} MiB"] if cuda else []
         rows.append([f"{r['batch']:,}", f"`{r['method']}`", fmt_time(r["median_s"]), fmt_time(r["per_row_s"]),
                      f"{1 / r['per_row_s']:,.0f}", r["path"], *memory_cell])  # fmt: skip
+    if not doc.get("complete", True):  # documents before resumable runs carry no flag: they finished
+        planned = len(doc["batches"]) * len(doc["methods"])
+        lines += [f"**Unfinished**: {len(doc['results'])} of {planned} rows so far; the same command with `--resume` "
+                  "goes on from here.", ""]  # fmt: skip
+    timed = "each row timed on its own" if "call_budget_s" in doc else "measured round-robin at each batch"
     lines += [
-        f"Medians per call, measured round-robin at each batch ({doc['iterations']} iterations for the arm's solve):",
+        f"Medians per call, {timed} ({doc['iterations']} iterations for the arm's solve):",
         "",
         _table(header, rows),
         "",
         _anchor_line(doc),
         "",
         *[f"- `{name}`: {what}" for name, what in doc["methods"].items()],
+        *(
+            [
+                f"- a row whose one call would last over {fmt_time(doc['call_budget_s'])} is not timed, nor are its "
+                "larger batches"
+            ]
+            if "call_budget_s" in doc
+            else []
+        ),  # fmt: skip
         *[f"- {note}" for note in doc["notes"]],
         "",
     ]

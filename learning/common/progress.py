@@ -42,6 +42,13 @@ class GridProgress:
         elif enabled and done:
             self.log(f"{phase}: {done}/{total} jobs finished before, resumed")
 
+    def drop(self, count: int) -> None:
+        """``count`` of the jobs left will not run (skipped for a reason found on the way): the total shrinks."""
+        self.total -= count
+        if self.bar is not None:
+            self.bar.total = self.total
+            self.bar.refresh()
+
     def eta(self) -> float | None:
         """Seconds left at this run's rate of jobs, None before its first job."""
         ran = self.done - self.resumed

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import os
 import platform
+import re
 import shlex
 import subprocess
 from pathlib import Path
@@ -19,11 +20,14 @@ import torch
 
 REPO = Path(__file__).resolve().parents[2]
 # Environment variables that change what is measured; a set one is written in front of the command.
-SETTINGS = ("KINEMATICS_NATIVE", "GRASP_YAW_IK_NATIVE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "CC")
+SETTINGS = ("KINEMATICS_NATIVE", "GRASP_YAW_IK_NATIVE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "CC", "PROVENANCE_COMMIT")
 
 
 def git_commit() -> str:
-    """The checkout's commit, with ``+changes`` when tracked files differ from it; ``unknown`` outside git."""
+    """The checkout's commit, with ``+changes`` when tracked files differ from it. Outside git, the commit that
+    ``PROVENANCE_COMMIT`` states (40 hex digits), for a copy of a clean checkout's files without its ``.git`` (what a
+    lent machine runs; the command line then shows the setting, and ``source_fingerprint`` lets the files be checked
+    against that commit); else ``unknown``."""
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True, timeout=10
@@ -37,7 +41,8 @@ def git_commit() -> str:
             timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        return "unknown"
+        stated = os.environ.get("PROVENANCE_COMMIT", "")
+        return stated if re.fullmatch(r"[0-9a-f]{40}", stated) else "unknown"
     return commit + ("+changes" if dirty else "")
 
 
@@ -70,6 +75,7 @@ def provenance(command: str) -> dict:
     return {
         "command": " ".join([*settings, command]),
         "commit": git_commit(),
+        "source_fingerprint": source_fingerprint(),
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {
             "cpu": cpu_name(),

@@ -309,3 +309,102 @@ def test_the_device_suite_records_a_row_out_of_memory_and_skips_its_larger_batch
     monkeypatch.setattr(device_suite, "_wholebody", failing)
     with pytest.raises(ValueError, match="a bug"):
         device_suite.run("cpu", batches=(1,), iterations=2, timing=tiny)
+
+
+def _sleeping_rows(monkeypatch, seconds_per_row, calls=None, interrupt=None):
+    """The device suite's four rows as calls that sleep ``seconds_per_row[method] * batch`` seconds (counted in
+    ``calls``; ``interrupt`` = (batch, method) raises KeyboardInterrupt there, as a killed run stops)."""
+    import time
+
+    from learning.benchmark import device_suite
+
+    def rows(names):
+        def build(owner, batch, seed):
+            def call(name):
+                def run():
+                    if interrupt == (batch, name):
+                        raise KeyboardInterrupt
+                    if calls is not None:
+                        calls[batch, name] = calls.get((batch, name), 0) + 1
+                    time.sleep(seconds_per_row.get(name, 0.0) * batch)
+
+                return run
+
+            return {name: call(name) for name in names}
+
+        return build
+
+    monkeypatch.setattr(device_suite, "_arm", rows(("arm.solve", "arm.solve+bwd")))
+    monkeypatch.setattr(device_suite, "_wholebody", rows(("wholebody.step", "wholebody.step+bwd")))
+
+
+def test_the_device_suite_skips_a_row_whose_call_would_outlast_its_budget(monkeypatch):
+    """A row's time at the next batch is predicted from its last measured one, scaled by the batch: over the call
+    budget, the row says so and its larger batches are skipped; a first call found over the budget likewise. The
+    other rows go on, and the progress total drops what will not run."""
+    from learning.benchmark import device_suite
+    from learning.benchmark.timing import TimingPolicy
+
+    _sleeping_rows(monkeypatch, {"wholebody.step": 0.004, "wholebody.step+bwd": 0.05})
+    tiny = TimingPolicy(min_repeats=1, budget_s=0.0, floor_repeats=1, repeat_s=0.0, warmup=0)
+    lines = []
+    monkeypatch.setattr(device_suite, "_log", lines.append)
+    doc = device_suite.run("cpu", batches=(1, 2, 4, 8), iterations=2, timing=tiny, call_budget_s=0.012)
+    rows = {(r["batch"], r["method"]): r for r in doc["results"]}
+    assert "median_s" in rows[1, "wholebody.step"] and "median_s" in rows[2, "wholebody.step"]
+    assert rows[4, "wholebody.step"] == {"batch": 4, "method": "wholebody.step", "error": "over the call budget"}
+    assert rows[1, "wholebody.step+bwd"]["error"] == "over the call budget"  # its first call: 50 ms
+    assert not {(8, "wholebody.step"), (2, "wholebody.step+bwd")} & set(rows)
+    assert all("median_s" in rows[b, m] for b in (1, 2, 4, 8) for m in ("arm.solve", "arm.solve+bwd"))
+    step_note, bwd_note = sorted(doc["notes"], key=lambda n: not n.startswith("wholebody.step:"))
+    assert step_note.startswith("wholebody.step: about ") and "predicted at batch 4 (from " in step_note
+    assert "at 2, scaled by the batch), over the 12 ms call budget" in step_note
+    assert bwd_note.startswith("wholebody.step+bwd: its first call at batch 1 took ") and "over the 12 ms" in bwd_note
+    assert doc["complete"] is True and lines[-1].startswith("device: 12/12 jobs")  # 16 planned, 4 dropped
+    report = device_suite.markdown(doc)
+    assert "| 4 | `wholebody.step` | over the call budget |" in report and "would last over 12 ms" in report
+    assert "Unfinished" not in report
+
+
+def test_a_killed_device_run_keeps_its_rows_and_resumes_where_it_stopped(tmp_path, monkeypatch, capsys):
+    """The command line writes the document after every row: a run stopped in its second batch leaves the rows it
+    measured, marked unfinished; ``--resume`` measures only the rest. It refuses another run's document (other
+    settings or commit), a finished one, a checkout with changes, and any suite but the device suite."""
+    from learning.benchmark import cli
+    from learning.common import provenance
+
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    monkeypatch.setattr(provenance, "git_commit", lambda: commit)
+    monkeypatch.setattr(cli, "git_commit", lambda: commit)
+    args = ["--suite", "device", "--quick", "--batches", "1,2", "--out", str(tmp_path)]
+    calls = {}
+    _sleeping_rows(monkeypatch, {}, calls, interrupt=(2, "wholebody.step"))
+    with pytest.raises(KeyboardInterrupt):
+        main(args)
+    doc = json.loads((tmp_path / "device-cpu.json").read_text())
+    kept = [(r["batch"], r["method"]) for r in doc["results"]]
+    assert doc["complete"] is False and kept == [
+        (1, "arm.solve"), (1, "arm.solve+bwd"), (1, "wholebody.step"), (1, "wholebody.step+bwd"),
+        (2, "arm.solve"), (2, "arm.solve+bwd"),
+    ]  # fmt: skip
+    assert "**Unfinished**: 6 of 8 rows so far" in (tmp_path / "device-cpu.md").read_text()
+
+    assert main([*args[:-4], "--batches", "1,4", "--out", str(tmp_path), "--resume"]) == 2
+    assert "the earlier run differs: batches [1, 2] (this run: [1, 4])" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "git_commit", lambda: commit + "+changes")
+    assert main([*args, "--resume"]) == 2
+    assert "only a run of a committed state resumes another" in capsys.readouterr().err
+    monkeypatch.setattr(cli, "git_commit", lambda: commit)
+
+    calls.clear()
+    _sleeping_rows(monkeypatch, {}, calls)
+    assert main([*args, "--resume"]) == 0
+    assert set(calls) == {(2, "wholebody.step"), (2, "wholebody.step+bwd")}
+    doc = json.loads((tmp_path / "device-cpu.json").read_text())
+    assert doc["complete"] is True and len(doc["results"]) == 8
+    assert doc["notes"][0].startswith("resumed: 6 rows kept from an earlier run of the same commit on cpu (")
+    assert main([*args, "--resume"]) == 2
+    assert "is a finished run; nothing to resume" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--suite", "ik", "--resume"])
+    assert "--resume goes on with the device suite only" in capsys.readouterr().err

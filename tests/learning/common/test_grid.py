@@ -153,3 +153,12 @@ def test_progress_without_a_terminal_prints_count_elapsed_and_eta():
     quiet = []
     GridProgress("x", 2, log=quiet.append, enabled=False).update("y")
     assert quiet == []
+
+
+def test_progress_drops_jobs_that_will_not_run_from_its_total():
+    lines = []
+    progress = GridProgress("device", 6, log=lines.append, terminal=False)
+    progress.update("a")
+    progress.drop(3)
+    progress.update("b")
+    assert progress.total == 3 and lines[-1].startswith("device: 2/3 jobs")
