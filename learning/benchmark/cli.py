@@ -154,15 +154,19 @@ def _device(args: argparse.Namespace, cfg: BenchConfig, argv: list[str], load: f
             print(f"--resume: {path} is a finished run; nothing to resume (move it away to measure again)",
                   file=sys.stderr)  # fmt: skip
             return 2
-        why = device_suite.refusal(previous, device.type, cfg.fk_dtypes[0], iterations, batches, git_commit(),
-                                   args.quick)  # fmt: skip
+        why = device_suite.refusal(previous, device.type, cfg.fk_dtypes[0], iterations, batches,
+                                   git_commit(args.out), args.quick)  # fmt: skip
         if why is not None:
             print(f"--resume: {path} cannot be resumed: {why}", file=sys.stderr)
             return 2
 
+    started = meta(cfg, argv, load, args.out)  # the files this run writes do not change the commit it ran
+
+    def stamped(doc: dict) -> dict:
+        return {**doc, "meta": {**started, "loadavg_end": _loadavg()}}
+
     def write(doc: dict) -> None:  # after every row: what a killed run leaves is what it measured
-        stamped = {**doc, "meta": meta(cfg, argv, load)}
-        report.write_suite(args.out, stamped, device_suite.markdown(stamped))
+        report.write_suite(args.out, stamped(doc), device_suite.markdown(stamped(doc)))
 
     doc = device_suite.run(
         device=cfg.device,
@@ -175,15 +179,16 @@ def _device(args: argparse.Namespace, cfg: BenchConfig, argv: list[str], load: f
         previous=previous,
         on_row=write,
     )
-    _publish(args.out, doc, meta(cfg, argv, load), device_suite.markdown)
+    _publish(args.out, doc, stamped(doc)["meta"], device_suite.markdown)
     return 0
 
 
-def meta(cfg: BenchConfig, argv: list[str], load_start: float | None) -> dict:
+def meta(cfg: BenchConfig, argv: list[str], load_start: float | None, results: Path | None = None) -> dict:
+    """What produced a suite's document; ``results``: the folder a run writes into as it goes (``git_commit``)."""
     device = torch.device(cfg.device)
     return {
         "argv": argv,
-        "provenance": provenance(shlex.join(["python", "-m", "learning.benchmark", *argv])),
+        "provenance": provenance(shlex.join(["python", "-m", "learning.benchmark", *argv]), results),
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "platform": platform.platform(),

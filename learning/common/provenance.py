@@ -23,8 +23,9 @@ REPO = Path(__file__).resolve().parents[2]
 SETTINGS = ("KINEMATICS_NATIVE", "GRASP_YAW_IK_NATIVE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "CC", "PROVENANCE_COMMIT")
 
 
-def git_commit() -> str:
-    """The checkout's commit, with ``+changes`` when tracked files differ from it. Outside git, the commit that
+def git_commit(results: Path | None = None) -> str:
+    """The checkout's commit, with ``+changes`` when tracked files differ from it (other than under ``results``, the
+    folder a run is writing its results into as it goes, tracked or not). Outside git, the commit that
     ``PROVENANCE_COMMIT`` states (40 hex digits), for a copy of a clean checkout's files without its ``.git`` (what a
     lent machine runs; the command line then shows the setting, and ``source_fingerprint`` lets the files be checked
     against that commit); else ``unknown``."""
@@ -32,8 +33,10 @@ def git_commit() -> str:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True, timeout=10
         ).stdout.strip()
+        inside = results is not None and Path(results).resolve().is_relative_to(REPO.resolve())
+        excluded = [f":(exclude){Path(results).resolve()}"] if inside else []
         dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded],
             cwd=REPO,
             capture_output=True,
             text=True,
@@ -68,13 +71,13 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
-def provenance(command: str) -> dict:
-    """``command`` as typed (after the settings of ``SETTINGS`` that are set), the commit, and the machine (CPU,
-    logical cores, OS, Python, torch and its threads)."""
+def provenance(command: str, results: Path | None = None) -> dict:
+    """``command`` as typed (after the settings of ``SETTINGS`` that are set), the commit (``git_commit(results)``),
+    and the machine (CPU, logical cores, OS, Python, torch and its threads)."""
     settings = [f"{name}={shlex.quote(os.environ[name])}" for name in SETTINGS if name in os.environ]
     return {
         "command": " ".join([*settings, command]),
-        "commit": git_commit(),
+        "commit": git_commit(results),
         "source_fingerprint": source_fingerprint(),
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {

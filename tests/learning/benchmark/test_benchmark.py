@@ -374,8 +374,8 @@ def test_a_killed_device_run_keeps_its_rows_and_resumes_where_it_stopped(tmp_pat
     from learning.common import provenance
 
     commit = "0123456789abcdef0123456789abcdef01234567"
-    monkeypatch.setattr(provenance, "git_commit", lambda: commit)
-    monkeypatch.setattr(cli, "git_commit", lambda: commit)
+    monkeypatch.setattr(provenance, "git_commit", lambda results=None: commit)
+    monkeypatch.setattr(cli, "git_commit", lambda results=None: commit)
     args = ["--suite", "device", "--quick", "--batches", "1,2", "--out", str(tmp_path)]
     calls = {}
     _sleeping_rows(monkeypatch, {}, calls, interrupt=(2, "wholebody.step"))
@@ -391,10 +391,10 @@ def test_a_killed_device_run_keeps_its_rows_and_resumes_where_it_stopped(tmp_pat
 
     assert main([*args[:-4], "--batches", "1,4", "--out", str(tmp_path), "--resume"]) == 2
     assert "the earlier run differs: batches [1, 2] (this run: [1, 4])" in capsys.readouterr().err
-    monkeypatch.setattr(cli, "git_commit", lambda: commit + "+changes")
+    monkeypatch.setattr(cli, "git_commit", lambda results=None: commit + "+changes")
     assert main([*args, "--resume"]) == 2
     assert "only a run of a committed state resumes another" in capsys.readouterr().err
-    monkeypatch.setattr(cli, "git_commit", lambda: commit)
+    monkeypatch.setattr(cli, "git_commit", lambda results=None: commit)
 
     calls.clear()
     _sleeping_rows(monkeypatch, {}, calls)

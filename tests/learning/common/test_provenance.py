@@ -27,3 +27,22 @@ def test_a_checkout_without_git_takes_the_commit_it_states_and_only_a_commit(tmp
         assert provenance.git_commit() == "unknown"
     monkeypatch.delenv("PROVENANCE_COMMIT")
     assert provenance.git_commit() == "unknown"
+
+
+def test_the_results_a_run_is_writing_do_not_change_the_commit_it_ran(tmp_path, monkeypatch):
+    """A run that writes its results as it goes, into a tracked folder, still ran the commit: changes under that
+    folder are not changes to the code. Changes anywhere else are."""
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(tmp_path)]
+    (tmp_path / "code.py").write_text("x = 1\n")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "device-cpu.json").write_text("{}\n")
+    for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "c"]):
+        subprocess.run([*git, *command], check=True)
+    head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    monkeypatch.setattr(provenance, "REPO", tmp_path)
+    (tmp_path / "results" / "device-cpu.json").write_text('{"results": []}\n')
+    assert provenance.git_commit(tmp_path / "results") == head
+    assert provenance.git_commit() == head + "+changes"
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert provenance.git_commit(tmp_path / "results") == head + "+changes"
+    assert provenance.git_commit(tmp_path.parent / "elsewhere") == head + "+changes"  # outside the checkout: no matter
