@@ -90,6 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
         "batches (default: %(default)s)",
     )
     p.add_argument(
+        "--profile-batch",
+        type=int,
+        default=device_suite.ANCHOR_BATCH,
+        help="device: the batch at which one call of the arm's solve and of the whole-body step is profiled, op by op "
+        "(0: none; default: %(default)s)",
+    )
+    p.add_argument(
         "--resume",
         action="store_true",
         help="device: go on with the unfinished run under --out (same commit, device, dtype, iterations, batches)",
@@ -178,6 +185,7 @@ def _device(args: argparse.Namespace, cfg: BenchConfig, argv: list[str], load: f
         call_budget_s=args.call_budget,
         previous=previous,
         on_row=write,
+        profile_batch=args.profile_batch or None,
     )
     _publish(args.out, doc, stamped(doc)["meta"], device_suite.markdown)
     return 0

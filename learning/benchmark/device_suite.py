@@ -25,6 +25,10 @@ A run is meant to be spent once on a lent machine, so it keeps what it measured 
 - a row whose call would last longer than ``call_budget_s`` is not timed: its time at the next batch is predicted
   from the last measured one, scaled by the batch (an upper bound where a device is not yet saturated), and where
   the prediction or the untimed first call is over the budget the row says so and its larger batches are skipped.
+
+After the timings, one call of each of ``PROFILED`` at ``profile_batch`` runs under ``torch.profiler``: each op's self
+time (on CUDA the device time of the kernels it launched, else CPU time), the ``TOP_OPS`` largest, so that the one
+run also says where a device's time goes.
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ import time
 from collections.abc import Callable
 
 import torch
+from torch.autograd import DeviceType
+from torch.profiler import ProfilerActivity, profile
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicTree, native
 from kinematics.wholebody import WholeBodyIKCfg, standing_problem
@@ -50,6 +56,9 @@ BATCHES = (1, 16, 256, 4096, 65536)
 ANCHOR_BATCH = 4096
 # A row whose one call would last longer is not timed, nor are its larger batches: a run fits a lent machine's time.
 CALL_BUDGET_S = 60.0
+# Profiled once each at the profile batch (the anchor's by default): where a call's time goes, op by op.
+PROFILED = ("arm.solve", "wholebody.step")
+TOP_OPS = 12
 # The published GPU anchor: mink-warp's time per IK solve at 4,096 worlds (its own problem, solver and GPU).
 ANCHOR = {"name": "mink-warp", "per_solve_s": 2.68e-6, "batch": ANCHOR_BATCH}
 METHODS = {
@@ -148,6 +157,7 @@ def run(
     previous: dict | None = None,
     on_row: Callable[[dict], None] | None = None,
     progress: bool = True,
+    profile_batch: int | None = ANCHOR_BATCH,
 ) -> dict:
     # no warm-up call in the timing: each row's first call (below, where a lack of memory is found) is its warm-up
     timing = timing or TimingPolicy(min_repeats=10, budget_s=2.0, floor_repeats=3, repeat_s=0.02, warmup=0)
@@ -170,6 +180,7 @@ def run(
         "anchor": ANCHOR,
         "results": list(previous["results"]) if previous else [],
         "notes": list(previous["notes"]) if previous else [],
+        "profile": previous.get("profile") if previous else None,
         "complete": False,
     }
     if previous:
@@ -252,8 +263,35 @@ def run(
                 record(row, text=f"batch {batch:,} {name}: {fmt_time(t.median_s)} per call")
     finally:
         bar.close()
+    timed = {r["method"] for r in doc["results"] if r["batch"] == profile_batch and "median_s" in r}
+    if doc["profile"] is None and profile_batch in batches and timed & set(PROFILED):
+        fns = {**_arm(ik, profile_batch, seed), **_wholebody(problem, profile_batch, seed)}
+        _log(f"profiling one call of {', '.join(m for m in PROFILED if m in timed)} at batch {profile_batch:,}")
+        doc["profile"] = {
+            "batch": profile_batch,
+            "clock": "device" if cuda else "CPU",
+            "rows": {name: _profile(fns[name], cuda, sync) for name in PROFILED if name in timed},
+        }
     doc["complete"] = True
     return doc
+
+
+def _profile(fn: Callable, cuda: bool, sync: Callable[[], None]) -> dict:
+    """One call of ``fn`` under ``torch.profiler``: the total self time and count of its op calls, and the
+    ``TOP_OPS`` largest ops (name, calls, self seconds); on CUDA the device time of the kernels each op launched, else
+    its CPU time."""
+    activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
+    with profile(activities=activities) as prof:
+        fn()
+        sync()
+    key = "self_device_time_total" if cuda else "self_cpu_time_total"
+    ops = [e for e in prof.key_averages() if e.device_type == DeviceType.CPU]  # ops, not the kernels they launched
+    ops.sort(key=lambda e: getattr(e, key), reverse=True)
+    return {
+        "total_s": sum(getattr(e, key) for e in ops) * 1e-6,
+        "calls": sum(e.count for e in ops),
+        "ops": [{"op": e.key, "calls": e.count, "self_s": getattr(e, key) * 1e-6} for e in ops[:TOP_OPS]],
+    }
 
 
 def _anchor_line(doc: dict) -> str:
@@ -306,5 +344,21 @@ def markdown(doc: dict) -> str:
         ),  # fmt: skip
         *[f"- {note}" for note in doc["notes"]],
         "",
+        *_profile_lines(doc.get("profile")),
     ]
     return "\n".join(lines)
+
+
+def _profile_lines(profile: dict | None) -> list[str]:
+    if not profile:
+        return []
+    lines = [f"Where one call's time goes at batch {profile['batch']:,} (`torch.profiler`, each op's self "
+             f"{profile['clock']} time, the largest {TOP_OPS}):", ""]  # fmt: skip
+    for name, row in profile["rows"].items():
+        total = row["total_s"]
+        rows = [[f"`{op['op']}`", f"{op['calls']:,}", fmt_time(op["self_s"]),
+                 f"{100 * op['self_s'] / total:.1f} %" if total > 0 else "—"] for op in row["ops"]]  # fmt: skip
+        lines += [f"`{name}`: {fmt_time(total)} of ops' self time in all, {row['calls']:,} op calls (views included: "
+                  "not every call launches a kernel).", "",
+                  _table(["op", "calls", "self time", "of all"], rows), ""]  # fmt: skip
+    return lines

@@ -338,6 +338,36 @@ def _sleeping_rows(monkeypatch, seconds_per_row, calls=None, interrupt=None):
     monkeypatch.setattr(device_suite, "_wholebody", rows(("wholebody.step", "wholebody.step+bwd")))
 
 
+def test_the_device_suite_profiles_one_call_of_the_solve_and_the_step_op_by_op(monkeypatch):
+    """At the profile batch, one call of the arm's solve and of the whole-body step runs under ``torch.profiler``: their
+    largest ops by self time, each a share of all their ops' time; written once, kept by a resumed run; no profile
+    where the batch is not run, or where a row was not timed there."""
+    from learning.benchmark import device_suite
+    from learning.benchmark.timing import TimingPolicy
+
+    monkeypatch.setattr(device_suite, "_log", lambda line: None)
+    tiny = TimingPolicy(min_repeats=1, budget_s=0.0, floor_repeats=1, repeat_s=0.0, warmup=0)
+    doc = device_suite.run("cpu", batches=(1, 2), iterations=2, timing=tiny, profile_batch=2)
+    profile = doc["profile"]
+    assert profile["batch"] == 2 and profile["clock"] == "CPU" and list(profile["rows"]) == list(device_suite.PROFILED)
+    for row in profile["rows"].values():
+        ops = row["ops"]
+        assert 0 < len(ops) <= device_suite.TOP_OPS and row["calls"] >= sum(op["calls"] for op in ops) > 0
+        assert all(op["op"] for op in ops) and ops == sorted(ops, key=lambda op: -op["self_s"])
+        assert 0 < sum(op["self_s"] for op in ops) <= row["total_s"] * (1 + 1e-9)
+    report = device_suite.markdown(doc)
+    assert "Where one call's time goes at batch 2 (`torch.profiler`, each op's self CPU time" in report
+    assert "`wholebody.step`: " in report and "op calls (views included" in report and "| op | calls |" in report
+    resumed = device_suite.run(
+        "cpu", batches=(1, 2), iterations=2, timing=tiny, profile_batch=2, previous={**doc, "complete": False}
+    )
+    assert resumed["profile"] is profile
+    assert device_suite.run("cpu", batches=(1,), iterations=2, timing=tiny, profile_batch=2)["profile"] is None
+    _sleeping_rows(monkeypatch, {"arm.solve": 0.2, "wholebody.step": 0.2})
+    doc = device_suite.run("cpu", batches=(1, 2), iterations=2, timing=tiny, call_budget_s=0.1, profile_batch=2)
+    assert doc["profile"] is None and "Where one call" not in device_suite.markdown(doc)
+
+
 def test_the_device_suite_skips_a_row_whose_call_would_outlast_its_budget(monkeypatch):
     """A row's time at the next batch is predicted from its last measured one, scaled by the batch: over the call
     budget, the row says so and its larger batches are skipped; a first call found over the budget likewise. The
