@@ -344,21 +344,26 @@ def markdown(doc: dict) -> str:
         ),  # fmt: skip
         *[f"- {note}" for note in doc["notes"]],
         "",
-        *_profile_lines(doc.get("profile")),
+        *_profile_lines(doc),
     ]
     return "\n".join(lines)
 
 
-def _profile_lines(profile: dict | None) -> list[str]:
+def _profile_lines(doc: dict) -> list[str]:
+    profile = doc.get("profile")
     if not profile:
         return []
-    lines = [f"Where one call's time goes at batch {profile['batch']:,} (`torch.profiler`, each op's self "
-             f"{profile['clock']} time, the largest {TOP_OPS}):", ""]  # fmt: skip
+    batch, clock = profile["batch"], profile["clock"]
+    timed = {r["method"]: r["median_s"] for r in doc["results"] if r["batch"] == batch and "median_s" in r}
+    lines = [f"Where one call's time goes at batch {batch:,} (`torch.profiler`, each op's self {clock} time, the "
+             f"largest {TOP_OPS}; what is not in an op's self time ran outside torch's ops: on the CPU the compiled "
+             "kernels, and Python):", ""]  # fmt: skip
     for name, row in profile["rows"].items():
-        total = row["total_s"]
+        total, call = row["total_s"], timed.get(name)
+        share = f" ({100 * total / call:.1f} % of the call's {fmt_time(call)} above)" if call else ""
         rows = [[f"`{op['op']}`", f"{op['calls']:,}", fmt_time(op["self_s"]),
                  f"{100 * op['self_s'] / total:.1f} %" if total > 0 else "—"] for op in row["ops"]]  # fmt: skip
-        lines += [f"`{name}`: {fmt_time(total)} of ops' self time in all, {row['calls']:,} op calls (views included: "
-                  "not every call launches a kernel).", "",
-                  _table(["op", "calls", "self time", "of all"], rows), ""]  # fmt: skip
+        lines += [f"`{name}`: ops' self {clock} time {fmt_time(total)}{share}, in {row['calls']:,} op calls "
+                  "(views included: not every call launches a kernel).", "",
+                  _table(["op", "calls", "self time", "of the ops'"], rows), ""]  # fmt: skip
     return lines

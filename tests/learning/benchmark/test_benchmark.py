@@ -357,7 +357,8 @@ def test_the_device_suite_profiles_one_call_of_the_solve_and_the_step_op_by_op(m
         assert 0 < sum(op["self_s"] for op in ops) <= row["total_s"] * (1 + 1e-9)
     report = device_suite.markdown(doc)
     assert "Where one call's time goes at batch 2 (`torch.profiler`, each op's self CPU time" in report
-    assert "`wholebody.step`: " in report and "op calls (views included" in report and "| op | calls |" in report
+    assert "`wholebody.step`: ops' self CPU time " in report and "% of the call's " in report
+    assert "op calls (views included" in report and "| op | calls | self time | of the ops' |" in report
     resumed = device_suite.run(
         "cpu", batches=(1, 2), iterations=2, timing=tiny, profile_batch=2, previous={**doc, "complete": False}
     )
