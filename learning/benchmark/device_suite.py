@@ -59,6 +59,7 @@ CALL_BUDGET_S = 60.0
 # Profiled once each at the profile batch (the anchor's by default): where a call's time goes, op by op.
 PROFILED = ("arm.solve", "wholebody.step")
 TOP_OPS = 12
+HOST_READ = "aten::_local_scalar_dense"  # a tensor's value read by the host (.item(), bool()): on a GPU, a sync
 # The published GPU anchor: mink-warp's time per IK solve at 4,096 worlds (its own problem, solver and GPU).
 ANCHOR = {"name": "mink-warp", "per_solve_s": 2.68e-6, "batch": ANCHOR_BATCH}
 METHODS = {
@@ -290,6 +291,7 @@ def _profile(fn: Callable, cuda: bool, sync: Callable[[], None]) -> dict:
     return {
         "total_s": sum(getattr(e, key) for e in ops) * 1e-6,
         "calls": sum(e.count for e in ops),
+        "host_reads": sum(e.count for e in ops if e.key == HOST_READ),
         "ops": [{"op": e.key, "calls": e.count, "self_s": getattr(e, key) * 1e-6} for e in ops[:TOP_OPS]],
     }
 
@@ -360,10 +362,12 @@ def _profile_lines(doc: dict) -> list[str]:
              "kernels, and Python):", ""]  # fmt: skip
     for name, row in profile["rows"].items():
         total, call = row["total_s"], timed.get(name)
-        share = f" ({100 * total / call:.1f} % of the call's {fmt_time(call)} above)" if call else ""
+        timed_call = f" (a timed call: {fmt_time(call)})" if call else ""
         rows = [[f"`{op['op']}`", f"{op['calls']:,}", fmt_time(op["self_s"]),
                  f"{100 * op['self_s'] / total:.1f} %" if total > 0 else "—"] for op in row["ops"]]  # fmt: skip
-        lines += [f"`{name}`: ops' self {clock} time {fmt_time(total)}{share}, in {row['calls']:,} op calls "
-                  "(views included: not every call launches a kernel).", "",
+        lines += [f"`{name}`: its ops' self {clock} time {fmt_time(total)} in the profiled call{timed_call}, in "
+                  f"{row['calls']:,} op calls (views included: not every call launches a kernel), of which "
+                  f"{row['host_reads']:,} read a value back to the host (`{HOST_READ}`: on a GPU, each a "
+                  "synchronisation).", "",
                   _table(["op", "calls", "self time", "of the ops'"], rows), ""]  # fmt: skip
     return lines

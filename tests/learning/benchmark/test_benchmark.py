@@ -353,11 +353,13 @@ def test_the_device_suite_profiles_one_call_of_the_solve_and_the_step_op_by_op(m
     for row in profile["rows"].values():
         ops = row["ops"]
         assert 0 < len(ops) <= device_suite.TOP_OPS and row["calls"] >= sum(op["calls"] for op in ops) > 0
+        assert 0 <= row["host_reads"] < row["calls"]
         assert all(op["op"] for op in ops) and ops == sorted(ops, key=lambda op: -op["self_s"])
         assert 0 < sum(op["self_s"] for op in ops) <= row["total_s"] * (1 + 1e-9)
     report = device_suite.markdown(doc)
     assert "Where one call's time goes at batch 2 (`torch.profiler`, each op's self CPU time" in report
-    assert "`wholebody.step`: ops' self CPU time " in report and "% of the call's " in report
+    assert "`wholebody.step`: its ops' self CPU time " in report and "in the profiled call (a timed call: " in report
+    assert "read a value back to the host" in report
     assert "op calls (views included" in report and "| op | calls | self time | of the ops' |" in report
     resumed = device_suite.run(
         "cpu", batches=(1, 2), iterations=2, timing=tiny, profile_batch=2, previous={**doc, "complete": False}
