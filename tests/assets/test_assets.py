@@ -89,6 +89,25 @@ def test_missing_distribution_raises_missing_asset(without_distribution):
         assets.resolve_package_uri("package://example-robot-data/robots/panda_description/meshes/visual/hand.dae")
 
 
+def test_a_named_share_folder_stands_in_for_the_distribution(without_distribution, tmp_path, monkeypatch):
+    """``EXAMPLE_ROBOT_DATA_SHARE`` names a ``share`` folder (a conda install, or a copy of the files a run reads):
+    its files are found without the distribution, a file it lacks is a ``MissingAssetError`` naming it, and a folder
+    without ``example-robot-data/robots`` is refused by name."""
+    urdf = tmp_path / assets.G1.urdf_file
+    urdf.parent.mkdir(parents=True)
+    urdf.write_text("<robot name='g1'/>")
+    monkeypatch.setenv("EXAMPLE_ROBOT_DATA_SHARE", str(tmp_path))
+    assert assets.example_robot_data.share_dir() == tmp_path and assets.G1.urdf_text() == "<robot name='g1'/>"
+    with pytest.raises(MissingAssetError, match="panda.urdf is not installed"):
+        assets.PANDA.urdf_path()
+    assets.example_robot_data.share_dir.cache_clear()
+    monkeypatch.setenv("EXAMPLE_ROBOT_DATA_SHARE", str(tmp_path / "elsewhere"))
+    with pytest.raises(
+        MissingAssetError, match="EXAMPLE_ROBOT_DATA_SHARE is .*elsewhere.*no example-robot-data/robots"
+    ):
+        assets.example_robot_data.share_dir()
+
+
 def test_share_dir_recovers_after_the_distribution_returns():
     """The fixture above must not leave a poisoned cache behind."""
     assets.example_robot_data.share_dir.cache_clear()

@@ -441,3 +441,44 @@ def test_a_killed_device_run_keeps_its_rows_and_resumes_where_it_stopped(tmp_pat
     with pytest.raises(SystemExit):
         main(["--suite", "ik", "--resume"])
     assert "--resume goes on with the device suite only" in capsys.readouterr().err
+
+
+def test_the_device_suite_runs_without_the_optional_peers_or_the_robot_package(tmp_path):
+    """What a lent GPU machine has: torch, but none of the optional peers (Pinocchio, pytorch_kinematics, the QP
+    solvers, viser, Ray) and no example-robot-data, whose 400 MB do not travel: the device suite runs through torch's
+    ops there from copies of the two URDFs it reads (``EXAMPLE_ROBOT_DATA_SHARE``), imports nothing it blocks, and
+    profiles."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    import assets
+
+    share = tmp_path / "share"
+    for robot in (assets.PANDA, assets.G1):
+        (share / robot.urdf_file).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(robot.urdf_path(), share / robot.urdf_file)
+    blocked = ("pinocchio", "pytorch_kinematics", "proxsuite", "qpsolvers", "pink", "placo", "mink", "mujoco", "viser",
+               "ray", "cmaes", "evotorch", "rliable", "playwright")  # fmt: skip
+    prelude = f"""
+import importlib.metadata, sys
+for name in {blocked!r}:
+    sys.modules[name] = None
+real = importlib.metadata.distribution
+def distribution(name):
+    if name == "example-robot-data":
+        raise importlib.metadata.PackageNotFoundError(name)
+    return real(name)
+importlib.metadata.distribution = distribution
+from learning.benchmark import main
+sys.exit(main(["--suite", "device", "--quick", "--batches", "1", "--profile-batch", "1", "--out", {str(tmp_path)!r}]))
+"""
+    env = {**os.environ, "KINEMATICS_NATIVE": "0", "EXAMPLE_ROBOT_DATA_SHARE": str(share)}
+    run = subprocess.run([sys.executable, "-c", prelude], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    doc = json.loads((tmp_path / "device-cpu.json").read_text())
+    assert [r["path"] for r in doc["results"]] == ["torch ops"] * 4 and set(doc["profile"]["rows"]) == {
+        "arm.solve",
+        "wholebody.step",
+    }
