@@ -28,7 +28,7 @@ def share_dir() -> Path:
     """The ``share`` folder that holds ``example-robot-data/robots``: ``$EXAMPLE_ROBOT_DATA_SHARE`` where it is set,
     else the installed distribution's."""
     if named := os.environ.get(SHARE_VARIABLE):
-        share = Path(named)
+        share = Path(named).resolve()
         if not (share / ROBOTS).is_dir():
             raise MissingAssetError(f"${SHARE_VARIABLE} is {named!r}, which holds no {ROBOTS} folder")
         return share

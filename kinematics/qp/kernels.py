@@ -68,7 +68,10 @@ def _ipm_reference(P, q, A, b, G, h, lb, ub, iterations: int, elastic: float):
         # H dx + A^T dy = rhs1, A dx - elastic dy = -r_e with H = L L^T and V = L^-1 A^T, S = V^T V + elastic I
         u = torch.linalg.solve_triangular(L, rhs1[..., None], upper=False)
         if me:
-            dy = torch.cholesky_solve(_mtv(V, u[..., 0])[..., None] + r_e[..., None], LS)
+            # S dy = V^T u + r_e through LS's two triangular solves: cholesky_solve's would read its status back to
+            # the host (a synchronisation on a GPU), and LS, from cholesky_ex, needs no check
+            dy = torch.linalg.solve_triangular(LS, _mtv(V, u[..., 0])[..., None] + r_e[..., None], upper=False)
+            dy = torch.linalg.solve_triangular(LS.mT, dy, upper=True)
             u = u - V @ dy
             dy = dy[..., 0]
         else:

@@ -29,7 +29,7 @@ from learning.benchmark import (
 from learning.benchmark.config import DTYPES, BenchConfig
 from learning.benchmark.memory import MODES
 from learning.benchmark.timing import TimingPolicy
-from learning.common.provenance import cpu_name, git_commit, provenance
+from learning.common.provenance import cpu_name, provenance
 
 QUICK_BATCHES = (1, 16)
 
@@ -99,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--resume",
         action="store_true",
-        help="device: go on with the unfinished run under --out (same commit, device, dtype, iterations, batches)",
+        help="device: go on with the unfinished run under --out (the same code, settings and device)",
     )
     return p
 
@@ -150,9 +150,10 @@ def _publish(out: Path, doc: dict, record: dict, render) -> None:
 def _device(args: argparse.Namespace, cfg: BenchConfig, argv: list[str], load: float | None) -> int:
     """The device suite, its document written after every row; with ``--resume``, an earlier unfinished run's
     document under ``--out`` goes on (refused, with the reason, where it is another run's)."""
-    batches = args.batches or ((1, 4) if args.quick else device_suite.BATCHES)
+    batches = sorted(set(args.batches or ((1, 4) if args.quick else device_suite.BATCHES)))
     iterations = 4 if args.quick else args.iterations
     device = torch.device(cfg.device)
+    started = meta(cfg, argv, load, args.out)  # the files this run writes do not change the commit it ran
     path = args.out / f"device-{device.type}.json"
     previous = None
     if args.resume and path.exists():
@@ -161,13 +162,11 @@ def _device(args: argparse.Namespace, cfg: BenchConfig, argv: list[str], load: f
             print(f"--resume: {path} is a finished run; nothing to resume (move it away to measure again)",
                   file=sys.stderr)  # fmt: skip
             return 2
-        why = device_suite.refusal(previous, device.type, cfg.fk_dtypes[0], iterations, batches,
-                                   git_commit(args.out), args.quick)  # fmt: skip
-        if why is not None:
+        current = device_suite.identity({"device": device_suite.device_name(device), "dtype": cfg.fk_dtypes[0],
+                                         "iterations": iterations, "batches": batches, "meta": started})  # fmt: skip
+        if (why := device_suite.refusal(previous, current)) is not None:
             print(f"--resume: {path} cannot be resumed: {why}", file=sys.stderr)
             return 2
-
-    started = meta(cfg, argv, load, args.out)  # the files this run writes do not change the commit it ran
 
     def stamped(doc: dict) -> dict:
         return {**doc, "meta": {**started, "loadavg_end": _loadavg()}}

@@ -19,12 +19,12 @@ A run is meant to be spent once on a lent machine, so it keeps what it measured 
 
 - each row is timed on its own and handed to ``on_row`` as it is measured (the command line writes the JSON and
   markdown then), so a run killed at its time limit keeps every row it finished;
-- ``previous`` (``--resume``) is an earlier, unfinished run of the same commit, device, dtype, iterations and
-  batches: its rows are kept and not measured again;
-- a call that runs out of device memory is a row saying so, and that row's larger batches are skipped;
+- ``previous`` (``--resume``) is an earlier, unfinished run of the same code, settings and device (``identity``;
+  ``refusal`` says why another is not): its rows are kept and not measured again;
+- a row that runs out of device memory (its first call or its timing) says so, and its larger batches are skipped;
 - a row whose call would last longer than ``call_budget_s`` is not timed: its time at the next batch is predicted
-  from the last measured one, scaled by the batch (an upper bound where a device is not yet saturated), and where
-  the prediction or the untimed first call is over the budget the row says so and its larger batches are skipped.
+  from its timed batches (``_predicted_s``), and where the prediction, or the first call, is over the budget the
+  row says so and its larger batches are skipped.
 
 After the timings, one call of each of ``PROFILED`` at ``profile_batch`` runs under ``torch.profiler``: each op's self
 time (on CUDA the device time of the kernels it launched, else CPU time), the ``TOP_OPS`` largest, so that the one
@@ -33,6 +33,7 @@ run also says where a device's time goes.
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
@@ -54,8 +55,9 @@ from learning.common.provenance import provenance_line
 
 BATCHES = (1, 16, 256, 4096, 65536)
 ANCHOR_BATCH = 4096
-# A row whose one call would last longer is not timed, nor are its larger batches: a run fits a lent machine's time.
-CALL_BUDGET_S = 60.0
+# A row whose one call would last longer is not timed, nor are its larger batches: a run fits a lent machine's time
+# (a timed row costs about five calls: the first, at least three timed, and on CUDA none more for its memory).
+CALL_BUDGET_S = 20.0
 # Profiled once each at the profile batch (the anchor's by default): where a call's time goes, op by op.
 PROFILED = ("arm.solve", "wholebody.step")
 TOP_OPS = 12
@@ -120,31 +122,52 @@ def _out_of_memory(error: BaseException) -> bool:
     )
 
 
-def refusal(
-    previous: dict, device: str, dtype_name: str, iterations: int, batches, commit: str, quick: bool
-) -> str | None:
-    """Why ``previous`` (an earlier run's document) cannot be resumed by a run of these settings, or ``None``."""
-    measured = previous.get("meta", {}).get("provenance", {}).get("commit")
-    found = {"commit": measured, "device": previous.get("device_type"), "dtype": previous.get("dtype"),
-             "iterations": previous.get("iterations"), "batches": previous.get("batches"),
-             "quick": previous.get("meta", {}).get("quick")}  # fmt: skip
-    asked = {"commit": commit, "device": device, "dtype": dtype_name, "iterations": iterations,
-             "batches": list(batches), "quick": quick}  # fmt: skip
-    if commit == "unknown" or "+" in commit:
+def device_name(where: torch.device) -> str:
+    return str(where) + (f" ({torch.cuda.get_device_name(where)})" if where.type == "cuda" else "")
+
+
+def identity(doc: dict) -> dict:
+    """What a resumed run must share with the run it goes on with: the code (commit and source fingerprint), the
+    settings that change what is measured, the machine's device, torch and its threads, and the suite's own
+    settings."""
+    meta = doc.get("meta", {})
+    made = meta.get("provenance", {})
+    return {
+        "commit": made.get("commit"),
+        "source fingerprint": made.get("source_fingerprint"),
+        "settings": made.get("settings"),
+        "device": doc.get("device"),
+        "torch": meta.get("torch"),
+        "torch threads": meta.get("torch_threads"),
+        "seed": meta.get("seed"),
+        "quick": meta.get("quick"),
+        "dtype": doc.get("dtype"),
+        "iterations": doc.get("iterations"),
+        "batches": doc.get("batches"),
+    }
+
+
+def refusal(previous: dict, current: dict) -> str | None:
+    """Why ``previous`` (an earlier, unfinished run's document) cannot be resumed by the run whose ``identity`` is
+    ``current``, or ``None``."""
+    commit = current["commit"]
+    if commit in (None, "unknown") or "+" in commit:
         return f"this checkout's commit is {commit!r}: only a run of a committed state resumes another"
-    differ = [f"{key} {found[key]!r} (this run: {asked[key]!r})" for key in asked if found[key] != asked[key]]
-    if differ:
-        return "the earlier run differs: " + ", ".join(differ)
-    return None
+    found = identity(previous)
+    differ = [f"{key} {found[key]!r} (this run: {current[key]!r})" for key in current if found[key] != current[key]]
+    return "the earlier run differs: " + ", ".join(differ) if differ else None
 
 
-def _predicted_over(last: tuple[int, float] | None, batch: int, budget_s: float) -> float | None:
-    """The predicted seconds of one call at ``batch`` where they exceed ``budget_s``, from the last measured
-    ``(batch, seconds per call)`` scaled by the batch; else ``None``."""
-    if last is None:
-        return None
-    predicted = last[1] * batch / last[0]
-    return predicted if predicted > budget_s else None
+def _predicted_s(timed: list[tuple[int, float]], batch: int) -> float:
+    """One call's seconds at ``batch`` from a row's timed ``(batch, seconds per call)``, largest batch last: the last
+    time grown with the batch as it grew between the last two (a power of the batch between 0, flat while a device
+    is bound by launching its ops, and 1, linear once it is saturated); linear from a single timing."""
+    b1, t1 = timed[-1]
+    exponent = 1.0
+    if len(timed) > 1:
+        b0, t0 = timed[-2]
+        exponent = min(1.0, max(0.0, math.log(t1 / t0) / math.log(b1 / b0)))
+    return t1 * (batch / b1) ** exponent
 
 
 def run(
@@ -162,6 +185,7 @@ def run(
 ) -> dict:
     # no warm-up call in the timing: each row's first call (below, where a lack of memory is found) is its warm-up
     timing = timing or TimingPolicy(min_repeats=10, budget_s=2.0, floor_repeats=3, repeat_s=0.02, warmup=0)
+    batches = sorted(set(batches))
     where, dtype = torch.device(device), getattr(torch, dtype_name)
     cuda = where.type == "cuda"
     sync = (lambda: torch.cuda.synchronize(where)) if cuda else (lambda: None)
@@ -171,17 +195,16 @@ def run(
     order = list(METHODS)
     doc = {
         "suite": f"device-{where.type}",
-        "device": str(where) + (f" ({torch.cuda.get_device_name(where)})" if cuda else ""),
-        "device_type": where.type,
+        "device": device_name(where),
         "dtype": dtype_name,
         "iterations": iterations,
-        "batches": list(batches),
+        "batches": batches,
         "call_budget_s": call_budget_s,
         "methods": METHODS,
         "anchor": ANCHOR,
         "results": list(previous["results"]) if previous else [],
         "notes": list(previous["notes"]) if previous else [],
-        "profile": previous.get("profile") if previous else None,
+        "profile": None,
         "complete": False,
     }
     if previous:
@@ -189,19 +212,19 @@ def run(
             f"resumed: {len(previous['results'])} rows kept from an earlier run of the same commit on "
             f"{previous['device']} ({previous.get('meta', {}).get('timestamp', 'time unknown')})"
         )
-    done = {(r["batch"], r["method"]) for r in doc["results"]}
-    last, exhausted = {}, {}  # method -> (batch, seconds per call) of its largest timed batch; -> its failed batch
+    kept = {(r["batch"], r["method"]) for r in doc["results"]}
+    timed, failed_at = {}, {}  # method -> its timed (batch, seconds per call), batch order; -> its failed batch
     for r in sorted(doc["results"], key=lambda r: r["batch"]):
         if "median_s" in r:
-            last[r["method"]] = (r["batch"], r["median_s"])
+            timed.setdefault(r["method"], []).append((r["batch"], r["median_s"]))
         if "error" in r:
-            exhausted[r["method"]] = r["batch"]
+            failed_at[r["method"]] = r["batch"]
 
     def skipped_after(name: str, failed: int) -> int:
-        return sum(1 for b in batches if b > failed and (b, name) not in done)
+        return sum(1 for b in batches if b > failed and (b, name) not in kept)
 
-    bar = GridProgress("device", len(batches) * len(order), len(done), log=_log, enabled=progress)
-    bar.drop(sum(skipped_after(name, failed) for name, failed in exhausted.items()))
+    bar = GridProgress("device", len(batches) * len(order), len(kept), log=_log, enabled=progress)
+    bar.drop(sum(skipped_after(name, failed) for name, failed in failed_at.items()))
 
     def record(row: dict, note: str | None = None, text: str = "") -> None:
         doc["results"].append(row)
@@ -209,86 +232,83 @@ def run(
         if note:
             doc["notes"].append(note)
         if "error" in row:
-            exhausted[row["method"]] = row["batch"]
+            failed_at[row["method"]] = row["batch"]
             bar.drop(skipped_after(row["method"], row["batch"]))
         bar.update(text or f"batch {row['batch']:,} {row['method']}: {row['error']}")
         if on_row is not None:
             on_row(doc)
 
+    def over_budget(name: str, batch: int, why: str) -> None:
+        record({"batch": batch, "method": name, "error": "over the call budget"},
+               f"{name}: {why}, over the {fmt_time(call_budget_s)} call budget: not timed, nor its larger "
+               "batches")  # fmt: skip
+
     try:
         for batch in batches:
-            todo = [name for name in order if (batch, name) not in done and name not in exhausted]
+            todo = [name for name in order if (batch, name) not in kept and name not in failed_at]
             if not todo:
                 continue
             fns = {**_arm(ik, batch, seed), **_wholebody(problem, batch, seed)}
             for name in todo:
                 fn = fns[name]
-                predicted = _predicted_over(last.get(name), batch, call_budget_s)
-                if predicted is not None:
-                    measured_batch, measured_s = last[name]
-                    record(
-                        {"batch": batch, "method": name, "error": "over the call budget"},
-                        f"{name}: about {fmt_time(predicted)} per call predicted at batch {batch:,} (from "
-                        f"{fmt_time(measured_s)} at {measured_batch:,}, scaled by the batch), over the "
-                        f"{fmt_time(call_budget_s)} call budget: not timed, larger batches skipped",
-                    )
+                if name in timed and (predicted := _predicted_s(timed[name], batch)) > call_budget_s:
+                    last_batch, last_s = timed[name][-1]
+                    over_budget(name, batch, f"about {fmt_time(predicted)} per call predicted at batch {batch:,} "
+                                f"(from {fmt_time(last_s)} at {last_batch:,})")  # fmt: skip
                     continue
-                try:  # the first call: a lack of memory is found here, and the call's time is checked
-                    start = time.perf_counter()
-                    fn()
-                    sync()
+                out_of_memory = False
+                try:  # the first call (on CUDA with its peak memory), then the timing
+                    start, peak = time.perf_counter(), None
+                    if cuda:
+                        peak = memory.cuda_peak_delta(fn, where)
+                    else:
+                        fn()
                     first_s = time.perf_counter() - start
+                    t = None if first_s > call_budget_s else measure({name: fn}, timing, sync)[name]
                 except Exception as error:
                     if not _out_of_memory(error):
                         raise
+                    out_of_memory = True
+                if out_of_memory:  # past the handler: the error, and the frames holding the call's tensors, are gone
                     if cuda:
                         torch.cuda.empty_cache()
-                    record(
-                        {"batch": batch, "method": name, "error": "out of memory"},
-                        f"{name} ran out of device memory at batch {batch}: larger batches skipped",
-                    )
+                    record({"batch": batch, "method": name, "error": "out of memory"},
+                           f"{name} ran out of device memory at batch {batch}: larger batches skipped")  # fmt: skip
                     continue
-                if first_s > call_budget_s:
-                    record(
-                        {"batch": batch, "method": name, "error": "over the call budget"},
-                        f"{name}: its first call at batch {batch:,} took {fmt_time(first_s)}, over the "
-                        f"{fmt_time(call_budget_s)} call budget: not timed, larger batches skipped",
-                    )
+                if t is None:
+                    over_budget(name, batch, f"its first call at batch {batch:,} took {fmt_time(first_s)}")
                     continue
-                t = measure({name: fn}, timing, sync)[name]
                 row = {"batch": batch, "method": name, **t.as_dict(), "per_row_s": t.median_s / batch,
-                       "path": _path(where)}  # fmt: skip
-                if cuda:
-                    row["device_peak_bytes"] = memory.cuda_peak_delta(fn, where)
-                last[name] = (batch, t.median_s)
+                       "path": _path(where), **({"device_peak_bytes": peak} if cuda else {})}  # fmt: skip
+                timed.setdefault(name, []).append((batch, t.median_s))
                 record(row, text=f"batch {batch:,} {name}: {fmt_time(t.median_s)} per call")
     finally:
         bar.close()
-    timed = {r["method"] for r in doc["results"] if r["batch"] == profile_batch and "median_s" in r}
-    if doc["profile"] is None and profile_batch in batches and timed & set(PROFILED):
+    profiled = [name for name in PROFILED if any(b == profile_batch for b, _ in timed.get(name, ()))]
+    if profile_batch in batches and profiled:
         fns = {**_arm(ik, profile_batch, seed), **_wholebody(problem, profile_batch, seed)}
-        _log(f"profiling one call of {', '.join(m for m in PROFILED if m in timed)} at batch {profile_batch:,}")
-        doc["profile"] = {
-            "batch": profile_batch,
-            "clock": "device" if cuda else "CPU",
-            "rows": {name: _profile(fns[name], cuda, sync) for name in PROFILED if name in timed},
-        }
+        _log(f"profiling one call of {', '.join(profiled)} at batch {profile_batch:,}")
+        doc["profile"] = {"batch": profile_batch, "rows": {name: _profile(fns[name], cuda, sync) for name in profiled}}
     doc["complete"] = True
     return doc
 
 
 def _profile(fn: Callable, cuda: bool, sync: Callable[[], None]) -> dict:
-    """One call of ``fn`` under ``torch.profiler``: the total self time and count of its op calls, and the
-    ``TOP_OPS`` largest ops (name, calls, self seconds); on CUDA the device time of the kernels each op launched, else
-    its CPU time."""
+    """One call of ``fn`` under ``torch.profiler``: the total self time and count of its op calls, how many read a
+    value back to the host, and the ``TOP_OPS`` largest ops (name, calls, self seconds). The clock: on CUDA the device
+    time of the kernels each op launched (the CPU's where the profiler recorded none), else the op's CPU time."""
     activities = [ProfilerActivity.CPU, *([ProfilerActivity.CUDA] if cuda else [])]
     with profile(activities=activities) as prof:
         fn()
         sync()
-    key = "self_device_time_total" if cuda else "self_cpu_time_total"
-    ops = [e for e in prof.key_averages() if e.device_type == DeviceType.CPU]  # ops, not the kernels they launched
+    # the ops, not the kernels they launched (device events) nor the CUDA runtime's calls (host events named cuda*)
+    ops = [e for e in prof.key_averages() if e.device_type == DeviceType.CPU and not e.key.startswith("cuda")]
+    clock, key = ("device", "self_device_time_total") if cuda else ("CPU", "self_cpu_time_total")
+    if cuda and not any(getattr(e, key) for e in ops):
+        clock, key = "CPU (the profiler recorded no device time)", "self_cpu_time_total"
     ops.sort(key=lambda e: getattr(e, key), reverse=True)
     return {
+        "clock": clock,
         "total_s": sum(getattr(e, key) for e in ops) * 1e-6,
         "calls": sum(e.count for e in ops),
         "host_reads": sum(e.count for e in ops if e.key == HOST_READ),
@@ -355,19 +375,19 @@ def _profile_lines(doc: dict) -> list[str]:
     profile = doc.get("profile")
     if not profile:
         return []
-    batch, clock = profile["batch"], profile["clock"]
+    batch = profile["batch"]
     timed = {r["method"]: r["median_s"] for r in doc["results"] if r["batch"] == batch and "median_s" in r}
-    lines = [f"Where one call's time goes at batch {batch:,} (`torch.profiler`, each op's self {clock} time, the "
-             f"largest {TOP_OPS}; what is not in an op's self time ran outside torch's ops: on the CPU the compiled "
-             "kernels, and Python):", ""]  # fmt: skip
+    lines = [f"Where one call's time goes at batch {batch:,} (`torch.profiler`: each op's self time, the largest "
+             f"{TOP_OPS}):", ""]  # fmt: skip
     for name, row in profile["rows"].items():
-        total, call = row["total_s"], timed.get(name)
-        timed_call = f" (a timed call: {fmt_time(call)})" if call else ""
+        total, call, clock = row["total_s"], timed.get(name), row["clock"]
+        rest = ("the call's time beyond its kernels' is the device waiting on the host" if clock == "device" else
+                "the call's time beyond its ops' ran outside torch's ops: on the CPU the compiled kernels, and Python")  # fmt: skip
         rows = [[f"`{op['op']}`", f"{op['calls']:,}", fmt_time(op["self_s"]),
                  f"{100 * op['self_s'] / total:.1f} %" if total > 0 else "—"] for op in row["ops"]]  # fmt: skip
-        lines += [f"`{name}`: its ops' self {clock} time {fmt_time(total)} in the profiled call{timed_call}, in "
-                  f"{row['calls']:,} op calls (views included: not every call launches a kernel), of which "
-                  f"{row['host_reads']:,} read a value back to the host (`{HOST_READ}`: on a GPU, each a "
-                  "synchronisation).", "",
+        lines += [f"`{name}`: its ops' self {clock} time {fmt_time(total)} in the profiled call"
+                  f"{f' (a timed call: {fmt_time(call)})' if call else ''}; {rest}. {row['calls']:,} op calls (views "
+                  f"included: not every call launches a kernel), of which {row['host_reads']:,} read a value back to "
+                  f"the host (`{HOST_READ}`: on a GPU, each a synchronisation).", "",
                   _table(["op", "calls", "self time", "of the ops'"], rows), ""]  # fmt: skip
     return lines

@@ -14,27 +14,28 @@ import platform
 import re
 import shlex
 import subprocess
+import warnings
 from pathlib import Path
 
 import torch
 
 REPO = Path(__file__).resolve().parents[2]
 # Environment variables that change what is measured; a set one is written in front of the command.
-SETTINGS = ("KINEMATICS_NATIVE", "GRASP_YAW_IK_NATIVE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "CC", "PROVENANCE_COMMIT")
+SETTINGS = ("KINEMATICS_NATIVE", "GRASP_YAW_IK_NATIVE", "OMP_WAIT_POLICY", "OMP_NUM_THREADS", "CC")
 
 
-def git_commit(results: Path | None = None) -> str:
-    """The checkout's commit, with ``+changes`` when tracked files differ from it (other than under ``results``, the
-    folder a run is writing its results into as it goes, tracked or not). Outside git, the commit that
-    ``PROVENANCE_COMMIT`` states (40 hex digits), for a copy of a clean checkout's files without its ``.git`` (what a
-    lent machine runs; the command line then shows the setting, and ``source_fingerprint`` lets the files be checked
-    against that commit); else ``unknown``."""
+STATED_COMMIT = "PROVENANCE_COMMIT"
+
+
+def _commit_from_git(results: Path | None) -> str | None:
+    """The checkout's commit from git, with ``+changes`` when tracked files differ from it (other than under
+    ``results``, the folder a run is writing its results into as it goes); ``None`` outside a git checkout."""
     try:
         commit = subprocess.run(
             ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True, timeout=10
         ).stdout.strip()
         inside = results is not None and Path(results).resolve().is_relative_to(REPO.resolve())
-        excluded = [f":(exclude){Path(results).resolve()}"] if inside else []
+        excluded = [f":(exclude,literal){Path(results).resolve()}"] if inside else []
         dirty = subprocess.run(
             ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", *excluded],
             cwd=REPO,
@@ -44,9 +45,31 @@ def git_commit(results: Path | None = None) -> str:
             timeout=10,
         ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
-        stated = os.environ.get("PROVENANCE_COMMIT", "")
-        return stated if re.fullmatch(r"[0-9a-f]{40}", stated) else "unknown"
+        return None
     return commit + ("+changes" if dirty else "")
+
+
+def git_commit(results: Path | None = None) -> str:
+    """The checkout's commit (``_commit_from_git``). Outside git, the commit that ``PROVENANCE_COMMIT`` states (40 hex
+    digits), for a copy of a clean checkout's files without its ``.git`` (what a lent machine runs; ``provenance``
+    then says the commit was stated, and ``source_fingerprint`` lets the files be checked against it); else
+    ``unknown``."""
+    from_git = _commit_from_git(results)
+    return from_git if from_git is not None else _stated_commit()
+
+
+def _stated_commit() -> str:
+    """``PROVENANCE_COMMIT`` where it is a commit (40 hex digits; a warning where it is set and is not), else
+    ``unknown``."""
+    stated = os.environ.get(STATED_COMMIT)
+    if stated is None:
+        return "unknown"
+    if not re.fullmatch(r"[0-9a-f]{40}", stated):
+        warnings.warn(
+            f"{STATED_COMMIT}={stated!r} is not a commit (40 hex digits): the commit is unknown", stacklevel=2
+        )
+        return "unknown"
+    return stated
 
 
 @functools.cache
@@ -74,10 +97,15 @@ def cpu_name() -> str:
 def provenance(command: str, results: Path | None = None) -> dict:
     """``command`` as typed (after the settings of ``SETTINGS`` that are set), the commit (``git_commit(results)``),
     and the machine (CPU, logical cores, OS, Python, torch and its threads)."""
-    settings = [f"{name}={shlex.quote(os.environ[name])}" for name in SETTINGS if name in os.environ]
+    settings = {name: os.environ[name] for name in SETTINGS if name in os.environ}
+    from_git = _commit_from_git(results)
+    commit = from_git if from_git is not None else _stated_commit()
+    stated = from_git is None and commit != "unknown"
     return {
-        "command": " ".join([*settings, command]),
-        "commit": git_commit(results),
+        "command": " ".join([*(f"{name}={shlex.quote(value)}" for name, value in settings.items()), command]),
+        "commit": commit,
+        **({"commit_stated_by": STATED_COMMIT} if stated else {}),
+        "settings": settings,
         "source_fingerprint": source_fingerprint(),
         "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": {
@@ -97,7 +125,9 @@ def provenance_line(record: dict) -> str:
     m = record["machine"]
     gpu = f", GPU {m['cuda']}" if m.get("cuda") else ", no GPU"
     return (
-        f"Produced by `{record['command']}` at commit `{record['commit']}` on {m['cpu']} ({m['logical_cores']} "
+        f"Produced by `{record['command']}` at commit `{record['commit']}`"
+        f"{f' (stated by {STATED_COMMIT}: no git checkout there)' if record.get('commit_stated_by') else ''} on "
+        f"{m['cpu']} ({m['logical_cores']} "
         f"logical cores{gpu}), {m['os']}, Python {m['python']}, torch {m['torch']} with {m['torch_threads']} "
         f"threads, {record['timestamp']}."
     )

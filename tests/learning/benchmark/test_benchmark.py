@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 from optional_dependencies import require_module
@@ -340,8 +341,8 @@ def _sleeping_rows(monkeypatch, seconds_per_row, calls=None, interrupt=None):
 
 def test_the_device_suite_profiles_one_call_of_the_solve_and_the_step_op_by_op(monkeypatch):
     """At the profile batch, one call of the arm's solve and of the whole-body step runs under ``torch.profiler``: their
-    largest ops by self time, each a share of all their ops' time; written once, kept by a resumed run; no profile
-    where the batch is not run, or where a row was not timed there."""
+    largest ops by self time, each a share of all their ops' time, on the CPU's clock here; no profile where the batch
+    is not run, or where a row was not timed there."""
     from learning.benchmark import device_suite
     from learning.benchmark.timing import TimingPolicy
 
@@ -349,66 +350,89 @@ def test_the_device_suite_profiles_one_call_of_the_solve_and_the_step_op_by_op(m
     tiny = TimingPolicy(min_repeats=1, budget_s=0.0, floor_repeats=1, repeat_s=0.0, warmup=0)
     doc = device_suite.run("cpu", batches=(1, 2), iterations=2, timing=tiny, profile_batch=2)
     profile = doc["profile"]
-    assert profile["batch"] == 2 and profile["clock"] == "CPU" and list(profile["rows"]) == list(device_suite.PROFILED)
+    assert profile["batch"] == 2 and list(profile["rows"]) == list(device_suite.PROFILED)
     for row in profile["rows"].values():
         ops = row["ops"]
-        assert 0 < len(ops) <= device_suite.TOP_OPS and row["calls"] >= sum(op["calls"] for op in ops) > 0
-        assert 0 <= row["host_reads"] < row["calls"]
+        assert row["clock"] == "CPU" and 0 < len(ops) <= device_suite.TOP_OPS
+        assert row["calls"] >= sum(op["calls"] for op in ops) > 0 and 0 <= row["host_reads"] < row["calls"]
         assert all(op["op"] for op in ops) and ops == sorted(ops, key=lambda op: -op["self_s"])
         assert 0 < sum(op["self_s"] for op in ops) <= row["total_s"] * (1 + 1e-9)
     report = device_suite.markdown(doc)
-    assert "Where one call's time goes at batch 2 (`torch.profiler`, each op's self CPU time" in report
+    assert "Where one call's time goes at batch 2 (`torch.profiler`: each op's self time" in report
     assert "`wholebody.step`: its ops' self CPU time " in report and "in the profiled call (a timed call: " in report
-    assert "read a value back to the host" in report
+    assert "beyond its ops' ran outside torch's ops" in report and "read a value back to the host" in report
     assert "op calls (views included" in report and "| op | calls | self time | of the ops' |" in report
-    resumed = device_suite.run(
-        "cpu", batches=(1, 2), iterations=2, timing=tiny, profile_batch=2, previous={**doc, "complete": False}
-    )
-    assert resumed["profile"] is profile
     assert device_suite.run("cpu", batches=(1,), iterations=2, timing=tiny, profile_batch=2)["profile"] is None
     _sleeping_rows(monkeypatch, {"arm.solve": 0.2, "wholebody.step": 0.2})
-    doc = device_suite.run("cpu", batches=(1, 2), iterations=2, timing=tiny, call_budget_s=0.1, profile_batch=2)
+    doc = device_suite.run("cpu", batches=(1, 2), iterations=2, timing=tiny, call_budget_s=0.05, profile_batch=2)
     assert doc["profile"] is None and "Where one call" not in device_suite.markdown(doc)
 
 
-def test_the_device_suite_skips_a_row_whose_call_would_outlast_its_budget(monkeypatch):
-    """A row's time at the next batch is predicted from its last measured one, scaled by the batch: over the call
-    budget, the row says so and its larger batches are skipped; a first call found over the budget likewise. The
-    other rows go on, and the progress total drops what will not run."""
-    from learning.benchmark import device_suite
-    from learning.benchmark.timing import TimingPolicy
+def test_a_row_time_is_predicted_from_how_it_grew_flat_while_launch_bound_linear_at_most():
+    """The next batch's time grows as the last two timed batches grew, as a power of the batch between 0 and 1;
+    from one timing, linearly."""
+    from learning.benchmark.device_suite import _predicted_s
 
-    _sleeping_rows(monkeypatch, {"wholebody.step": 0.004, "wholebody.step+bwd": 0.05})
-    tiny = TimingPolicy(min_repeats=1, budget_s=0.0, floor_repeats=1, repeat_s=0.0, warmup=0)
+    assert _predicted_s([(4, 1.0)], 16) == pytest.approx(4.0)
+    assert _predicted_s([(1, 0.4), (16, 0.4)], 256) == pytest.approx(0.4)  # flat: launch-bound
+    assert _predicted_s([(1, 0.5), (16, 0.4)], 256) == pytest.approx(0.4)  # faster with the batch: flat, not less
+    assert _predicted_s([(256, 0.5), (4096, 8.0)], 65536) == pytest.approx(128.0)  # linear
+    assert _predicted_s([(256, 0.1), (4096, 10.0)], 65536) == pytest.approx(160.0)  # faster than linear: linear
+    assert _predicted_s([(1, 1.0), (16, 2.0)], 256) == pytest.approx(4.0)  # a quarter power of the batch
+
+
+def test_the_device_suite_skips_a_row_whose_call_would_outlast_its_budget(monkeypatch):
+    """A row whose predicted time at the next batch is over the call budget says so and is not timed there, nor at
+    its larger batches; a first call found over the budget likewise. The other rows go on, and the progress total
+    drops what will not run. (The timings are scripted: the prediction does not wait on a clock.)"""
+    from learning.benchmark import device_suite
+    from learning.benchmark.timing import Timing
+
+    _sleeping_rows(monkeypatch, {"wholebody.step+bwd": 0.3})  # its first call outlasts the budget
+    scripted = {"wholebody.step": {1: 0.01, 2: 0.02}}
+
+    def measure(fns, policy, sync):
+        ((name, fn),) = fns.items()
+        seconds = scripted.get(name, {}).get(measure.batch, 1e-4)
+        return {name: Timing(seconds, seconds, seconds, seconds, 1, 1)}
+
+    building = device_suite._wholebody
+
+    def wholebody(problem, batch, seed):
+        measure.batch = batch
+        return building(problem, batch, seed)
+
+    monkeypatch.setattr(device_suite, "measure", measure)
+    monkeypatch.setattr(device_suite, "_wholebody", wholebody)
     lines = []
     monkeypatch.setattr(device_suite, "_log", lines.append)
-    doc = device_suite.run("cpu", batches=(1, 2, 4, 8), iterations=2, timing=tiny, call_budget_s=0.012)
+    doc = device_suite.run("cpu", batches=(8, 1, 4, 2), iterations=2, call_budget_s=0.03)
     rows = {(r["batch"], r["method"]): r for r in doc["results"]}
-    assert "median_s" in rows[1, "wholebody.step"] and "median_s" in rows[2, "wholebody.step"]
+    assert doc["batches"] == [1, 2, 4, 8] and "median_s" in rows[2, "wholebody.step"]
     assert rows[4, "wholebody.step"] == {"batch": 4, "method": "wholebody.step", "error": "over the call budget"}
-    assert rows[1, "wholebody.step+bwd"]["error"] == "over the call budget"  # its first call: 50 ms
+    assert rows[1, "wholebody.step+bwd"]["error"] == "over the call budget"
     assert not {(8, "wholebody.step"), (2, "wholebody.step+bwd")} & set(rows)
     assert all("median_s" in rows[b, m] for b in (1, 2, 4, 8) for m in ("arm.solve", "arm.solve+bwd"))
     step_note, bwd_note = sorted(doc["notes"], key=lambda n: not n.startswith("wholebody.step:"))
-    assert step_note.startswith("wholebody.step: about ") and "predicted at batch 4 (from " in step_note
-    assert "at 2, scaled by the batch), over the 12 ms call budget" in step_note
-    assert bwd_note.startswith("wholebody.step+bwd: its first call at batch 1 took ") and "over the 12 ms" in bwd_note
+    assert step_note == (
+        "wholebody.step: about 40 ms per call predicted at batch 4 (from 20 ms at 2), over the 30 ms call budget: "
+        "not timed, nor its larger batches"
+    )
+    assert bwd_note.startswith("wholebody.step+bwd: its first call at batch 1 took ") and "over the 30 ms" in bwd_note
     assert doc["complete"] is True and lines[-1].startswith("device: 12/12 jobs")  # 16 planned, 4 dropped
     report = device_suite.markdown(doc)
-    assert "| 4 | `wholebody.step` | over the call budget |" in report and "would last over 12 ms" in report
+    assert "| 4 | `wholebody.step` | over the call budget |" in report and "would last over 30 ms" in report
     assert "Unfinished" not in report
 
 
 def test_a_killed_device_run_keeps_its_rows_and_resumes_where_it_stopped(tmp_path, monkeypatch, capsys):
     """The command line writes the document after every row: a run stopped in its second batch leaves the rows it
     measured, marked unfinished; ``--resume`` measures only the rest. It refuses another run's document (other
-    settings or commit), a finished one, a checkout with changes, and any suite but the device suite."""
-    from learning.benchmark import cli
+    settings, code or machine), a finished one, a checkout with changes, and any suite but the device suite."""
     from learning.common import provenance
 
     commit = "0123456789abcdef0123456789abcdef01234567"
-    monkeypatch.setattr(provenance, "git_commit", lambda results=None: commit)
-    monkeypatch.setattr(cli, "git_commit", lambda results=None: commit)
+    monkeypatch.setattr(provenance, "_commit_from_git", lambda results=None: commit)
     args = ["--suite", "device", "--quick", "--batches", "1,2", "--out", str(tmp_path)]
     calls = {}
     _sleeping_rows(monkeypatch, {}, calls, interrupt=(2, "wholebody.step"))
@@ -424,10 +448,20 @@ def test_a_killed_device_run_keeps_its_rows_and_resumes_where_it_stopped(tmp_pat
 
     assert main([*args[:-4], "--batches", "1,4", "--out", str(tmp_path), "--resume"]) == 2
     assert "the earlier run differs: batches [1, 2] (this run: [1, 4])" in capsys.readouterr().err
-    monkeypatch.setattr(cli, "git_commit", lambda results=None: commit + "+changes")
+    monkeypatch.setenv("KINEMATICS_NATIVE", "0")
+    assert main([*args, "--resume"]) == 2
+    error = capsys.readouterr().err
+    assert "the earlier run differs: settings {" in error and "(this run: {'KINEMATICS_NATIVE': '0'" in error
+    monkeypatch.delenv("KINEMATICS_NATIVE")
+    fingerprint = provenance.source_fingerprint
+    monkeypatch.setattr(provenance, "source_fingerprint", lambda: "other code")
+    assert main([*args, "--resume"]) == 2
+    assert "(this run: 'other code')" in capsys.readouterr().err
+    monkeypatch.setattr(provenance, "source_fingerprint", fingerprint)
+    monkeypatch.setattr(provenance, "_commit_from_git", lambda results=None: commit + "+changes")
     assert main([*args, "--resume"]) == 2
     assert "only a run of a committed state resumes another" in capsys.readouterr().err
-    monkeypatch.setattr(cli, "git_commit", lambda results=None: commit)
+    monkeypatch.setattr(provenance, "_commit_from_git", lambda results=None: commit)
 
     calls.clear()
     _sleeping_rows(monkeypatch, {}, calls)
@@ -475,7 +509,10 @@ from learning.benchmark import main
 sys.exit(main(["--suite", "device", "--quick", "--batches", "1", "--profile-batch", "1", "--out", {str(tmp_path)!r}]))
 """
     env = {**os.environ, "KINEMATICS_NATIVE": "0", "EXAMPLE_ROBOT_DATA_SHARE": str(share)}
-    run = subprocess.run([sys.executable, "-c", prelude], env=env, capture_output=True, text=True, timeout=300)
+    repo = Path(assets.__file__).resolve().parents[1]
+    run = subprocess.run(
+        [sys.executable, "-c", prelude], cwd=repo, env=env, capture_output=True, text=True, timeout=300
+    )
     assert run.returncode == 0, run.stderr[-3000:]
     doc = json.loads((tmp_path / "device-cpu.json").read_text())
     assert [r["path"] for r in doc["results"]] == ["torch ops"] * 4 and set(doc["profile"]["rows"]) == {
