@@ -2,7 +2,8 @@
 IID test goals, complete inference (the chooser, then the checking 64-step IK solve from ``q0``, as
 ``learning.grasp_yaw.evaluation.solve_choice`` times it), round-robin medians, and the IK-trained predictor taken
 apart: its features, its network, its hypotheses' checking solves (``cfg.train.hypotheses`` of them, each
-``cfg.train.ik_iterations`` steps), the final solve.
+``cfg.train.ik_iterations`` steps), the final solve; and the floor of any chooser that runs the one-yaw network
+(its layers alone on ready features, then the final solve).
 
 The networks are freshly initialised (their cost does not depend on their weights). Each method's IK work per goal
 (solve iterations) is counted from its configuration: the bound on its throughput where IK dominates.
@@ -31,6 +32,8 @@ ROWS = {
     "radial": "the radial rule, then the final solve: the IK alone, the floor of any chooser",
     "ik_trained": "the IK-trained predictor (its hypotheses checked, the cheapest kept), then the final solve",
     "ik_trained_one_yaw": "the IK-trained predictor with one yaw (no checks), then the final solve",
+    "network_floor": "the one-yaw network's layers alone on ready features, then the final solve: the floor of any "
+    "chooser that runs this network",
     "angular_grid": "the angular grid (every yaw solved, the cheapest kept), then the final solve",
     "ik_trained.features": "the IK-trained predictor's features (its goal and start joints)",
     "ik_trained.network": "its network: the hypotheses",
@@ -53,10 +56,13 @@ def run(preset_name: str = "full", batch: int = 256, rounds: int = 15) -> dict:
         features = policy.features(p, q0)
         hypotheses = policy.predictor(features, p)
         chosen = grasp_pose(p, policy.cheapest(p, q0, hypotheses))
+        one_yaw_features = one_yaw.features(p, q0)
+        one_yaw_chosen = grasp_pose(p, one_yaw.predictor(one_yaw_features, p))
     fns = {
         "radial": lambda: solve_choice(choosers["radial"], goals, eval_ik),
         "ik_trained": lambda: solve_choice(policy_chooser(policy), goals, eval_ik),
         "ik_trained_one_yaw": lambda: solve_choice(policy_chooser(one_yaw), goals, eval_ik),
+        "network_floor": lambda: (one_yaw.predictor.body(one_yaw_features), eval_ik(one_yaw_chosen, q0)),
         "angular_grid": lambda: solve_choice(choosers["angular_grid"], goals, eval_ik),
         "ik_trained.features": lambda: policy.features(p, q0),
         "ik_trained.network": lambda: policy.predictor(features, p),
@@ -70,6 +76,7 @@ def run(preset_name: str = "full", batch: int = 256, rounds: int = 15) -> dict:
         "radial": cfg.eval_ik_iterations,
         "ik_trained": train.hypotheses * train.ik_iterations + cfg.eval_ik_iterations,
         "ik_trained_one_yaw": cfg.eval_ik_iterations,
+        "network_floor": cfg.eval_ik_iterations,
         "angular_grid": b.grid_yaws * b.grid_ik_iterations + cfg.eval_ik_iterations,
     }
     rows = [{"row": name, "per_goal_s": s / len(goals), "median_s": s, "ik_iterations_per_goal": iterations.get(name)}

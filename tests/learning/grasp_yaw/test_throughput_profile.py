@@ -24,6 +24,7 @@ def test_every_row_is_timed_and_the_ik_work_counted() -> None:
     s = doc["settings"]
     assert result["angular_grid"]["ik_iterations_per_goal"] == s["grid_yaws"] * s["grid_iterations"] + 64
     assert result["ik_trained"]["ik_iterations_per_goal"] == s["hypotheses"] * s["check_iterations"] + 64
+    assert result["network_floor"]["ik_iterations_per_goal"] == result["ik_trained_one_yaw"]["ik_iterations_per_goal"]
     assert all(r["per_goal_s"] > 0 for r in doc["results"])
     table = throughput.markdown(doc)
     assert "| `angular_grid` |" in table and "| 1.00 |" in table
