@@ -96,7 +96,7 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         tree_suite,
         wholebody_suite,
     )
-    from learning.common.provenance import provenance_line
+    from learning.common.provenance import fingerprint_at, provenance_line
     from learning.counterweight.executor_benchmark import markdown as executors_markdown
     from learning.counterweight.report import render_markdown as counterweight_markdown
     from learning.grasp_yaw import throughput
@@ -129,8 +129,13 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
     for name, render in renderers.items():
         doc = json.loads((RESULTS / f"{name}.json").read_text())
         assert (RESULTS / f"{name}.md").read_text() == render(doc), f"docs/results/{name}.md is stale"
-        commit = doc.get("provenance", doc.get("meta", {}).get("provenance", {})).get("commit", "")
+        made = doc.get("provenance", doc.get("meta", {}).get("provenance", {}))
+        commit = made.get("commit", "")
         assert re.fullmatch(r"[0-9a-f]{40}", commit), f"docs/results/{name}.json: measured at a committed state"
+        if made.get("commit_stated_by"):  # a copied checkout's (a lent machine's): its files were that commit's
+            assert made["source_fingerprint"] == fingerprint_at(commit), (
+                f"docs/results/{name}.json: not {commit}'s code"
+            )
 
 
 def test_every_page_under_docs_is_checked_as_measured() -> None:

@@ -72,16 +72,53 @@ def _stated_commit() -> str:
     return stated
 
 
+FINGERPRINTED = ("assets", "kinematics", "learning")  # the packages a run's code lies in
+
+
+def _fingerprinted(relative: Path) -> bool:
+    return relative.suffix in (".py", ".c", ".h") and "__pycache__" not in relative.parts
+
+
+def _digest(files) -> str:
+    """The fingerprint of ``(relative path, bytes)`` pairs, in the order of ``sorted`` paths per package."""
+    digest = hashlib.sha256()
+    for relative, data in files:
+        digest.update(str(relative).encode() + b"\0" + data + b"\0")
+    return digest.hexdigest()[:16]
+
+
 @functools.cache
 def source_fingerprint() -> str:
     """A digest of the project's code that a grid's workers run (every ``.py``, ``.c`` and ``.h`` of
     ``kinematics``, ``learning`` and ``assets``): equal on two machines when they run the same code."""
-    digest = hashlib.sha256()
-    for package in ("assets", "kinematics", "learning"):
-        for path in sorted((REPO / package).rglob("*")):
-            if path.suffix in (".py", ".c", ".h") and "__pycache__" not in path.parts:
-                digest.update(str(path.relative_to(REPO)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    paths = [path for package in FINGERPRINTED for path in sorted((REPO / package).rglob("*"))]
+    return _digest(
+        (path.relative_to(REPO), path.read_bytes()) for path in paths if _fingerprinted(path.relative_to(REPO))
+    )
+
+
+def fingerprint_at(commit: str) -> str:
+    """``source_fingerprint`` of ``commit``'s own files, read from git: what a copy of a clean checkout of ``commit``
+    records, to check a stated commit (``PROVENANCE_COMMIT``) against the fingerprint a run recorded."""
+    listing = subprocess.run(["git", "ls-tree", "-r", "-z", commit, "--", *FINGERPRINTED], cwd=REPO,
+                             capture_output=True, check=True, timeout=30).stdout  # fmt: skip
+    blobs = {}
+    for entry in filter(None, listing.split(b"\0")):
+        meta, name = entry.split(b"\t", 1)
+        relative = Path(name.decode())
+        if meta.split()[1] == b"blob" and _fingerprinted(relative):
+            blobs[relative] = meta.split()[2]
+    batch = subprocess.run(["git", "cat-file", "--batch"], cwd=REPO, input=b"\n".join(blobs.values()) + b"\n",
+                           capture_output=True, check=True, timeout=60).stdout  # fmt: skip
+    contents, at = [], 0
+    for _ in blobs:
+        header_end = batch.index(b"\n", at)
+        size = int(batch[at:header_end].split()[2])
+        contents.append(batch[header_end + 1 : header_end + 1 + size])
+        at = header_end + 1 + size + 1
+    data = dict(zip(blobs, contents, strict=True))
+    order = [path for package in FINGERPRINTED for path in sorted(p for p in data if p.parts[0] == package)]
+    return _digest((relative, data[relative]) for relative in order)
 
 
 def cpu_name() -> str:

@@ -65,3 +65,29 @@ def test_the_results_a_run_is_writing_do_not_change_the_commit_it_ran(outside_gi
     (root / "code.py").write_text("x = 2\n")
     assert provenance.git_commit(root / "results") == head + "+changes"
     assert provenance.git_commit(root.parent / "elsewhere") == head + "+changes"
+
+
+def test_a_commits_fingerprint_is_what_a_clean_copy_of_it_records(outside_git):
+    """``fingerprint_at(commit)``, read from git, equals ``source_fingerprint`` of a clean checkout of the commit (in
+    the same order, ``a-b.py`` before or after ``a/``, as ``sorted`` paths go), and differs once a file changes."""
+    root = outside_git
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(root)]
+    files = {"assets/robot.py": "G1 = 1\n", "kinematics/a-b.py": "x = 1\n", "kinematics/a/x.c": "int x;\n",
+             "kinematics/a/notes.txt": "not code\n", "learning/run.py": "y = 2\n"}  # fmt: skip
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    for command in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "c"]):
+        subprocess.run([*git, *command], check=True)
+    provenance.source_fingerprint.cache_clear()
+    try:
+        assert provenance.fingerprint_at("HEAD") == provenance.source_fingerprint()
+        (root / "notes.txt").write_text("outside the packages\n")
+        (root / "kinematics/a/notes.txt").write_text("not code either\n")
+        provenance.source_fingerprint.cache_clear()
+        assert provenance.fingerprint_at("HEAD") == provenance.source_fingerprint()
+        (root / "kinematics/a/x.c").write_text("int x = 1;\n")
+        provenance.source_fingerprint.cache_clear()
+        assert provenance.fingerprint_at("HEAD") != provenance.source_fingerprint()
+    finally:
+        provenance.source_fingerprint.cache_clear()
