@@ -363,6 +363,14 @@ def test_the_device_suite_profiles_one_call_of_the_solve_and_the_step_op_by_op(m
     assert "beyond its ops' ran outside torch's ops" in report and "read a value back to the host" in report
     assert "op calls (views included" in report and "| op | calls | self time | of the ops' |" in report
     assert device_suite.run("cpu", batches=(1,), iterations=2, timing=tiny, profile_batch=2)["profile"] is None
+
+    def no_profiler(fn, cuda, sync):
+        raise RuntimeError("CUPTI_ERROR_NOT_INITIALIZED")
+
+    monkeypatch.setattr(device_suite, "_profile", no_profiler)
+    doc = device_suite.run("cpu", batches=(2,), iterations=2, timing=tiny, profile_batch=2)
+    assert doc["complete"] is True and doc["profile"] is None and len(doc["results"]) == 4
+    assert doc["notes"] == ["the profile at batch 2 failed, so none is shown: CUPTI_ERROR_NOT_INITIALIZED"]
     _sleeping_rows(monkeypatch, {"arm.solve": 0.2, "wholebody.step": 0.2})
     doc = device_suite.run("cpu", batches=(1, 2), iterations=2, timing=tiny, call_budget_s=0.05, profile_batch=2)
     assert doc["profile"] is None and "Where one call" not in device_suite.markdown(doc)
