@@ -172,7 +172,8 @@ def _device(args: argparse.Namespace, cfg: BenchConfig, argv: list[str], load: f
         return {**doc, "meta": {**started, "loadavg_end": _loadavg()}}
 
     def write(doc: dict) -> None:  # after every row: what a killed run leaves is what it measured
-        report.write_suite(args.out, stamped(doc), device_suite.markdown(stamped(doc)))
+        done = stamped(doc)
+        report.write_suite(args.out, done, device_suite.markdown(done))
 
     doc = device_suite.run(
         device=cfg.device,
@@ -203,7 +204,7 @@ def meta(cfg: BenchConfig, argv: list[str], load_start: float | None, results: P
         "torch": torch.__version__,
         "torch_threads": torch.get_num_threads(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY", "unset (the OpenMP runtime's default)"),
-        "device": str(device) + (f" ({torch.cuda.get_device_name(device)})" if device.type == "cuda" else ""),
+        "device": device_suite.device_name(device),
         "peer_versions": peers.versions(),
         "iterations": cfg.iterations,
         "seed": cfg.seed,

@@ -348,27 +348,20 @@ def markdown(doc: dict) -> str:
         memory_cell = [f"{r['device_peak_bytes'] / 2**20:.1f} MiB"] if cuda else []
         rows.append([f"{r['batch']:,}", f"`{r['method']}`", fmt_time(r["median_s"]), fmt_time(r["per_row_s"]),
                      f"{1 / r['per_row_s']:,.0f}", r["path"], *memory_cell])  # fmt: skip
-    if not doc.get("complete", True):  # documents before resumable runs carry no flag: they finished
+    if not doc["complete"]:
         planned = len(doc["batches"]) * len(doc["methods"])
         lines += [f"**Unfinished**: {len(doc['results'])} of {planned} rows so far; the same command with `--resume` "
                   "goes on from here.", ""]  # fmt: skip
-    timed = "each row timed on its own" if "call_budget_s" in doc else "measured round-robin at each batch"
     lines += [
-        f"Medians per call, {timed} ({doc['iterations']} iterations for the arm's solve):",
+        f"Medians per call, each row timed on its own ({doc['iterations']} iterations for the arm's solve):",
         "",
         _table(header, rows),
         "",
         _anchor_line(doc),
         "",
         *[f"- `{name}`: {what}" for name, what in doc["methods"].items()],
-        *(
-            [
-                f"- a row whose one call would last over {fmt_time(doc['call_budget_s'])} is not timed, nor are its "
-                "larger batches"
-            ]
-            if "call_budget_s" in doc
-            else []
-        ),  # fmt: skip
+        f"- a row whose one call would last over {fmt_time(doc['call_budget_s'])} is not timed, nor are its larger "
+        "batches",
         *[f"- {note}" for note in doc["notes"]],
         "",
         *_profile_lines(doc),

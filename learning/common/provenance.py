@@ -54,8 +54,16 @@ def git_commit(results: Path | None = None) -> str:
     digits), for a copy of a clean checkout's files without its ``.git`` (what a lent machine runs; ``provenance``
     then says the commit was stated, and ``source_fingerprint`` lets the files be checked against it); else
     ``unknown``."""
+    return _commit(results)[0]
+
+
+def _commit(results: Path | None) -> tuple[str, bool]:
+    """``git_commit(results)``, and whether it is ``PROVENANCE_COMMIT``'s (no git checkout, a commit stated)."""
     from_git = _commit_from_git(results)
-    return from_git if from_git is not None else _stated_commit()
+    if from_git is not None:
+        return from_git, False
+    stated = _stated_commit()
+    return stated, stated != "unknown"
 
 
 def _stated_commit() -> str:
@@ -135,9 +143,7 @@ def provenance(command: str, results: Path | None = None) -> dict:
     """``command`` as typed (after the settings of ``SETTINGS`` that are set), the commit (``git_commit(results)``),
     and the machine (CPU, logical cores, OS, Python, torch and its threads)."""
     settings = {name: os.environ[name] for name in SETTINGS if name in os.environ}
-    from_git = _commit_from_git(results)
-    commit = from_git if from_git is not None else _stated_commit()
-    stated = from_git is None and commit != "unknown"
+    commit, stated = _commit(results)
     return {
         "command": " ".join([*(f"{name}={shlex.quote(value)}" for name, value in settings.items()), command]),
         "commit": commit,
