@@ -110,25 +110,50 @@ class BoundStep:
                 *binding.addresses,
             )
 
-    def __call__(self, q: torch.Tensor, steps: int = 1) -> tuple[torch.Tensor, ...] | None:
-        """``wholebody_step(plan, q, targets, steps, False)``'s five outputs, or None where the kernel does not take
-        ``q`` (``loader.compiled``: another shape or dtype, a graph recorded through it, a transform active)."""
+    def __call__(self, q: torch.Tensor, steps: int = 1, save: bool = False) -> tuple[torch.Tensor, ...] | None:
+        """``wholebody_step(plan, q, targets, steps, False, save)``'s outputs (five, and with ``save`` what
+        ``wholebody_step_backward`` reads of the last step), or None where the kernel does not take ``q``
+        (``loader.compiled``: another shape or dtype, a graph recorded through it, a transform active)."""
         plan, n = self.plan, self.rows
         if self.kernel is None or loader.compiled("wholebody_step", (q,), ((n, plan.nq),)) is None:
             return None
         q = q.contiguous()
         outputs = step_outputs(plan, n, q.dtype)
-        self.into(q, outputs, steps)
-        return outputs
+        saved = loader.empty(n, saved_size(plan), dtype=torch.float64) if save else None
+        self.into(q, outputs, steps, saved)
+        return outputs if saved is None else (*outputs, saved)
 
-    def into(self, q: torch.Tensor, outputs: tuple[torch.Tensor, ...], steps: int = 1) -> None:
-        """The C call alone, writing ``outputs`` (``step_outputs``'): ``q`` must be one that ``__call__`` takes,
-        contiguous (nothing is checked here)."""
+    def into(
+        self, q: torch.Tensor, outputs: tuple[torch.Tensor, ...], steps: int = 1, saved: torch.Tensor | None = None
+    ) -> None:
+        """The C call alone, writing ``outputs`` (``step_outputs``') and, where given, ``saved`` (float64 ``(rows,
+        saved_size(plan))``): ``q`` must be one that ``__call__`` takes, contiguous (nothing is checked here)."""
         code = self.kernel(
             self.rows, torch.get_num_threads(), steps, *self._plan_args, q.data_ptr(),
-            *(t.data_ptr() for t in outputs), None, None, None,
+            *(t.data_ptr() for t in outputs), None, None, None if saved is None else saved.data_ptr(),
         )  # fmt: skip
         loader.checked(code, "wholebody_step")
+
+    def backward(
+        self,
+        q: torch.Tensor,
+        forward: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+        grad_q_next: torch.Tensor,
+        grad_dq: torch.Tensor | None,
+        grad_targets: ctypes.Array,
+        grad_q: torch.Tensor | None,
+    ) -> bool:
+        """``wholebody_step_backward``'s C call for a step this object took from ``q`` (contiguous) with ``save``
+        (``forward``: its ``dq``, ``level_status`` and saved output), for the upstream gradients ``grad_q_next``
+        and ``grad_dq`` (or None; contiguous, ``q``'s dtype): the gradients written at ``grad_targets`` (a ctypes
+        array of one address per target, None where not wanted) and into ``grad_q`` where given. False (nothing
+        written) where the kernel is not there now (``native.disabled``)."""
+        kernel = loader.compiled("wholebody_step_backward", (q,), ((self.rows, self.plan.nq),))
+        if kernel is None:
+            return False
+        _backward_call(kernel, self.rows, self._plan_args, q, forward, grad_q_next, grad_dq, grad_targets,
+                       self.plan.target_sizes, grad_q)  # fmt: skip
+        return True
 
 
 def saved_size(plan: StepPlan) -> int:
@@ -165,21 +190,27 @@ def wholebody_step_backward(
     grads = [loader.empty(n, *spec[0], dtype=dtype) if want else None
              for want, spec in zip(wanted, plan.target_specs, strict=True)]  # fmt: skip
     addresses = (ctypes.c_void_p * max(1, len(grads)))(*[None if g is None else g.data_ptr() for g in grads])
-    dq, status, saved = forward  # the forward's own outputs: contiguous
-    q = q.contiguous()
+    q = q.contiguous()  # the forward's own outputs are
     if grad_q_next.dtype is not dtype or not grad_q_next.is_contiguous():  # a sum's gradient is an expanded view
         grad_q_next = grad_q_next.to(dtype).contiguous()
     if grad_dq is not None and (grad_dq.dtype is not dtype or not grad_dq.is_contiguous()):
         grad_dq = grad_dq.to(dtype).contiguous()
     grad_q = loader.empty(n, plan.nq, dtype=dtype) if configuration else None
+    plan_args = (plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays), *binding.addresses)
+    _backward_call(kernel, n, plan_args, q, forward, grad_q_next, grad_dq, addresses, plan.target_sizes, grad_q)
+    return grads, grad_q
+
+
+def _backward_call(kernel, n, plan_args, q, forward, grad_q_next, grad_dq, grad_targets, target_sizes, grad_q) -> None:
+    """The C backward's call: ``plan_args`` the plan's, settings', arrays' and targets' addresses, the tensors
+    contiguous of ``q``'s dtype (``forward``: the step's ``dq``, ``level_status`` and saved output)."""
+    dq, status, saved = forward
     code = kernel(
-        n, torch.get_num_threads(), plan.plan.data_ptr(), plan.settings.data_ptr(), ctypes.addressof(plan.arrays),
-        *binding.addresses, q.data_ptr(), dq.data_ptr(), saved.data_ptr(), status.data_ptr(),
-        grad_q_next.data_ptr(), None if grad_dq is None else grad_dq.data_ptr(), ctypes.addressof(addresses),
-        plan.target_sizes.data_ptr(), None if grad_q is None else grad_q.data_ptr(),
+        n, torch.get_num_threads(), *plan_args, q.data_ptr(), dq.data_ptr(), saved.data_ptr(), status.data_ptr(),
+        grad_q_next.data_ptr(), None if grad_dq is None else grad_dq.data_ptr(), ctypes.addressof(grad_targets),
+        target_sizes.data_ptr(), None if grad_q is None else grad_q.data_ptr(),
     )  # fmt: skip
     loader.checked(code, "wholebody_step_backward")
-    return grads, grad_q
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from kinematics.wholebody.constraints import ComInSupportPolygon, ConfigurationL
 from kinematics.wholebody.layer import WholeBodyIKCfg, WholeBodyIKLayer, WholeBodyIKResult
 from kinematics.wholebody.standing import Stance, StandingProblem, stance, standing_configuration, standing_problem
 from kinematics.wholebody.step_plan import NoCompiledFormWarning
-from kinematics.wholebody.stepper import WholeBodyStepper
+from kinematics.wholebody.stepper import StepGradients, WholeBodyStepper
 from kinematics.wholebody.tasks import ComTask, FrameTask, PostureTask, RelativeFrameTask, Task
 
 __all__ = [
@@ -21,6 +21,7 @@ __all__ = [
     "PostureTask",
     "RelativeFrameTask",
     "StandingProblem",
+    "StepGradients",
     "StepLimit",
     "Task",
     "WholeBodyIKCfg",

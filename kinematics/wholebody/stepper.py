@@ -8,13 +8,23 @@ it once: it owns a copy of each target (``set_target`` writes into it), prepares
 constraint's preparation reads changes (a contact's anchor), and each ``step(q)`` checks ``q`` and makes the compiled
 call. Its answers are ``layer.step``'s: where the compiled call does not apply (no compiled plan, another device,
 a ``q`` it does not take, a graph recorded through ``q``, a transform active) it calls ``layer.step`` with its
-targets and prepared polygon, which then differentiates to ``q`` as always. Its targets carry no gradient: for
-gradients to the targets, call ``layer.step`` or ``layer.solve``.
+targets and prepared polygon, which then differentiates to ``q`` as always.
+
+Its targets record no autograd graph (at batch 1, torch's autograd alone costs more than a stepper's step:
+``docs/results/benchmark/wholebody-profile.md``). The last step's derivatives come
+from ``vjp`` instead, as Pinocchio's and Crocoddyl's derivatives come from a call: the upstream gradient on
+``q_next`` (and ``dq``) in, the gradients of the targets asked for (and of ``q``) out, what ``layer.step``'s autograd
+gives for the same step. On the compiled path that is one more compiled call (the step's own backward,
+``native.wholebody_step_backward``, reading what the step saved and the targets through the step's binding); a
+contact's anchor's gradient also runs the polygon's preparation's backward; elsewhere the step is recorded again
+through ``layer.step`` and differentiated by autograd.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ctypes
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import torch
 
@@ -23,6 +33,38 @@ from kinematics.errors import ConfigError, ShapeError
 from kinematics.wholebody import step_kernel, step_plan
 from kinematics.wholebody.cascade import CascadeStep
 from kinematics.wholebody.layer import WholeBodyIKLayer
+
+
+class StepGradients(NamedTuple):
+    """``WholeBodyStepper.vjp``'s answer: ``targets``, name -> the gradient ``(rows, *shape)`` of each target asked
+    for; ``q``, the gradient ``(rows, nq)`` w.r.t. the step's ``q`` where asked for, else None."""
+
+    targets: dict[str, torch.Tensor]
+    q: torch.Tensor | None
+
+
+class _Recorded(NamedTuple):
+    """What the last step's ``vjp`` reads: the step's ``q``, the version counters of it (and of its ``dq`` and
+    ``level_status``) then, the layer's settings and tree it stepped with (``built_from``) and, on the compiled path,
+    the bound call (its plan and its binding of the targets) and what its backward reads (``forward``: ``dq``,
+    ``level_status``, the saved output); without them the step went through ``layer.step``."""
+
+    q: torch.Tensor
+    versions: tuple[int, ...]
+    built_from: tuple
+    bound: native.BoundStep | None = None
+    forward: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
+
+
+class _Ask(NamedTuple):
+    """A ``vjp``'s request as the compiled backward takes it: the targets' ``names``, those a constraint's
+    preparation reads (``through_preparation``), the kernel inputs whose gradient it writes (``slots``: index, the
+    target's name or None for a prepared tensor, the row shape) and the array of their addresses it reads."""
+
+    names: tuple[str, ...]
+    through_preparation: tuple[str, ...]
+    slots: tuple[tuple[int, str | None, torch.Size], ...]
+    addresses: ctypes.Array
 
 
 class WholeBodyStepper:
@@ -35,6 +77,7 @@ class WholeBodyStepper:
         for tick in range(ticks):
             stepper.set_target("right_hand", T_world_hand_goal)   # (rows, 4, 4), or broadcast to it
             q, step = stepper.step(q)
+            hand_grad = stepper.vjp(dloss_dq_next, targets=("right_hand",)).targets["right_hand"]
     """
 
     def __init__(self, layer: WholeBodyIKLayer, targets: Mapping[str, torch.Tensor]) -> None:
@@ -47,6 +90,8 @@ class WholeBodyStepper:
         layer._check_step(torch.empty(self.rows, tree.nq, dtype=tree.joint_lower.dtype), targets)
         self._targets = {name: self._own(targets[name]) for name in layer.target_names}
         self._prepare_reads = {name for c in layer.constraints for name in c.prepare_reads}
+        self._recorded: _Recorded | None = None
+        self._asks: dict[tuple[str, ...] | None, _Ask] = {}  # vjp's requests, by the names asked
         self._prepare()
 
     def _own(self, target: torch.Tensor) -> torch.Tensor:
@@ -64,8 +109,9 @@ class WholeBodyStepper:
         self._plan = step_kernel.plan_of(layer) if lower.is_cpu else None
         self._bound = None
         if self._plan is not None:
-            inputs = step_plan.kernel_inputs(layer, self._targets, self._prepared)
-            bound = native.BoundStep(self._plan, inputs, self.rows)
+            self._inputs = step_plan.kernel_inputs(layer, self._targets, self._prepared)
+            self._asks = {}
+            bound = native.BoundStep(self._plan, self._inputs, self.rows)
             self._bound = bound if bound.kernel is not None else None
 
     @property
@@ -83,8 +129,8 @@ class WholeBodyStepper:
         value = torch.as_tensor(value)
         if value.requires_grad:
             raise ConfigError(
-                f"stepper: target {name!r} requires grad, and a stepper's targets carry none: call layer.step or "
-                "layer.solve for gradients to the targets"
+                f"stepper: target {name!r} requires grad, and a stepper's targets record no graph: after step, "
+                "vjp gives the targets' gradients (or call layer.step or layer.solve under autograd)"
             )
         if value.shape != own.shape:  # broadcast_shapes costs more than the copy: only where the shapes differ
             try:
@@ -94,6 +140,7 @@ class WholeBodyStepper:
             if shape != own.shape:
                 raise ShapeError(f"stepper: target {name!r} is {tuple(own.shape)}; got {tuple(value.shape)}")
         own.copy_(value)
+        self._recorded = None  # the last step's backward read the targets it stepped towards
         if name in self._prepare_reads:
             self._prepare()
 
@@ -104,16 +151,150 @@ class WholeBodyStepper:
 
     def step(self, q: torch.Tensor) -> tuple[torch.Tensor, CascadeStep]:
         """One cascade step from ``q`` ``(rows, nq)`` towards the targets in force: ``(q_next, CascadeStep)``,
-        ``layer.step``'s."""
+        ``layer.step``'s. ``vjp`` then differentiates it."""
+        layer, built_from = self.layer, self._built_from
+        cfg, tree, address = built_from
+        if layer.cfg is not cfg or layer.tree is not tree or tree.joint_lower.data_ptr() != address:
+            # the layer took new settings or moved (dtype, device): the plan and the targets' copies follow
+            self._targets = {name: self._own(t) for name, t in self._targets.items()}
+            self._prepare()
+            return self.step(q)
+        self._recorded = None  # until this step is taken
         bound = self._bound
         if bound is not None and not (q.requires_grad and torch.is_grad_enabled()):
-            layer, (cfg, tree, address) = self.layer, self._built_from
-            if layer.cfg is not cfg or layer.tree is not tree or tree.joint_lower.data_ptr() != address:
-                # the layer took new settings or moved (dtype, device): the plan and the targets' copies follow
-                self._targets = {name: self._own(t) for name, t in self._targets.items()}
-                self._prepare()
-                return self.step(q)
-            out = bound(q)
+            out = bound(q, save=True)
             if out is not None:
-                return out[0], CascadeStep(*out[1:])
-        return self.layer.step(q, self._targets, prepared=self._prepared)
+                q_next, dq, status, *rest, saved = out
+                self._recorded = _Recorded(q, (q._version, dq._version, status._version), built_from, bound,
+                                           (dq, status, saved))  # fmt: skip
+                return q_next, CascadeStep(dq, status, *rest)
+        q_next, step = layer.step(q, self._targets, prepared=self._prepared)
+        self._recorded = _Recorded(q, (q._version,), built_from)
+        return q_next, step
+
+    def vjp(
+        self,
+        grad_q_next: torch.Tensor,
+        grad_dq: torch.Tensor | None = None,
+        *,
+        targets: Sequence[str] | None = None,
+        q: bool = False,
+    ) -> StepGradients:
+        """The last ``step``'s vector-Jacobian product: for the upstream gradients on its ``q_next`` ``(rows, nq)``
+        and, where given, its ``dq`` ``(rows, nv)``, the gradient of each target in ``targets`` (names; every
+        target when omitted) and, with ``q``, of the step's ``q``: what ``layer.step``'s autograd gives for that
+        step. A ``ConfigError`` where there is no step to differentiate: none taken, a target set since, its ``q``
+        or outputs changed in place, the layer given new settings."""
+        recorded = self._recorded
+        if recorded is None:
+            raise ConfigError("stepper.vjp: no step to differentiate (none taken, or a target was set since the last)")
+        step_q, forward = recorded.q, recorded.forward
+        versions = (step_q._version,) if forward is None else (step_q._version, forward[0]._version,
+                                                                 forward[1]._version)  # fmt: skip
+        if versions != recorded.versions:
+            raise ConfigError("stepper.vjp: the last step's q, dq or level_status was changed in place since the step")
+        ask = self._asks.get(targets if targets is None or type(targets) is tuple else tuple(targets))
+        if ask is None:
+            ask = self._ask(targets)
+        tree = self.layer.tree
+        grad_q_next = self._upstream("grad_q_next", grad_q_next, tree.nq, step_q)
+        if grad_dq is not None:
+            grad_dq = self._upstream("grad_dq", grad_dq, tree.nv, step_q)
+        # the compiled backward reads the plan the step was taken with; the reference takes the step again
+        found = None if forward is None else self._compiled_vjp(recorded, grad_q_next, grad_dq, ask, q)
+        if found is None:  # stepped through layer.step, or the library went away since the step
+            cfg, stepped_tree, address = recorded.built_from
+            if self.layer.cfg is not cfg or tree is not stepped_tree or tree.joint_lower.data_ptr() != address:
+                raise ConfigError("stepper.vjp: the layer took new settings or moved since the last step")
+            found = self._reference_vjp(step_q.detach(), grad_q_next, grad_dq, ask.names, q)
+        return StepGradients(*found)
+
+    def _ask(self, targets: Sequence[str] | None) -> _Ask:
+        """What a ``vjp`` asking for ``targets`` (names, or None: every target) hands the compiled backward,
+        kept for the next ``vjp`` that asks the same."""
+        if isinstance(targets, str):
+            raise ConfigError(f"stepper.vjp: targets is a sequence of names; got the string {targets!r}")
+        layer = self.layer
+        names = self.target_names if targets is None else tuple(self._known(name) for name in targets)
+        through_preparation = tuple(name for name in names if name in self._prepare_reads)
+        slots = [(slot, name, self._targets[name].shape[1:]) for slot, name in enumerate(layer.target_names)
+                 if name in names]  # fmt: skip
+        slot = len(layer.target_names)
+        for constraint in layer.constraints:  # its prepared tensors, where a target its preparation reads is asked
+            if constraint.prepared_size:
+                if set(constraint.prepare_reads) & set(through_preparation):
+                    prepared = self._prepared[constraint.name]
+                    slots += [(slot + i, None, tensor.shape[1:]) for i, tensor in enumerate(prepared)]
+                slot += constraint.prepared_size
+        ask = _Ask(names, through_preparation, tuple(slots), (ctypes.c_void_p * max(1, slot))())
+        self._asks[targets if targets is None else tuple(targets)] = ask
+        return ask
+
+    def _upstream(self, what: str, grad: torch.Tensor, width: int, step_q: torch.Tensor) -> torch.Tensor:
+        """``grad`` checked: ``(rows, width)`` on the step's device; detached, contiguous, of the step's dtype."""
+        if not isinstance(grad, torch.Tensor) or grad.shape != (self.rows, width):
+            found = tuple(grad.shape) if isinstance(grad, torch.Tensor) else type(grad).__name__
+            raise ShapeError(f"stepper.vjp: {what} must be ({self.rows}, {width}), got {found}")
+        if grad.device != step_q.device:
+            raise ConfigError(f"stepper.vjp: {what} is on {grad.device}; the step was on {step_q.device}")
+        if grad.dtype is not step_q.dtype or not grad.is_contiguous():
+            grad = grad.to(step_q.dtype).contiguous()
+        return grad.detach() if grad.requires_grad else grad
+
+    def _compiled_vjp(self, recorded: _Recorded, grad_q_next, grad_dq, ask: _Ask, want_q: bool):
+        """The compiled backward of the recorded step, or None where the library went away since: the tasks'
+        targets and the contacts' anchors directly, the prepared polygon's gradients carried to the anchors through
+        the preparation's backward."""
+        step_q = recorded.q.contiguous()
+        rows, dtype, addresses = self.rows, step_q.dtype, ask.addresses
+        grads = []
+        for slot, _, shape in ask.slots:
+            grad = torch.empty((rows, *shape), dtype=dtype)
+            addresses[slot] = grad.data_ptr()
+            grads.append(grad)
+        grad_q = torch.empty(rows, self.layer.tree.nq, dtype=dtype) if want_q else None
+        done = recorded.bound.backward(step_q, recorded.forward, grad_q_next, grad_dq, addresses, grad_q)
+        for slot, _, _ in ask.slots:
+            addresses[slot] = None
+        if not done:
+            return None
+        gradients = {name: grad for (_, name, _), grad in zip(ask.slots, grads, strict=True) if name is not None}
+        if ask.through_preparation:
+            self._carry_through_preparation(gradients, ask, grads)
+        return gradients, grad_q
+
+    def _carry_through_preparation(self, gradients: dict, ask: _Ask, grads: list[torch.Tensor]) -> None:
+        """Add to the anchors' gradients in ``gradients`` what the prepared tensors' (``grads`` at ``ask``'s slots
+        without a name) carry back through ``layer.prepare``'s backward."""
+        layer = self.layer
+        with torch.enable_grad():
+            leaves = {name: self._targets[name].detach().requires_grad_(True) for name in ask.through_preparation}
+            targets = {**self._targets, **leaves}
+            prepared = step_plan.kernel_inputs(layer, targets, layer.prepare(targets))
+            pairs = [(prepared[slot], grad) for (slot, name, _), grad in zip(ask.slots, grads, strict=True)
+                     if name is None and prepared[slot].requires_grad]  # fmt: skip
+            carried = torch.autograd.grad([t for t, _ in pairs], list(leaves.values()), [g for _, g in pairs],
+                                          allow_unused=True)  # fmt: skip
+        for name, extra in zip(leaves, carried, strict=True):
+            if extra is not None:
+                gradients[name] = gradients[name] + extra
+
+    def _reference_vjp(self, step_q: torch.Tensor, grad_q_next, grad_dq, names: tuple[str, ...], want_q: bool):
+        """The recorded step taken again through ``layer.step`` with a graph to the targets asked for (and ``q``),
+        differentiated by autograd."""
+        layer = self.layer
+        with torch.enable_grad():
+            leaves = {name: self._targets[name].detach().requires_grad_(True) for name in names}
+            q_leaf = step_q.requires_grad_(True) if want_q else step_q
+            targets = {**self._targets, **leaves}
+            prepared = layer.prepare(targets) if set(names) & self._prepare_reads else self._prepared
+            q_next, step = layer.step(q_leaf, targets, prepared=prepared)
+            outputs, grads = [q_next], [grad_q_next]
+            if grad_dq is not None:
+                outputs.append(step.dq)
+                grads.append(grad_dq)
+            asked = [*leaves.values(), *([q_leaf] if want_q else [])]
+            found = torch.autograd.grad(outputs, asked, grads, allow_unused=True) if asked else ()
+        found = [torch.zeros_like(leaf) if g is None else g for g, leaf in zip(found, asked, strict=True)]
+        gradients = dict(zip(leaves, found, strict=False))
+        return gradients, found[-1] if want_q else None

@@ -40,6 +40,8 @@ PARTS = {
     "step": "layer.step(q, targets): everything below",
     "step.prepared": "layer.step(q, targets, prepared=...): the polygon prepared once (a control loop's step)",
     "stepper.step": "WholeBodyStepper.step after set_target of the hand: the targets checked, copied and bound once",
+    "stepper.step+vjp": "the same, then WholeBodyStepper.vjp to the hand target: the step's compiled backward, called "
+    "without an autograd graph",
     "prepare": "layer.prepare(targets): the soles' poses stacked, then one kernel (the corners posed, the hull's edges)",
     "checks": "layer._check_step: the inputs' shapes",
     "kernel_inputs": "step_plan.kernel_inputs: the targets and the prepared polygon as the kernel's list",
@@ -144,10 +146,15 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
         stepper.set_target(HAND, flat[HAND])
         stepper.step(q)
 
+    def stepper_step_vjp():
+        stepper_step()
+        stepper.vjp(grad_q_next, targets=(HAND,))
+
     fns = {
         "step": lambda: layer.step(q, flat),
         "step.prepared": lambda: layer.step(q, flat, prepared=prepared),
         "stepper.step": stepper_step,
+        "stepper.step+vjp": stepper_step_vjp,
         "prepare": lambda: layer.prepare(flat),
         "checks": lambda: layer._check_step(q, flat),
         "kernel_inputs": lambda: step_plan.kernel_inputs(layer, flat, prepared),
@@ -208,10 +215,14 @@ def markdown(doc: dict) -> str:
          fmt_time(median["step+bwd"] - median["step.graph"] - median["bwd.retained"])],
         ["the floor of a backward of torch's own nodes, as a ratio to the step (step+bwd.floor / step)",
          f"{median['step+bwd.floor'] / step:.2f}x"],
+        ["the stepper's backward (stepper.step+vjp - stepper.step)",
+         fmt_time(median["stepper.step+vjp"] - median["stepper.step"])],
+        ["a stepper's step and its backward, as a ratio to its step (stepper.step+vjp / stepper.step)",
+         f"{median['stepper.step+vjp'] / median['stepper.step']:.2f}x"],
     ]  # fmt: skip
     lines += [
         "",
-        "Derived from the medians above (differences, and one ratio):",
+        "Derived from the medians above (differences, and ratios):",
         "",
         _table(["what", "value"], derived),
     ]

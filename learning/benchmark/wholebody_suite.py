@@ -38,6 +38,8 @@ METHODS = {
     "constraints) of a flat batch: forward kinematics, the cascade's QPs, the integration; no graph",
     "stepper.step": "WholeBodyStepper.step after set_target of the hand's target: the same step for a batch whose "
     "targets are set in place (a control loop's; PlaCo's and mink's shape), checked and bound once",
+    "stepper.step+vjp": "the stepper's step, then its vector-Jacobian product to the hand's target "
+    "(WholeBodyStepper.vjp: the compiled backward of the step just taken, no autograd graph)",
     "step.torch": "the same step as the torch composition (the compiled step's reference: what runs under autograd, "
     "on other devices and for a layer the compiled plan does not encode)",
     "step+bwd": "the same step with autograd to the hand target (q without a graph: the compiled step and its compiled "
@@ -108,6 +110,11 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
         stepper.set_target(HAND, flat[HAND])
         return stepper.step(q)
 
+    def stepper_step_vjp():
+        stepper.set_target(HAND, flat[HAND])
+        stepper.step(q)
+        return stepper.vjp(grad_q_next, targets=(HAND,)).targets[HAND]
+
     def torch_step_backward():
         hand, q_leaf = flat[HAND].clone().requires_grad_(True), q.clone().requires_grad_(True)
         with torch.enable_grad():
@@ -119,9 +126,11 @@ def _ours(problem, targets: dict, iterations: int, batch: int, full_solve: bool)
     inputs = step_plan.kernel_inputs(layer, flat, prepared)
     contacts = [c.name for c in layer.constraints if c.needs_target]
     stepper = WholeBodyStepper(layer, flat)
+    grad_q_next = torch.ones_like(q)  # what sum() hands back, as step+bwd's
     fns = {
         "step": lambda: layer.step(q, flat),
         "stepper.step": stepper_step,
+        "stepper.step+vjp": stepper_step_vjp,
         "step.torch": lambda: layer.reference_steps(q, inputs, 1),
         "step+bwd": step_backward,
         "step+bwd.q": configuration_step_backward,
@@ -269,6 +278,7 @@ def goals(results: list[dict], memory: list[dict], loop: dict | None = None, sha
     single, single_pink = per_row.get((1, "step", "ours")), per_row.get((1, "step", "pink.loop"))
     single_placo, single_backward = per_row.get((1, "step", "placo.loop")), per_row.get((1, "step+bwd", "ours"))
     single_stepper = per_row.get((1, "stepper.step", "ours"))
+    single_stepper_vjp = per_row.get((1, "stepper.step+vjp", "ours"))
     backward = per_row.get((1024, "step+bwd", "ours"))
     solve = per_row.get((1, "solve", "ours"))
     peaks = {m["iterations"]: m["peak_bytes"] for m in memory if m["gradient"] == "implicit"}
@@ -284,6 +294,8 @@ def goals(results: list[dict], memory: list[dict], loop: dict | None = None, sha
               "pink.loop per row / ours per row"),
         goal("one cascade step at batch 1: forward+backward <= 2x forward", ratio(single_backward, single), 2, False,
               "to the hand target, q without a graph"),
+        goal("a stepper's step at batch 1 and its backward (vjp): <= 2x its step", ratio(single_stepper_vjp,
+             single_stepper), 2, False, "stepper.step+vjp per row / stepper.step per row, to the hand target"),
         goal("control loop at batch 1: p99 of a step < 2x its p50", None if not loop else loop["p99_s"] / loop["p50_s"],
               2, False, "p99 / p50" + _fixed_work_note(loop)),
         goal("one cascade step at batch 1024: <= 5 us per row", None if step is None else step * 1e6, 5, False),
@@ -317,6 +329,7 @@ def markdown(doc: dict) -> str:
         for op in (
             "step",
             "stepper.step",
+            "stepper.step+vjp",
             "step.torch",
             "step+bwd",
             "step+bwd.q",

@@ -2,7 +2,10 @@
 in place (every kind of task and constraint, float32 and float64, batch 1 and 5); a moved foot anchor prepares the
 support polygon again; the targets are the stepper's own copies; bad names, shapes and targets that require grad
 refused with typed errors; a ``q`` that records a graph differentiates as ``layer.step`` does; new settings on the
-layer followed; a layer without a compiled plan answered by ``layer.step``."""
+layer followed; a layer without a compiled plan answered by ``layer.step``. ``vjp``: ``layer.step``'s autograd
+gradients bit for bit (every target, ``q``, with a gradient on ``dq`` or not), central differences, the reference
+path where the compiled call does not apply, the step taken differentiated after new settings, and what it cannot
+differentiate refused."""
 
 from __future__ import annotations
 
@@ -89,7 +92,7 @@ def test_bad_input_is_refused_with_typed_errors() -> None:
         stepper.set_target("nose", flat["com"])
     with pytest.raises(ShapeError, match=r"'com' is \(2, 3\); got \(3, 3\)"):
         stepper.set_target("com", torch.zeros(3, 3, dtype=torch.float64))
-    with pytest.raises(ConfigError, match="carry none"):
+    with pytest.raises(ConfigError, match="record no graph"):
         stepper.set_target("com", flat["com"].clone().requires_grad_(True))
     stepper.set_target("com", flat["com"][0])  # one row, broadcast to both
     assert torch.equal(stepper.target("com"), flat["com"][0].expand(2, 3))
@@ -128,3 +131,159 @@ def test_a_layer_without_a_compiled_plan_is_answered_by_layer_step() -> None:
         stepper = WholeBodyStepper(layer, flat)
     assert stepper._bound is None
     assert_equal_steps(stepper.step(q), layer.step(q, flat))
+
+
+def autograd_gradients(layer, q, flat, names, grad_q_next, grad_dq=None):
+    """``layer.step``'s autograd gradients of ``<q_next, grad_q_next> (+ <dq, grad_dq>)`` w.r.t. the targets ``names``
+    and ``q``."""
+    leaves = {name: flat[name].clone().requires_grad_(True) for name in names}
+    q_leaf = q.clone().requires_grad_(True)
+    q_next, step = layer.step(q_leaf, {**flat, **leaves})
+    loss = (q_next * grad_q_next).sum() + (0 if grad_dq is None else (step.dq * grad_dq).sum())
+    *found, grad_q = torch.autograd.grad(loss, [*leaves.values(), q_leaf])
+    return dict(zip(names, found, strict=True)), grad_q
+
+
+def upstream(q, nv: int, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.randn(q.shape, generator=generator, dtype=torch.float64).to(q.dtype),
+            torch.randn(q.shape[0], nv, generator=generator, dtype=torch.float64).to(q.dtype))  # fmt: skip
+
+
+@pytest.mark.parametrize(("dtype", "rows"), [(torch.float64, 1), (torch.float64, 4), (torch.float32, 3)])
+def test_vjp_is_layer_steps_autograd_tick_after_tick(dtype, rows) -> None:
+    """Every target (the contacts' anchors through the polygon's preparation included) and q, with and without a
+    gradient on dq, bit for bit, as the hand target moves."""
+    layer = every_kind_layer(tree_of(dtype))
+    targets, q = every_kind_targets(layer.tree, rows, seed=8)
+    flat = flat_targets(layer, targets, rows)
+    stepper = WholeBodyStepper(layer, flat)
+    names = stepper.target_names
+    assert {"left_foot", "right_foot", "right_hand", "posture"} <= set(names)
+    hand = flat["right_hand"].clone()
+    for tick in range(3):
+        hand[:, 0, 3] += 0.02
+        stepper.set_target("right_hand", hand)
+        flat = {**flat, "right_hand": hand.clone()}
+        grad_q_next, grad_dq = upstream(q, layer.tree.nv, tick)
+        grad_dq = grad_dq if tick % 2 else None
+        expected, expected_q = autograd_gradients(layer, q, flat, names, grad_q_next, grad_dq)
+        q_next, _ = stepper.step(q)
+        found = stepper.vjp(grad_q_next, grad_dq, q=True)
+        assert list(found.targets) == list(names)
+        for name in names:
+            assert torch.equal(found.targets[name], expected[name]), name
+        assert torch.equal(found.q, expected_q)
+        only = stepper.vjp(grad_q_next, grad_dq, targets=["right_hand"])  # the same step asked again, one target
+        assert list(only.targets) == ["right_hand"] and only.q is None
+        assert torch.equal(only.targets["right_hand"], expected["right_hand"])
+        q = q_next
+
+
+def test_vjp_agrees_with_central_differences() -> None:
+    """The hand target's position entries and the CoM's target."""
+    layer, flat, q, stepper = float64_case(1, seed=9)
+    grad_q_next = upstream(q, layer.tree.nv, 0)[0]
+    stepper.step(q)
+    found = stepper.vjp(grad_q_next, targets=("right_hand", "com")).targets
+    eps = 1e-6
+    for name, index in [("right_hand", (0, i, 3)) for i in range(3)] + [("com", (0, i)) for i in range(3)]:
+        values = []
+        for sign in (1, -1):
+            target = flat[name].clone()
+            target[index] += sign * eps
+            values.append(float((layer.step(q, {**flat, name: target})[0] * grad_q_next).sum()))
+        difference = (values[0] - values[1]) / (2 * eps)
+        assert abs(float(found[name][index]) - difference) <= 1e-6 + 1e-5 * abs(difference), (name, index)
+    assert float(found["right_hand"][0, :3, 3].abs().max()) > 0.1  # the hand's target moves the step
+
+
+def test_vjp_where_the_compiled_call_does_not_apply_is_layer_steps_autograd() -> None:
+    """Stepped and differentiated without the library: the torch composition's autograd, bit for bit; the library
+    gone between the step and its vjp: the step taken again by the torch composition (equal to its rounding)."""
+    from kinematics import native
+
+    layer, flat, q, stepper = float64_case(2, seed=10)
+    names = stepper.target_names
+    grad_q_next = upstream(q, layer.tree.nv, 1)[0]
+    compiled, compiled_q = autograd_gradients(layer, q, flat, names, grad_q_next)
+    with native.disabled():
+        expected, expected_q = autograd_gradients(layer, q, flat, names, grad_q_next)
+        stepper.step(q)
+        found = stepper.vjp(grad_q_next, q=True)
+    assert all(torch.equal(found.targets[name], expected[name]) for name in names)
+    assert torch.equal(found.q, expected_q)
+    stepper.step(q)  # compiled
+    with native.disabled():
+        gone = stepper.vjp(grad_q_next, q=True)
+    for name in names:
+        scale = float(compiled[name].abs().max()) + 1e-12
+        assert float((gone.targets[name] - compiled[name]).abs().max()) <= 1e-5 * scale, name
+    assert float((gone.q - compiled_q).abs().max()) <= 1e-5 * float(compiled_q.abs().max())
+
+
+def test_vjp_differentiates_the_step_taken_even_after_new_settings() -> None:
+    """The compiled backward reads the plan the step was taken with; the reference, which would take the step
+    again with the new settings, refuses."""
+    from kinematics import native
+
+    layer, flat, q, stepper = float64_case(1, seed=11)
+    grad_q_next = upstream(q, layer.tree.nv, 2)[0]
+    expected = autograd_gradients(layer, q, flat, ("right_hand",), grad_q_next)[0]["right_hand"]
+    stepper.step(q)
+    layer.cfg = dataclasses.replace(layer.cfg, damping=layer.cfg.damping * 100)
+    assert torch.equal(stepper.vjp(grad_q_next, targets=("right_hand",)).targets["right_hand"], expected)
+    with native.disabled(), pytest.raises(ConfigError, match="new settings"):
+        stepper.vjp(grad_q_next, targets=("right_hand",))
+
+
+def test_vjp_of_a_layer_without_a_compiled_plan_is_layer_steps_autograd() -> None:
+    class OwnPosture(PostureTask):  # a user's task: no compiled form
+        def compiled_form(self, plan) -> bool:
+            return False
+
+    tree = tree_of(torch.float64)
+    layer = WholeBodyIKLayer(tree, [[OwnPosture(tree, name="posture")]], [], WholeBodyIKCfg())
+    q = tree.neutral()[None].clone()
+    q[:, 7:] += 0.1
+    flat = {"posture": tree.neutral()[None, 7:].clone() + 0.05}
+    with pytest.warns(UserWarning):
+        stepper = WholeBodyStepper(layer, flat)
+    grad_q_next = upstream(q, tree.nv, 3)[0]
+    expected, expected_q = autograd_gradients(layer, q, flat, ("posture",), grad_q_next)
+    stepper.step(q)
+    found = stepper.vjp(grad_q_next, q=True)
+    assert float(expected["posture"].abs().max()) > 0
+    assert torch.equal(found.targets["posture"], expected["posture"]) and torch.equal(found.q, expected_q)
+
+
+def test_vjp_refuses_what_it_cannot_differentiate() -> None:
+    layer, flat, q, stepper = float64_case(2, seed=12)
+    grad_q_next = torch.ones_like(q)
+    with pytest.raises(ConfigError, match="no step to differentiate"):
+        stepper.vjp(grad_q_next)
+    stepper.step(q)
+    with pytest.raises(ConfigError, match="no target 'nose'"):
+        stepper.vjp(grad_q_next, targets=("nose",))
+    with pytest.raises(ConfigError, match="sequence of names"):
+        stepper.vjp(grad_q_next, targets="com")
+    with pytest.raises(ShapeError, match=r"grad_q_next must be \(2, 36\), got \(1, 36\)"):
+        stepper.vjp(grad_q_next[:1])
+    with pytest.raises(ShapeError, match=r"grad_dq must be \(2, 35\)"):
+        stepper.vjp(grad_q_next, grad_q_next)
+    stepper.set_target("com", flat["com"])
+    with pytest.raises(ConfigError, match="a target was set since"):
+        stepper.vjp(grad_q_next)
+    own_q = q.clone()
+    _, step = stepper.step(own_q)
+    own_q[:, 8] += 0.1  # the step's q changed in place
+    with pytest.raises(ConfigError, match="changed in place"):
+        stepper.vjp(grad_q_next)
+    _, step = stepper.step(q)
+    step.dq.zero_()
+    with pytest.raises(ConfigError, match="changed in place"):
+        stepper.vjp(grad_q_next)
+    with pytest.raises(ShapeError, match="q must be"):
+        stepper.step(q[:, :10])
+    with pytest.raises(ConfigError, match="no step to differentiate"):  # a failed step leaves no record
+        stepper.vjp(grad_q_next)

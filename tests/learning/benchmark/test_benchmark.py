@@ -129,6 +129,7 @@ def test_wholebody_targets_read_one_runs_numbers():
     results = [row(1024, "step", "ours", 8.0), row(1024, "step", "pink.loop", 300.0),
                row(1024, "step+bwd", "ours", 20.0), row(1, "step", "ours", 500.0),
                row(1, "step", "pink.loop", 400.0), row(1, "step", "placo.loop", 40.0), row(1, "stepper.step", "ours", 32.0),
+               row(1, "stepper.step+vjp", "ours", 56.0),
                row(1, "step+bwd", "ours", 900.0), row(1, "solve", "ours", 4000.0)]  # fmt: skip
     memory = [{"gradient": "implicit", "iterations": 16, "peak_bytes": 2_000_000},
               {"gradient": "implicit", "iterations": 128, "peak_bytes": 2_100_000}]  # fmt: skip
@@ -144,6 +145,7 @@ def test_wholebody_targets_read_one_runs_numbers():
         "a stepper's step at batch 1 (targets set in place): at least as fast as PlaCo's step": (1.25, True),
         "one cascade step at batch 1: at least as fast as pink.solve_ik": (0.8, False),
         "one cascade step at batch 1: forward+backward <= 2x forward": (1.8, True),
+        "a stepper's step at batch 1 and its backward (vjp): <= 2x its step": (1.75, True),
         "control loop at batch 1: p99 of a step < 2x its p50": (2.5, False),
         "one cascade step at batch 1024: <= 5 us per row": (8.0, False),
         "one cascade step at batch 1024: >= 20x faster per row than pink's loop": (37.5, True),
