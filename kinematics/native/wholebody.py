@@ -110,18 +110,20 @@ class BoundStep:
                 *binding.addresses,
             )
 
-    def __call__(self, q: torch.Tensor, steps: int = 1, save: bool = False) -> tuple[torch.Tensor, ...] | None:
-        """``wholebody_step(plan, q, targets, steps, False, save)``'s outputs (five, and with ``save`` what
-        ``wholebody_step_backward`` reads of the last step), or None where the kernel does not take ``q``
-        (``loader.compiled``: another shape or dtype, a graph recorded through it, a transform active)."""
+    def __call__(
+        self, q: torch.Tensor, steps: int = 1, saved: torch.Tensor | None = None
+    ) -> tuple[torch.Tensor, ...] | None:
+        """``wholebody_step(plan, q, targets, steps, False)``'s five outputs, or None where the kernel does not take
+        ``q`` (``loader.compiled``: another shape or dtype, a graph recorded through it, a transform active). Where
+        ``saved`` is given (float64 ``(rows, saved_size(plan))``, contiguous), what ``wholebody_step_backward``
+        reads of the last step is written into it."""
         plan, n = self.plan, self.rows
         if self.kernel is None or loader.compiled("wholebody_step", (q,), ((n, plan.nq),)) is None:
             return None
         q = q.contiguous()
         outputs = step_outputs(plan, n, q.dtype)
-        saved = loader.empty(n, saved_size(plan), dtype=torch.float64) if save else None
         self.into(q, outputs, steps, saved)
-        return outputs if saved is None else (*outputs, saved)
+        return outputs
 
     def into(
         self, q: torch.Tensor, outputs: tuple[torch.Tensor, ...], steps: int = 1, saved: torch.Tensor | None = None

@@ -113,6 +113,8 @@ class WholeBodyStepper:
             self._asks = {}
             bound = native.BoundStep(self._plan, self._inputs, self.rows)
             self._bound = bound if bound.kernel is not None else None
+            # what each step's backward reads, written by the step (a step's record holds the buffer it wrote)
+            self._saved = torch.empty(self.rows, native.saved_size(self._plan), dtype=torch.float64)
 
     @property
     def target_names(self) -> tuple[str, ...]:
@@ -162,12 +164,13 @@ class WholeBodyStepper:
         self._recorded = None  # until this step is taken
         bound = self._bound
         if bound is not None and not (q.requires_grad and torch.is_grad_enabled()):
-            out = bound(q, save=True)
+            saved = self._saved
+            out = bound(q, saved=saved)
             if out is not None:
-                q_next, dq, status, *rest, saved = out
+                q_next, dq, status, active_inequalities, active_bounds = out
                 self._recorded = _Recorded(q, (q._version, dq._version, status._version), built_from, bound,
                                            (dq, status, saved))  # fmt: skip
-                return q_next, CascadeStep(dq, status, *rest)
+                return q_next, CascadeStep(dq, status, active_inequalities, active_bounds)
         q_next, step = layer.step(q, self._targets, prepared=self._prepared)
         self._recorded = _Recorded(q, (q._version,), built_from)
         return q_next, step
