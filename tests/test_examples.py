@@ -4,6 +4,7 @@ and its drag callback's solve follows a moved target."""
 
 from __future__ import annotations
 
+import math
 import re
 import runpy
 import socket
@@ -101,3 +102,7 @@ def test_05_g1_control_loop_steps_a_stepper_with_the_feet_and_balance_held():
     trail = float(re.search(r"trails its target by ([\d.]+) mm", out).group(1))
     feet, balance = (float(v) for v in re.search(r"feet off by ([\d.]+) mm, .* by ([\d.]+) mm", out).groups())
     assert trail < 5 and feet < 0.1 and balance < 0.1
+    gradient = [
+        float(v) for v in re.search(r"d pelvis height / d hand target \(x, y, z\): (.*)", out).group(1).split(",")
+    ]
+    assert len(gradient) == 3 and all(math.isfinite(v) for v in gradient) and any(v != 0 for v in gradient)

@@ -1,8 +1,9 @@
 """A control loop on the G1: the right hand follows a target moving on a 5 cm circle, one whole-body step per tick,
 the feet held and the centre of mass kept inside the support polygon. A ``WholeBodyStepper`` holds the targets (each
 tick writes the hand's in place) and binds the compiled step once, as a controller's solver does; each step is
-``layer.step``'s answer. It prints how long a tick took (median and 99th percentile) and how far the hand trails.
-Run: ``python docs/examples/05_g1_control_loop.py [ticks]``."""
+``layer.step``'s answer. It prints how long a tick took (median and 99th percentile) and how far the hand trails,
+then one step's gradient without an autograd graph (``stepper.vjp``): how the pelvis's height moves with the hand's
+target. Run: ``python docs/examples/05_g1_control_loop.py [ticks]``."""
 
 import math
 import sys
@@ -47,3 +48,11 @@ print(f"the hand trails its target by {1000 * sum(trail[-500:]) / len(trail[-500
 feet = max(float(held.violations["left_foot"]), float(held.violations["right_foot"]))
 print(f"feet off by {1000 * feet:.3f} mm, CoM outside the polygon's margin by "
       f"{1000 * float(held.violations['com_in_support']):.3f} mm")  # fmt: skip
+
+# The last step's gradient (its vector-Jacobian product, no autograd graph): how the pelvis's height after one more
+# step moves with the hand's target position, in m per m.
+q_next, _ = stepper.step(q)
+pelvis_height = torch.zeros_like(q_next)
+pelvis_height[0, 2] = 1.0  # the upstream gradient of the free flyer's z
+grad = stepper.vjp(pelvis_height, targets=("right_hand",)).targets["right_hand"]  # (1, 4, 4), like the target
+print("d pelvis height / d hand target (x, y, z): " + ", ".join(f"{v:+.3f}" for v in grad[0, :3, 3].tolist()))
