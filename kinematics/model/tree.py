@@ -202,6 +202,13 @@ class KinematicTree(nn.Module):
         return self.description.root_link
 
     @property
+    def configuration_lower(self) -> torch.Tensor:
+        """``(nq,)`` lower bounds of every coordinate of ``q`` (the base's ``-inf``): the buffer itself, which
+        ``.to(...)`` replaces, so what is built for the tree's dtype, device and storage can check that it still
+        applies by this tensor's identity (a view such as ``joint_lower`` is a new tensor at every access)."""
+        return self._buffers["lower"]
+
+    @property
     def joint_lower(self) -> torch.Tensor:
         """``(n_joints,)`` lower joint limits (``-inf`` for continuous or unbounded joints)."""
         return self._buffers["lower"][self.base_nq :]

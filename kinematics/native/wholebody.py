@@ -118,7 +118,8 @@ class BoundStep:
         ``saved`` is given (float64 ``(rows, saved_size(plan))``, contiguous), what ``wholebody_step_backward``
         reads of the last step is written into it."""
         plan, n = self.plan, self.rows
-        if self.kernel is None or loader.compiled("wholebody_step", (q,), ((n, plan.nq),)) is None:
+        # the kernel of q's dtype must be the one bound (the plan's): another dtype's would misread the plan's arrays
+        if self.kernel is None or loader.compiled("wholebody_step", (q,), ((n, plan.nq),)) is not self.kernel:
             return None
         q = q.contiguous()
         outputs = step_outputs(plan, n, q.dtype)

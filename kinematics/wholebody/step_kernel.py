@@ -30,7 +30,7 @@ from kinematics.native.kernel import Kernel
 from kinematics.wholebody import step_plan
 
 _LAYERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # key -> layer, while the layer lives
-_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # layer -> (what the plan was built from, plan)
+_PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # layer -> (its cfg, tree, limits buffer, plan)
 
 
 def key(layer) -> int:
@@ -42,13 +42,13 @@ def key(layer) -> int:
 def plan_of(layer) -> native.StepPlan | None:
     """The layer's plan, built again when its settings or its tree's buffers changed (``layer.to(...)``, a new
     ``cfg`` from a checkpoint)."""
-    lower = layer.tree.joint_lower
-    built_from = (layer.cfg, id(layer.tree), lower.dtype, lower.device, lower.data_ptr())
+    cfg, tree = layer.cfg, layer.tree
+    lower = tree.configuration_lower  # replaced by .to(...): its identity says the tree's buffers stayed
     cached = _PLANS.get(layer)
-    if cached is None or cached[0] != built_from:
-        cached = (built_from, step_plan.build(layer))
+    if cached is None or cached[0] is not cfg or cached[1] is not tree or cached[2] is not lower:
+        cached = (cfg, tree, lower, step_plan.build(layer))
         _PLANS[layer] = cached
-    return cached[1]
+    return cached[3]
 
 
 def _reference(layer_key: int, q: torch.Tensor, inputs: list[torch.Tensor], steps: int, evaluate: bool):

@@ -104,8 +104,8 @@ class WholeBodyStepper:
         apply)."""
         layer = self.layer
         self._prepared = layer.prepare(self._targets)
-        lower = layer.tree.joint_lower
-        self._built_from = (layer.cfg, layer.tree, lower.data_ptr())  # what ``plan_of`` builds a plan from
+        lower = layer.tree.configuration_lower
+        self._built_from = (layer.cfg, layer.tree, lower)  # what ``plan_of`` builds a plan from
         self._plan = step_kernel.plan_of(layer) if lower.is_cpu else None
         self._bound = None
         if self._plan is not None:
@@ -128,7 +128,8 @@ class WholeBodyStepper:
         """Write ``value`` (``(rows, *shape)``, or what broadcasts to it) into the target ``name``; a contact's
         anchor that the support polygon reads prepares the polygon again."""
         own = self._targets[self._known(name)]
-        value = torch.as_tensor(value)
+        if not isinstance(value, torch.Tensor):
+            value = torch.as_tensor(value)
         if value.requires_grad:
             raise ConfigError(
                 f"stepper: target {name!r} requires grad, and a stepper's targets record no graph: after step, "
@@ -155,8 +156,8 @@ class WholeBodyStepper:
         """One cascade step from ``q`` ``(rows, nq)`` towards the targets in force: ``(q_next, CascadeStep)``,
         ``layer.step``'s. ``vjp`` then differentiates it."""
         layer, built_from = self.layer, self._built_from
-        cfg, tree, address = built_from
-        if layer.cfg is not cfg or layer.tree is not tree or tree.joint_lower.data_ptr() != address:
+        cfg, tree, lower = built_from
+        if layer.cfg is not cfg or layer.tree is not tree or tree.configuration_lower is not lower:
             # the layer took new settings or moved (dtype, device): the plan and the targets' copies follow
             self._targets = {name: self._own(t) for name, t in self._targets.items()}
             self._prepare()
@@ -206,8 +207,8 @@ class WholeBodyStepper:
         # the compiled backward reads the plan the step was taken with; the reference takes the step again
         found = None if forward is None else self._compiled_vjp(recorded, grad_q_next, grad_dq, ask, q)
         if found is None:  # stepped through layer.step, or the library went away since the step
-            cfg, stepped_tree, address = recorded.built_from
-            if self.layer.cfg is not cfg or tree is not stepped_tree or tree.joint_lower.data_ptr() != address:
+            cfg, stepped_tree, lower = recorded.built_from
+            if self.layer.cfg is not cfg or tree is not stepped_tree or tree.configuration_lower is not lower:
                 raise ConfigError("stepper.vjp: the layer took new settings or moved since the last step")
             found = self._reference_vjp(step_q.detach(), grad_q_next, grad_dq, ask.names, q)
         return StepGradients(*found)

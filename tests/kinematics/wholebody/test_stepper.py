@@ -115,6 +115,9 @@ def test_new_settings_on_the_layer_are_followed() -> None:
     after = stepper.step(q)
     assert_equal_steps(after, layer.step(q, flat))
     assert not torch.equal(after[0], before[0])
+    layer.to(torch.float32)  # the tree's buffers replaced: the plan and the targets' copies follow
+    q32 = q.float()
+    assert_equal_steps(stepper.step(q32), layer.step(q32, {name: t.float() for name, t in flat.items()}))
 
 
 def test_a_layer_without_a_compiled_plan_is_answered_by_layer_step() -> None:
@@ -287,3 +290,15 @@ def test_vjp_refuses_what_it_cannot_differentiate() -> None:
         stepper.step(q[:, :10])
     with pytest.raises(ConfigError, match="no step to differentiate"):  # a failed step leaves no record
         stepper.vjp(grad_q_next)
+
+
+def test_a_bound_step_refuses_a_q_of_another_dtype_than_its_plan() -> None:
+    """The float32 kernel would misread a float64 plan's arrays: ``BoundStep`` answers None, as for any ``q`` it does
+    not take, and a stepper then answers through ``layer.step`` (which refuses the mismatch with its own error)."""
+    from kinematics import native
+    from kinematics.wholebody import step_kernel, step_plan
+
+    layer, flat, q, stepper = float64_case(1, seed=13)
+    inputs = step_plan.kernel_inputs(layer, flat, layer.prepare(flat))
+    bound = native.BoundStep(step_kernel.plan_of(layer), inputs, 1)
+    assert bound(q) is not None and bound(q.float()) is None
