@@ -39,6 +39,23 @@ def float64_case(rows: int, seed: int):
     return layer, flat, q, WholeBodyStepper(layer, flat)
 
 
+def autograd_gradients(layer, q, flat, names, grad_q_next, grad_dq=None):
+    """``layer.step``'s autograd gradients of ``<q_next, grad_q_next> (+ <dq, grad_dq>)`` w.r.t. the targets ``names``
+    and ``q``."""
+    leaves = {name: flat[name].clone().requires_grad_(True) for name in names}
+    q_leaf = q.clone().requires_grad_(True)
+    q_next, step = layer.step(q_leaf, {**flat, **leaves})
+    loss = (q_next * grad_q_next).sum() + (0 if grad_dq is None else (step.dq * grad_dq).sum())
+    *found, grad_q = torch.autograd.grad(loss, [*leaves.values(), q_leaf])
+    return dict(zip(names, found, strict=True)), grad_q
+
+
+def upstream(q, nv: int, seed: int):
+    generator = torch.Generator().manual_seed(seed)
+    return (torch.randn(q.shape, generator=generator, dtype=torch.float64).to(q.dtype),
+            torch.randn(q.shape[0], nv, generator=generator, dtype=torch.float64).to(q.dtype))  # fmt: skip
+
+
 @pytest.mark.parametrize(("dtype", "rows"), [(torch.float64, 1), (torch.float32, 5)])
 def test_ticks_equal_layer_step(dtype, rows) -> None:
     tree = tree_of(dtype)
@@ -134,23 +151,11 @@ def test_a_layer_without_a_compiled_plan_is_answered_by_layer_step() -> None:
         stepper = WholeBodyStepper(layer, flat)
     assert stepper._bound is None
     assert_equal_steps(stepper.step(q), layer.step(q, flat))
-
-
-def autograd_gradients(layer, q, flat, names, grad_q_next, grad_dq=None):
-    """``layer.step``'s autograd gradients of ``<q_next, grad_q_next> (+ <dq, grad_dq>)`` w.r.t. the targets ``names``
-    and ``q``."""
-    leaves = {name: flat[name].clone().requires_grad_(True) for name in names}
-    q_leaf = q.clone().requires_grad_(True)
-    q_next, step = layer.step(q_leaf, {**flat, **leaves})
-    loss = (q_next * grad_q_next).sum() + (0 if grad_dq is None else (step.dq * grad_dq).sum())
-    *found, grad_q = torch.autograd.grad(loss, [*leaves.values(), q_leaf])
-    return dict(zip(names, found, strict=True)), grad_q
-
-
-def upstream(q, nv: int, seed: int):
-    generator = torch.Generator().manual_seed(seed)
-    return (torch.randn(q.shape, generator=generator, dtype=torch.float64).to(q.dtype),
-            torch.randn(q.shape[0], nv, generator=generator, dtype=torch.float64).to(q.dtype))  # fmt: skip
+    grad_q_next = upstream(q, tree.nv, 3)[0]  # its vjp: layer.step's autograd, as it stepped through layer.step
+    expected, expected_q = autograd_gradients(layer, q, flat, ("posture",), grad_q_next)
+    found = stepper.vjp(grad_q_next, q=True)
+    assert float(expected["posture"].abs().max()) > 0
+    assert torch.equal(found.targets["posture"], expected["posture"]) and torch.equal(found.q, expected_q)
 
 
 @pytest.mark.parametrize(("dtype", "rows"), [(torch.float64, 1), (torch.float64, 4), (torch.float32, 3)])
@@ -238,26 +243,6 @@ def test_vjp_differentiates_the_step_taken_even_after_new_settings() -> None:
     assert torch.equal(stepper.vjp(grad_q_next, targets=("right_hand",)).targets["right_hand"], expected)
     with native.disabled(), pytest.raises(ConfigError, match="new settings"):
         stepper.vjp(grad_q_next, targets=("right_hand",))
-
-
-def test_vjp_of_a_layer_without_a_compiled_plan_is_layer_steps_autograd() -> None:
-    class OwnPosture(PostureTask):  # a user's task: no compiled form
-        def compiled_form(self, plan) -> bool:
-            return False
-
-    tree = tree_of(torch.float64)
-    layer = WholeBodyIKLayer(tree, [[OwnPosture(tree, name="posture")]], [], WholeBodyIKCfg())
-    q = tree.neutral()[None].clone()
-    q[:, 7:] += 0.1
-    flat = {"posture": tree.neutral()[None, 7:].clone() + 0.05}
-    with pytest.warns(UserWarning):
-        stepper = WholeBodyStepper(layer, flat)
-    grad_q_next = upstream(q, tree.nv, 3)[0]
-    expected, expected_q = autograd_gradients(layer, q, flat, ("posture",), grad_q_next)
-    stepper.step(q)
-    found = stepper.vjp(grad_q_next, q=True)
-    assert float(expected["posture"].abs().max()) > 0
-    assert torch.equal(found.targets["posture"], expected["posture"]) and torch.equal(found.q, expected_q)
 
 
 def test_vjp_refuses_what_it_cannot_differentiate() -> None:
