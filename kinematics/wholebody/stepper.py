@@ -30,6 +30,7 @@ import torch
 
 from kinematics import native
 from kinematics.errors import ConfigError, ShapeError
+from kinematics.native import loader
 from kinematics.wholebody import step_kernel, step_plan
 from kinematics.wholebody.cascade import CascadeStep
 from kinematics.wholebody.layer import WholeBodyIKLayer
@@ -67,6 +68,12 @@ class _Ask(NamedTuple):
     addresses: ctypes.Array
 
 
+_NOTHING, _SET_SINCE = "none taken", "a target was set since the last step"
+_INFERENCE = (
+    "the last step ran under torch.inference_mode, whose tensors keep no version counter: step under torch.no_grad"
+)
+
+
 class WholeBodyStepper:
     """``layer``'s step for ``rows`` robots, from ``targets`` (name -> ``(rows, *shape)``, every target the layer
     reads, as ``layer.step`` takes them), copied.
@@ -78,6 +85,9 @@ class WholeBodyStepper:
             stepper.set_target("right_hand", T_world_hand_goal)   # (rows, 4, 4), or broadcast to it
             q, step = stepper.step(q)
             hand_grad = stepper.vjp(dloss_dq_next, targets=("right_hand",)).targets["right_hand"]
+
+    A stepper is one control loop's: its targets, its last step and the buffers its calls share are not for several
+    threads at once.
     """
 
     def __init__(self, layer: WholeBodyIKLayer, targets: Mapping[str, torch.Tensor]) -> None:
@@ -90,7 +100,7 @@ class WholeBodyStepper:
         layer._check_step(torch.empty(self.rows, tree.nq, dtype=tree.joint_lower.dtype), targets)
         self._targets = {name: self._own(targets[name]) for name in layer.target_names}
         self._prepare_reads = {name for c in layer.constraints for name in c.prepare_reads}
-        self._recorded: _Recorded | None = None
+        self._recorded: _Recorded | str = _NOTHING  # the last step's record, or why there is none
         self._asks: dict[tuple[str, ...] | None, _Ask] = {}  # vjp's requests, by the names asked
         self._prepare()
 
@@ -114,7 +124,7 @@ class WholeBodyStepper:
             bound = native.BoundStep(self._plan, self._inputs, self.rows)
             self._bound = bound if bound.kernel is not None else None
             # what each step's backward reads, written by the step (a step's record holds the buffer it wrote)
-            self._saved = torch.empty(self.rows, native.saved_size(self._plan), dtype=torch.float64)
+            self._saved = loader.empty(self.rows, native.saved_size(self._plan), dtype=torch.float64)
 
     @property
     def target_names(self) -> tuple[str, ...]:
@@ -143,7 +153,7 @@ class WholeBodyStepper:
             if shape != own.shape:
                 raise ShapeError(f"stepper: target {name!r} is {tuple(own.shape)}; got {tuple(value.shape)}")
         own.copy_(value)
-        self._recorded = None  # the last step's backward read the targets it stepped towards
+        self._recorded = _SET_SINCE  # the last step's backward read the targets it stepped towards
         if name in self._prepare_reads:
             self._prepare()
 
@@ -155,6 +165,7 @@ class WholeBodyStepper:
     def step(self, q: torch.Tensor) -> tuple[torch.Tensor, CascadeStep]:
         """One cascade step from ``q`` ``(rows, nq)`` towards the targets in force: ``(q_next, CascadeStep)``,
         ``layer.step``'s. ``vjp`` then differentiates it."""
+        self._recorded = _NOTHING  # until this step is taken
         layer, built_from = self.layer, self._built_from
         cfg, tree, lower = built_from
         if layer.cfg is not cfg or layer.tree is not tree or tree.configuration_lower is not lower:
@@ -162,7 +173,8 @@ class WholeBodyStepper:
             self._targets = {name: self._own(t) for name, t in self._targets.items()}
             self._prepare()
             return self.step(q)
-        self._recorded = None  # until this step is taken
+        # inference mode's tensors keep no version counter, so nothing could tell vjp they changed since
+        recording = not (torch.is_inference_mode_enabled() or (isinstance(q, torch.Tensor) and q.is_inference()))
         bound = self._bound
         if bound is not None and not (q.requires_grad and torch.is_grad_enabled()):
             saved = self._saved
@@ -170,10 +182,10 @@ class WholeBodyStepper:
             if out is not None:
                 q_next, dq, status, active_inequalities, active_bounds = out
                 self._recorded = _Recorded(q, (q._version, dq._version, status._version), built_from, bound,
-                                           (dq, status, saved))  # fmt: skip
+                                           (dq, status, saved)) if recording else _INFERENCE  # fmt: skip
                 return q_next, CascadeStep(dq, status, active_inequalities, active_bounds)
         q_next, step = layer.step(q, self._targets, prepared=self._prepared)
-        self._recorded = _Recorded(q, (q._version,), built_from)
+        self._recorded = _Recorded(q, (q._version,), built_from) if recording else _INFERENCE
         return q_next, step
 
     def vjp(
@@ -187,17 +199,23 @@ class WholeBodyStepper:
         """The last ``step``'s vector-Jacobian product: for the upstream gradients on its ``q_next`` ``(rows, nq)``
         and, where given, its ``dq`` ``(rows, nv)``, the gradient of each target in ``targets`` (names; every
         target when omitted) and, with ``q``, of the step's ``q``: what ``layer.step``'s autograd gives for that
-        step. A ``ConfigError`` where there is no step to differentiate: none taken, a target set since, its ``q``
-        or outputs changed in place, the layer given new settings."""
+        step, also after new settings on the layer where the compiled backward is there (it reads the plan the step
+        was taken with). A ``ConfigError`` where there is no step to differentiate: none taken, a target set since,
+        a step under ``torch.inference_mode``, its ``q`` or outputs changed in place, or, where the step must be
+        taken again through ``layer.step``, the layer given new settings since."""
         recorded = self._recorded
-        if recorded is None:
-            raise ConfigError("stepper.vjp: no step to differentiate (none taken, or a target was set since the last)")
+        if type(recorded) is not _Recorded:
+            raise ConfigError(f"stepper.vjp: no step to differentiate ({recorded})")
         step_q, forward = recorded.q, recorded.forward
         versions = (step_q._version,) if forward is None else (step_q._version, forward[0]._version,
                                                                  forward[1]._version)  # fmt: skip
         if versions != recorded.versions:
             raise ConfigError("stepper.vjp: the last step's q, dq or level_status was changed in place since the step")
-        ask = self._asks.get(targets if targets is None or type(targets) is tuple else tuple(targets))
+        if targets is not None and type(targets) is not tuple:
+            if isinstance(targets, str):
+                raise ConfigError(f"stepper.vjp: targets is a sequence of names; got the string {targets!r}")
+            targets = tuple(targets)  # once: a generator is read here and only here
+        ask = self._asks.get(targets) if targets is None or all(type(n) is str for n in targets) else None
         if ask is None:
             ask = self._ask(targets)
         tree = self.layer.tree
@@ -213,11 +231,9 @@ class WholeBodyStepper:
             found = self._reference_vjp(step_q.detach(), grad_q_next, grad_dq, ask.names, q)
         return StepGradients(*found)
 
-    def _ask(self, targets: Sequence[str] | None) -> _Ask:
+    def _ask(self, targets: tuple[str, ...] | None) -> _Ask:
         """What a ``vjp`` asking for ``targets`` (names, or None: every target) hands the compiled backward,
         kept for the next ``vjp`` that asks the same."""
-        if isinstance(targets, str):
-            raise ConfigError(f"stepper.vjp: targets is a sequence of names; got the string {targets!r}")
         layer = self.layer
         names = self.target_names if targets is None else tuple(self._known(name) for name in targets)
         through_preparation = tuple(name for name in names if name in self._prepare_reads)
@@ -231,7 +247,7 @@ class WholeBodyStepper:
                     slots += [(slot + i, None, tensor.shape[1:]) for i, tensor in enumerate(prepared)]
                 slot += constraint.prepared_size
         ask = _Ask(names, through_preparation, tuple(slots), (ctypes.c_void_p * max(1, slot))())
-        self._asks[targets if targets is None else tuple(targets)] = ask
+        self._asks[targets] = ask
         return ask
 
     def _upstream(self, what: str, grad: torch.Tensor, width: int, step_q: torch.Tensor) -> torch.Tensor:
@@ -249,14 +265,14 @@ class WholeBodyStepper:
         """The compiled backward of the recorded step, or None where the library went away since: the tasks'
         targets and the contacts' anchors directly, the prepared polygon's gradients carried to the anchors through
         the preparation's backward."""
-        step_q = recorded.q.contiguous()
+        step_q = recorded.q.detach().contiguous()  # a q that requires grad, stepped without a graph, too
         rows, dtype, addresses = self.rows, step_q.dtype, ask.addresses
         grads = []
         for slot, _, shape in ask.slots:
-            grad = torch.empty((rows, *shape), dtype=dtype)
+            grad = loader.empty(rows, *shape, dtype=dtype)
             addresses[slot] = grad.data_ptr()
             grads.append(grad)
-        grad_q = torch.empty(rows, self.layer.tree.nq, dtype=dtype) if want_q else None
+        grad_q = loader.empty(rows, self.layer.tree.nq, dtype=dtype) if want_q else None
         done = recorded.bound.backward(step_q, recorded.forward, grad_q_next, grad_dq, addresses, grad_q)
         for slot, _, _ in ask.slots:
             addresses[slot] = None
@@ -271,8 +287,8 @@ class WholeBodyStepper:
         """Add to the anchors' gradients in ``gradients`` what the prepared tensors' (``grads`` at ``ask``'s slots
         without a name) carry back through ``layer.prepare``'s backward."""
         layer = self.layer
-        with torch.enable_grad():
-            leaves = {name: self._targets[name].detach().requires_grad_(True) for name in ask.through_preparation}
+        with torch.inference_mode(False), torch.enable_grad():  # leaves cloned: a target may be an inference tensor
+            leaves = {name: self._targets[name].clone().requires_grad_(True) for name in ask.through_preparation}
             targets = {**self._targets, **leaves}
             prepared = step_plan.kernel_inputs(layer, targets, layer.prepare(targets))
             pairs = [(prepared[slot], grad) for (slot, name, _), grad in zip(ask.slots, grads, strict=True)
@@ -287,8 +303,8 @@ class WholeBodyStepper:
         """The recorded step taken again through ``layer.step`` with a graph to the targets asked for (and ``q``),
         differentiated by autograd."""
         layer = self.layer
-        with torch.enable_grad():
-            leaves = {name: self._targets[name].detach().requires_grad_(True) for name in names}
+        with torch.inference_mode(False), torch.enable_grad():  # leaves cloned: a target may be an inference tensor
+            leaves = {name: self._targets[name].clone().requires_grad_(True) for name in names}
             q_leaf = step_q.requires_grad_(True) if want_q else step_q
             targets = {**self._targets, **leaves}
             prepared = layer.prepare(targets) if set(names) & self._prepare_reads else self._prepared

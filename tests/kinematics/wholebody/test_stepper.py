@@ -158,14 +158,25 @@ def test_a_layer_without_a_compiled_plan_is_answered_by_layer_step() -> None:
     assert torch.equal(found.targets["posture"], expected["posture"]) and torch.equal(found.q, expected_q)
 
 
+def compiled_only(stepper, monkeypatch) -> None:
+    """Make ``stepper.vjp`` fail where it would take the step again through ``layer.step`` (whose compiled backward
+    would give the same bits): what follows must come from the compiled backward of the recorded step."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("vjp took the reference path")
+
+    monkeypatch.setattr(stepper, "_reference_vjp", refuse)
+
+
 @pytest.mark.parametrize(("dtype", "rows"), [(torch.float64, 1), (torch.float64, 4), (torch.float32, 3)])
-def test_vjp_is_layer_steps_autograd_tick_after_tick(dtype, rows) -> None:
+def test_vjp_is_layer_steps_autograd_tick_after_tick(dtype, rows, monkeypatch) -> None:
     """Every target (the contacts' anchors through the polygon's preparation included) and q, with and without a
-    gradient on dq, bit for bit, as the hand target moves."""
+    gradient on dq, bit for bit, as the hand target moves; from the compiled backward of the step taken."""
     layer = every_kind_layer(tree_of(dtype))
     targets, q = every_kind_targets(layer.tree, rows, seed=8)
     flat = flat_targets(layer, targets, rows)
     stepper = WholeBodyStepper(layer, flat)
+    compiled_only(stepper, monkeypatch)
     names = stepper.target_names
     assert {"left_foot", "right_foot", "right_hand", "posture"} <= set(names)
     hand = flat["right_hand"].clone()
@@ -186,6 +197,42 @@ def test_vjp_is_layer_steps_autograd_tick_after_tick(dtype, rows) -> None:
         assert list(only.targets) == ["right_hand"] and only.q is None
         assert torch.equal(only.targets["right_hand"], expected["right_hand"])
         q = q_next
+
+
+def test_vjp_takes_what_a_caller_hands_it(monkeypatch) -> None:
+    """A moved anchor (the polygon prepared again), a non-contiguous q and upstream gradient, a q that requires grad
+    stepped without a graph (the compiled path all the same), targets named by a list or a generator."""
+    layer, flat, q, stepper = float64_case(3, seed=14)
+    compiled_only(stepper, monkeypatch)
+    foot = flat["left_foot"].clone()
+    foot[:, 1, 3] += 0.03
+    stepper.set_target("left_foot", foot)
+    flat = {**flat, "left_foot": foot}
+    grad_q_next = upstream(q, layer.tree.nv, 4)[0]
+    names = ("left_foot", "right_foot", "right_hand")
+    expected, expected_q = autograd_gradients(layer, q, flat, names, grad_q_next)
+    strided_q, strided_grad = q.t().contiguous().t(), grad_q_next.t().contiguous().t()
+    assert not strided_q.is_contiguous() and not strided_grad.is_contiguous()
+    stepper.step(strided_q)
+    found = stepper.vjp(strided_grad, targets=list(names), q=True)
+    assert all(torch.equal(found.targets[name], expected[name]) for name in names) and torch.equal(found.q, expected_q)
+    with torch.no_grad():
+        stepper.step(q.clone().requires_grad_(True))
+    found = stepper.vjp(grad_q_next, targets=(name for name in ["right_hand"]))
+    assert list(found.targets) == ["right_hand"] and torch.equal(found.targets["right_hand"], expected["right_hand"])
+
+
+def test_a_step_under_inference_mode_is_stepped_and_not_differentiated() -> None:
+    layer, flat, q, stepper = float64_case(1, seed=15)
+    with torch.no_grad():
+        expected = stepper.step(q)
+    with torch.inference_mode():
+        found = stepper.step(q)
+    assert_equal_steps(found, expected)
+    with pytest.raises(ConfigError, match="inference_mode"):
+        stepper.vjp(torch.ones_like(q))
+    stepper.step(q)
+    assert stepper.vjp(torch.ones_like(q), targets=("com",)).targets["com"].shape == (1, 3)
 
 
 def test_vjp_agrees_with_central_differences() -> None:
