@@ -75,7 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--runs",
         type=_positive,
         default=1,
-        help="wholebody: whole runs of the suite, the targets decided by their medians (default: %(default)s)",
+        help="wholebody: whole runs of the suite, the targets decided by their medians; wholebody-profile: whole "
+        "runs, each part the median of its runs' medians (default: %(default)s)",
     )
     p.add_argument("--fk-budget", type=float, default=1.0, help="seconds per FK measurement before fewer repeats")
     p.add_argument("--ik-budget", type=float, default=5.0, help="seconds per IK measurement before fewer repeats")
@@ -221,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.runs > 1 and args.suite != "wholebody":
-        parser.error(f"--runs repeats the wholebody suite only; --suite {args.suite} runs once")
+    if args.runs > 1 and args.suite not in ("wholebody", "wholebody-profile"):
+        parser.error(f"--runs repeats the wholebody and wholebody-profile suites only; --suite {args.suite} runs once")
     if args.resume and args.suite != "device":
         parser.error(f"--resume goes on with the device suite only; --suite {args.suite} runs whole")
     threads = torch.get_num_threads()
@@ -270,8 +271,12 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             _publish(args.out, doc, meta(cfg, argv, load), qp_suite.markdown)
             continue
         if suite == "wholebody-profile":
-            doc = step_profile.run(dtype_name=cfg.fk_dtypes[0], seed=args.seed)
-            _publish(args.out, doc, meta(cfg, argv, load), step_profile.markdown)
+            runs = []
+            for index in range(args.runs):
+                if args.runs > 1:
+                    print(f"[wholebody-profile] run {index + 1} of {args.runs}", file=sys.stderr, flush=True)
+                runs.append(step_profile.run(dtype_name=cfg.fk_dtypes[0], seed=args.seed))
+            _publish(args.out, step_profile.combine(runs), meta(cfg, argv, load), step_profile.markdown)
             continue
         if suite == "device":
             if (code := _device(args, cfg, argv, load)) != 0:

@@ -17,6 +17,8 @@ step, where it is installed, in the same run.
 
 from __future__ import annotations
 
+import statistics
+
 import torch
 
 from kinematics import KinematicTree, native
@@ -192,12 +194,29 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
             "results": rows, "notes": notes}  # fmt: skip
 
 
+def combine(runs: list[dict]) -> dict:
+    """Whole runs of the profile (``run``'s documents) as one document: per part the median of the runs' medians
+    (``median_s``) and every run's (``runs_s``). On a machine whose speed moves between seconds a single run's parts
+    move by more than an ablation's difference; the median of several runs is what the derived table reads."""
+    if len(runs) == 1:
+        return runs[0]
+    by_part = [{row["part"]: row["median_s"] for row in run["results"]} for run in runs]
+    rows = []
+    for row in runs[0]["results"]:
+        values = [parts[row["part"]] for parts in by_part]
+        rows.append({"part": row["part"], "median_s": statistics.median(values), "runs_s": values})
+    return {**runs[0], "results": rows, "runs": len(runs)}
+
+
 def markdown(doc: dict) -> str:
     median = {r["part"]: r["median_s"] for r in doc["results"]}
     step = median["step"]
     lines = [f"# Where a batch-1 whole-body step's time goes ({doc['robot'].split('/')[-1]}, {doc['dtype']})", ""]
     if "meta" in doc:
         lines += [provenance_line(doc["meta"]["provenance"]), ""]
+    if doc.get("runs", 1) > 1:
+        lines += [f"Each part: the median of its medians in {doc['runs']} whole runs of the profile, one after "
+                  "another (every run's: `runs_s` in the JSON).", ""]  # fmt: skip
     rows = [[f"`{name}`", fmt_time(median[name]), f"{100 * median[name] / step:.0f} %", doc["parts"][name]]
             for name in doc["parts"] if name in median]  # fmt: skip
     lines.append(_table(["part", "median", "of `step`", "what it is"], rows))

@@ -223,6 +223,25 @@ def test_the_step_profile_times_every_part_and_derives_the_costs():
     assert "| the floor of a backward of torch's own nodes, as a ratio to the step (step+bwd.floor / step) |" in report
 
 
+def test_the_step_profiles_runs_combine_to_each_parts_median():
+    """``--runs N`` for the profile: each part the median of its runs' medians, every run's kept, and the page says
+    so; one run is the run itself."""
+    from learning.benchmark import step_profile
+
+    def run(scale):
+        rows = [{"part": name, "median_s": scale * 1e-5, "q1_s": 0.0} for name in step_profile.PARTS]
+        return {"suite": "wholebody-profile", "robot": "g1.urdf", "dtype": "float32", "parts": step_profile.PARTS,
+                "results": rows, "notes": []}  # fmt: skip
+
+    runs = [run(1.0), run(3.0), run(2.0)]
+    doc = step_profile.combine(runs)
+    assert doc["runs"] == 3
+    for row in doc["results"]:
+        assert row["median_s"] == pytest.approx(2e-5) and row["runs_s"] == pytest.approx([1e-5, 3e-5, 2e-5])
+    assert "median of its medians in 3 whole runs" in step_profile.markdown(doc)
+    assert step_profile.combine(runs[:1]) is runs[0] and "whole runs" not in step_profile.markdown(runs[0])
+
+
 def test_the_profiles_floor_records_a_graph_to_the_hand_target():
     """``step+bwd.floor`` times a real backward: its graph reaches the hand target (a zero gradient of its shape)."""
     import torch
@@ -240,12 +259,12 @@ def test_the_profiles_floor_records_a_graph_to_the_hand_target():
     assert grad is not None and grad.shape == flat[HAND].shape and not grad.any()
 
 
-def test_runs_repeat_the_wholebody_suite_only(capsys):
+def test_runs_repeat_the_wholebody_suites_only(capsys):
     """``--runs`` above 1 with a suite it does not repeat is refused by the parser, before anything runs."""
     for suite in ("fk", "all"):  # ("all" is fk, ik, constrained and tree)
         with pytest.raises(SystemExit):
             main(["--suite", suite, "--runs", "3"])
-        assert "--runs repeats the wholebody suite only" in capsys.readouterr().err
+        assert "--runs repeats the wholebody and wholebody-profile suites only" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["--suite", "wholebody", "--runs", "0"])
 
