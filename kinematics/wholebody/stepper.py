@@ -157,6 +157,12 @@ class WholeBodyStepper:
         if name in self._prepare_reads:
             self._prepare()
 
+    def _changed_since(self, built_from: tuple) -> bool:
+        """Whether the layer took new settings or moved (dtype, device) since ``built_from`` (``_prepare``'s)."""
+        cfg, tree, lower = built_from
+        layer = self.layer
+        return layer.cfg is not cfg or layer.tree is not tree or tree.configuration_lower is not lower
+
     def _known(self, name: str) -> str:
         if name not in self._targets:
             raise ConfigError(f"stepper: no target {name!r}; this layer's targets are {list(self._targets)}")
@@ -167,9 +173,7 @@ class WholeBodyStepper:
         ``layer.step``'s. ``vjp`` then differentiates it."""
         self._recorded = _NOTHING  # until this step is taken
         layer, built_from = self.layer, self._built_from
-        cfg, tree, lower = built_from
-        if layer.cfg is not cfg or layer.tree is not tree or tree.configuration_lower is not lower:
-            # the layer took new settings or moved (dtype, device): the plan and the targets' copies follow
+        if self._changed_since(built_from):  # the plan and the targets' copies follow the layer
             self._targets = {name: self._own(t) for name, t in self._targets.items()}
             self._prepare()
             return self.step(q)
@@ -225,8 +229,7 @@ class WholeBodyStepper:
         # the compiled backward reads the plan the step was taken with; the reference takes the step again
         found = None if forward is None else self._compiled_vjp(recorded, grad_q_next, grad_dq, ask, q)
         if found is None:  # stepped through layer.step, or the library went away since the step
-            cfg, stepped_tree, lower = recorded.built_from
-            if self.layer.cfg is not cfg or tree is not stepped_tree or tree.configuration_lower is not lower:
+            if self._changed_since(recorded.built_from):
                 raise ConfigError("stepper.vjp: the layer took new settings or moved since the last step")
             found = self._reference_vjp(step_q.detach(), grad_q_next, grad_dq, ask.names, q)
         return StepGradients(*found)
