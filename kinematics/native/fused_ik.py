@@ -26,7 +26,7 @@ def _settings_tensor(params: list[float], dtype: torch.dtype) -> torch.Tensor:
     if tensor is None:
         if len(cache) > 64:
             cache.clear()
-        tensor = cache[key] = torch.tensor(params, dtype=dtype)
+        tensor = cache[key] = torch.tensor(params, dtype=dtype, device=loader.CPU)
     return tensor
 
 
@@ -101,7 +101,7 @@ def ik_solve_evaluate(
     invalid = loader.checked(
         kernel(dof, n, torch.get_num_threads(), iterations, int(clamp), *pointers), "ik_solve_evaluate"
     )
-    return q, errors, norms, flags, iterates, torch.tensor(invalid)
+    return q, errors, norms, flags, iterates, torch.tensor(invalid, device=loader.CPU)
 
 
 def _ik_solve_evaluate_accepts(target, seed, inputs, *_settings) -> bool:

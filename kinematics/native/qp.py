@@ -50,7 +50,7 @@ def qp_ipm(
     dtype = q.dtype
     P, p_stride = _hessian(P)
     inputs = [P, *(t.contiguous() for t in (q, A, b, G, h, lb, ub))]
-    params = torch.tensor([elastic, prox], dtype=dtype)
+    params = torch.tensor([elastic, prox], dtype=dtype, device=loader.CPU)
     outs = [loader.empty(nb, k, dtype=dtype) for k in (n, me, mi, mi, n, n, n, n)]
     pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
     kernel(nb, torch.get_num_threads(), n, me, mi, iterations, p_stride, *pointers)
@@ -85,7 +85,7 @@ def qp_polish(
     dtype = q.dtype
     P, p_stride = _hessian(P)
     inputs = [P, *(t.contiguous() for t in (*problem[1:], *interior))]
-    params = torch.tensor([elastic, tolerance, infeasibility_tolerance], dtype=dtype)
+    params = torch.tensor([elastic, tolerance, infeasibility_tolerance], dtype=dtype, device=loader.CPU)
     outs = [loader.empty(nb, k, dtype=dtype) for k in (n + me + mi, n, mi + 2 * n, 4)]
     pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
     kernel(nb, torch.get_num_threads(), n, me, mi, steps, refinements, p_stride, *pointers)
@@ -119,7 +119,7 @@ def qp_adjoint(
     dtype = g.dtype
     P, p_stride = _hessian(P)
     inputs = [P, *(t.contiguous() for t in (A, G, flags, exact, g))]
-    params = torch.tensor([elastic], dtype=dtype)
+    params = torch.tensor([elastic], dtype=dtype, device=loader.CPU)
     outs = [loader.empty(nb, k, dtype=dtype) for k in (n, n, me, mi)]
     pointers = [t.data_ptr() for t in (params, *inputs, *outs)]
     loader.checked(kernel(nb, torch.get_num_threads(), n, me, mi, refinements, p_stride, *pointers), "qp_adjoint")

@@ -81,9 +81,9 @@ def step_outputs(plan: StepPlan, n: int, dtype: torch.dtype) -> tuple[torch.Tens
     return (
         loader.empty(n, plan.nq, dtype=dtype),
         loader.empty(n, plan.nv, dtype=dtype),
-        torch.empty(n, plan.n_levels, dtype=torch.int8),
-        torch.empty(n, plan.n_inequalities, dtype=torch.bool),
-        torch.empty(n, plan.nv, dtype=torch.int8),
+        torch.empty(n, plan.n_levels, dtype=torch.int8, device=loader.CPU),
+        torch.empty(n, plan.n_inequalities, dtype=torch.bool, device=loader.CPU),
+        torch.empty(n, plan.nv, dtype=torch.int8, device=loader.CPU),
     )
 
 
@@ -96,7 +96,7 @@ class BoundStep:
 
     def __init__(self, plan: StepPlan, targets: Sequence[torch.Tensor], rows: int) -> None:
         self.plan, self.rows = plan, rows
-        template = torch.empty(rows, plan.nq, dtype=plan.held[0].dtype)
+        template = loader.empty(rows, plan.nq, dtype=plan.held[0].dtype)
         found = _kernel_and_binding("wholebody_step", plan, template, targets, None, recording=False)
         if found is not None and any(h is not t for h, t in zip(found[1].held, targets, strict=True)):
             found = None  # a target the binding copied: writes into the caller's tensor would not reach the kernel

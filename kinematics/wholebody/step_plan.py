@@ -26,6 +26,7 @@ from collections.abc import Mapping, Sequence
 import torch
 
 from kinematics.log_thresholds import NEAR_PI_COS, SMALL_SIN_SQ
+from kinematics.native import loader
 from kinematics.native.wholebody import StepPlan
 from kinematics.qp.kernels import prox
 from kinematics.qp.problem import DEFAULTS
@@ -191,12 +192,12 @@ def build(layer) -> StepPlan | None:
     arrays = (ctypes.c_void_p * len(held))(*(t.data_ptr() for t in held))
     specs = [(shape, dtype, _row_strides(shape), math.prod(shape)) for shape, dtype in plan.specs]
     return StepPlan(
-        plan=torch.tensor(header + frame_entries + level_rows + records, dtype=torch.int64),
-        settings=torch.tensor(plan.settings, dtype=torch.float64),
+        plan=torch.tensor(header + frame_entries + level_rows + records, dtype=torch.int64, device=loader.CPU),
+        settings=torch.tensor(plan.settings, dtype=torch.float64, device=loader.CPU),
         arrays=arrays,
         held=held,
         target_specs=tuple(specs),
-        target_sizes=torch.tensor([spec[3] for spec in specs] or [0], dtype=torch.int64),
+        target_sizes=torch.tensor([spec[3] for spec in specs] or [0], dtype=torch.int64, device=loader.CPU),
         nq=tree.nq,
         nv=tree.nv,
         n_levels=len(layer.levels),

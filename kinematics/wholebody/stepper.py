@@ -97,7 +97,7 @@ class WholeBodyStepper:
         if len(rows) != 1:
             raise ShapeError(f"stepper: every target must be (rows, ...) with one row count, got {sorted(rows)} rows")
         self.rows = rows.pop()
-        layer._check_step(torch.empty(self.rows, tree.nq, dtype=tree.joint_lower.dtype), targets)
+        layer._check_step(tree.joint_lower.new_empty(self.rows, tree.nq), targets)
         self._targets = {name: self._own(targets[name]) for name in layer.target_names}
         self._prepare_reads = {name for c in layer.constraints for name in c.prepare_reads}
         self._recorded: _Recorded | str = _NOTHING  # the last step's record, or why there is none
@@ -139,7 +139,7 @@ class WholeBodyStepper:
         anchor that the support polygon reads prepares the polygon again."""
         own = self._targets[self._known(name)]
         if not isinstance(value, torch.Tensor):
-            value = torch.as_tensor(value)
+            value = torch.as_tensor(value, dtype=own.dtype, device=own.device)  # a list: at the target's precision
         if value.requires_grad:
             raise ConfigError(
                 f"stepper: target {name!r} requires grad, and a stepper's targets record no graph: after step, "

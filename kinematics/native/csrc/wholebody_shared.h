@@ -391,40 +391,51 @@ typedef struct {
 typedef long (*KERNEL(wb_runner))(long lo, long hi, const KERNEL(wb_job) *job, REAL *real_block, double *block,
                                    long *long_block);
 
+/* One thread's part of wb_in_chunks: in its own scratch, the next chunk of `chunks` (taken from *next) until none is
+   left; *failed set where the scratch could not be had or a chunk failed. */
+static void KERNEL(wb_chunks_worker)(long n, long chunks, long *next, long *failed, const KERNEL(wb_job) *job,
+                                     size_t reals, size_t doubles, size_t longs, KERNEL(wb_runner) run) {
+    REAL *real_block = malloc(sizeof(REAL) * reals);
+    double *block = malloc(sizeof(double) * doubles);
+    long *long_block = malloc(sizeof(long) * longs);
+    if (!real_block || !block || !long_block) {
+        ATOMIC_WRITE *failed = 1;
+    } else {
+        for (;;) {
+            long chunk;
+#ifdef _OPENMP
+#pragma omp atomic capture
+#endif
+            chunk = (*next)++;
+            if (chunk >= chunks) break;
+            long lo = chunk * WB_CHUNK, hi = lo + WB_CHUNK < n ? lo + WB_CHUNK : n;
+            if (run(lo, hi, job, real_block, block, long_block) < 0) {
+                ATOMIC_WRITE *failed = 1;
+            }
+        }
+    }
+    free(real_block), free(block), free(long_block);
+}
+
+/* The batch's chunks of WB_CHUNK rows to `threads` threads, each taking the next chunk when done; a team of one runs on
+   the caller's thread, outside any parallel region (ROWS_IN_PARALLEL's note). -1 where any chunk failed. */
 static long KERNEL(wb_in_chunks)(long n, long threads, const KERNEL(wb_job) *job, size_t extra_doubles,
                                  KERNEL(wb_runner) run) {
     const long long *plan = job->plan;
     long chunks = (n + WB_CHUNK - 1) / WB_CHUNK, next = 0, failed = 0, rows = n < WB_CHUNK ? n : WB_CHUNK;
     long team = threads < chunks ? threads : chunks;
-    (void)team; /* without OpenMP: one thread */
     size_t reals, doubles, longs;
     KERNEL(wb_sizes)(plan, rows, &reals, &doubles, &longs);
     doubles += (size_t)rows * extra_doubles;
 #ifdef _OPENMP
-#pragma omp parallel num_threads(team > 1 ? team : 1)
-#endif
-    {
-        REAL *real_block = malloc(sizeof(REAL) * reals);
-        double *block = malloc(sizeof(double) * doubles);
-        long *long_block = malloc(sizeof(long) * longs);
-        if (!real_block || !block || !long_block) {
-            ATOMIC_WRITE failed = 1;
-        } else {
-            for (;;) {
-                long chunk;
-#ifdef _OPENMP
-#pragma omp atomic capture
-#endif
-                chunk = next++;
-                if (chunk >= chunks) break;
-                long lo = chunk * WB_CHUNK, hi = lo + WB_CHUNK < n ? lo + WB_CHUNK : n;
-                if (run(lo, hi, job, real_block, block, long_block) < 0) {
-                    ATOMIC_WRITE failed = 1;
-                }
-            }
-        }
-        free(real_block), free(block), free(long_block);
+    if (team > 1) {
+#pragma omp parallel num_threads(team)
+        KERNEL(wb_chunks_worker)(n, chunks, &next, &failed, job, reals, doubles, longs, run);
+        return failed ? -1 : 0;
     }
+#endif
+    (void)team; /* without OpenMP: one thread */
+    KERNEL(wb_chunks_worker)(n, chunks, &next, &failed, job, reals, doubles, longs, run);
     return failed ? -1 : 0;
 }
 

@@ -11,6 +11,7 @@ import torch
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer, SerialChainKinematics, native
 from kinematics.ik.fused_solve import IK_SOLVE, IK_SOLVE_EVALUATE, IK_SOLVE_VJP
+from kinematics.native import fused_ik
 from learning.benchmark.problem import DISTANT_SEED, NEAR_SEED, ik_problem
 from learning.common.panda import franka_kinematics
 
@@ -152,3 +153,18 @@ def test_the_kernels_sine_equals_torchs_for_small_and_huge_angles(rows, offset):
     fused = _solve(torch.float64, seeds, targets[:70], torch_ops=False, cfg=cfg)
     reference = _solve(torch.float64, seeds, targets[:70], torch_ops=True, cfg=cfg)
     torch.testing.assert_close(fused.q, reference.q, atol=1e-9, rtol=0)
+
+
+def test_another_default_device_leaves_the_fused_solve_on_the_cpu(rows, monkeypatch):
+    """The kernel's settings and its count of invalid rows were made on the default device: under
+    ``torch.set_default_device`` (``meta`` here, the stand-in for ``cuda``) the kernel read a settings array it could
+    not (a segmentation fault). The fused solve answers as under the CPU's default."""
+    calls = _count_kernel_calls(monkeypatch)
+    seeds, targets = rows[NEAR_SEED][0][:8], rows[NEAR_SEED][1][:8]
+    ik = DifferentiableIKLayer(franka_kinematics(dtype=torch.float64))
+    fused_ik._SETTINGS.clear()  # the settings' tensor is cached: made again under the meta device
+    expected = ik.solve(targets, seeds)
+    fused_ik._SETTINGS.clear()
+    with torch.device("meta"):
+        found = ik.solve(targets, seeds)
+    assert found.q.device.type == "cpu" and torch.equal(found.q, expected.q) and len(calls) == 2

@@ -495,3 +495,19 @@ def test_a_batch_constant_hessian_read_in_place_equals_its_copies(active_set_ste
     assert torch.equal(solutions[0].active_bounds, solutions[1].active_bounds)
     for broadcast, copied in zip(gradients[0], gradients[1], strict=True):
         torch.testing.assert_close(broadcast, copied, atol=1e-10, rtol=0)
+
+
+def test_another_default_device_leaves_the_compiled_solve_on_the_cpu():
+    """The compiled interior point's and polish's settings were made on the default device: under
+    ``torch.set_default_device`` (``meta`` here, the stand-in for ``cuda``) the kernels read arrays they could not (a
+    segmentation fault). The solve, its active sets and its backward answer as under the CPU's default."""
+    problem = to_torch(random_qps(4, 12, 3, 5, seed=3))
+    expected = solve_qp(**problem)
+    with torch.device("meta"):
+        found = solve_qp(**problem)
+    assert found.x.device.type == "cpu" and torch.equal(found.x, expected.x) and torch.equal(found.status, expected.status)
+    q = problem["q"].clone().requires_grad_(True)
+    (expected_grad,) = torch.autograd.grad(solve_qp(**(problem | {"q": q})).x.sum(), q)
+    with torch.device("meta"):
+        (found_grad,) = torch.autograd.grad(solve_qp(**(problem | {"q": q})).x.sum(), q)
+    assert torch.equal(found_grad, expected_grad)

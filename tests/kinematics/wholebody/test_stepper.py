@@ -334,3 +334,24 @@ def test_a_bound_step_refuses_a_q_of_another_dtype_than_its_plan() -> None:
     inputs = step_plan.kernel_inputs(layer, flat, layer.prepare(flat))
     bound = native.BoundStep(step_kernel.plan_of(layer), inputs, 1)
     assert bound(q) is not None and bound(q.float()) is None
+
+
+def test_another_default_device_leaves_the_compiled_step_and_its_backward_on_the_cpu() -> None:
+    """Every tensor the compiled step, the polygon's preparation and the backward hand to C is the CPU's, whatever
+    the default device: the step's outputs and the plan were allocated on the default device, a segmentation fault
+    under ``torch.set_default_device`` (``meta`` here, the stand-in for ``cuda`` that every machine has)."""
+    layer, flat, q, stepper = float64_case(2, seed=4)
+    grad_q_next, grad_dq = upstream(q, layer.tree.nv, 1)
+    expected = layer.step(q, flat)
+    stepper.step(q)
+    expected_gradients = stepper.vjp(grad_q_next, grad_dq, q=True)
+    fresh = every_kind_layer(tree_of(torch.float64))  # its plan is built under the meta device
+    with torch.device("meta"):
+        assert_equal_steps(fresh.step(q, flat), expected)
+        meta_stepper = WholeBodyStepper(fresh, flat)
+        meta_stepper.set_target("right_hand", flat["right_hand"].tolist())  # a list: made a tensor on the CPU
+        assert_equal_steps(meta_stepper.step(q), expected)
+        found = meta_stepper.vjp(grad_q_next, grad_dq, q=True)
+    assert torch.equal(found.q, expected_gradients.q)
+    for name, gradient in expected_gradients.targets.items():
+        assert torch.equal(found.targets[name], gradient), name
