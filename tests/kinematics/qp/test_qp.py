@@ -505,7 +505,9 @@ def test_another_default_device_leaves_the_compiled_solve_on_the_cpu():
     expected = solve_qp(**problem)
     with torch.device("meta"):
         found = solve_qp(**problem)
-    assert found.x.device.type == "cpu" and torch.equal(found.x, expected.x) and torch.equal(found.status, expected.status)
+    assert (
+        found.x.device.type == "cpu" and torch.equal(found.x, expected.x) and torch.equal(found.status, expected.status)
+    )
     q = problem["q"].clone().requires_grad_(True)
     (expected_grad,) = torch.autograd.grad(solve_qp(**(problem | {"q": q})).x.sum(), q)
     with torch.device("meta"):
