@@ -168,3 +168,26 @@ def test_another_default_device_leaves_the_fused_solve_on_the_cpu(rows, monkeypa
     with torch.device("meta"):
         found = ik.solve(targets, seeds)
     assert found.q.device.type == "cpu" and torch.equal(found.q, expected.q) and len(calls) == 2
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_one_thread_and_two_give_the_same_bits(rows, dtype, monkeypatch):
+    """One thread runs the fused solve's rows outside any OpenMP region, in code compiled apart from the region's:
+    the solve and its gradient to the targets on one thread equal two threads' bit for bit."""
+    calls = _count_calls(monkeypatch, IK_SOLVE_VJP)  # wrapped, the forward's kernel would not be taken
+    seeds, targets = (t[:200].to(dtype) for t in rows[NEAR_SEED])
+    ik = DifferentiableIKLayer(franka_kinematics(dtype=dtype))
+    previous = torch.get_num_threads()
+    found = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            target = targets.clone().requires_grad_(True)
+            q = ik.solve(target, seeds).q
+            (grad,) = torch.autograd.grad((q * torch.linspace(-1, 1, q.shape[-1], dtype=dtype)).sum(), target)
+            found.append((q, grad))
+    finally:
+        torch.set_num_threads(previous)
+    assert calls == [IK_SOLVE_VJP.name] * 2  # the fused backward, after the fused forward that kept its iterates
+    for one, two in zip(*found, strict=True):
+        assert torch.equal(one, two)

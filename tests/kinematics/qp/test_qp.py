@@ -513,3 +513,26 @@ def test_another_default_device_leaves_the_compiled_solve_on_the_cpu():
     with torch.device("meta"):
         (found_grad,) = torch.autograd.grad(solve_qp(**(problem | {"q": q})).x.sum(), q)
     assert torch.equal(found_grad, expected_grad)
+
+
+@pytest.mark.parametrize("structured", [False, True])
+def test_one_thread_and_two_give_the_same_bits(structured):
+    """One thread runs the kernels' rows outside any OpenMP region, in code compiled apart from the region's (with
+    contraction on in this unit): the solve, its active sets and its gradient on one thread equal two threads' bit for
+    bit (96 rows: each of two threads takes 48)."""
+    problem = to_torch(random_qps(96, 20, 4, 6, seed=17))
+    if structured:  # a Hessian shared by the batch: the kernels read it in place
+        problem["P"] = problem["P"][0]
+    previous = torch.get_num_threads()
+    found = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            q = problem["q"].clone().requires_grad_(True)
+            solution = solve_qp(**(problem | {"q": q}))
+            (grad,) = torch.autograd.grad((solution.x * torch.linspace(-1, 1, 20, dtype=q.dtype)).sum(), q)
+            found.append((solution.x, solution.status, grad))
+    finally:
+        torch.set_num_threads(previous)
+    for one, two in zip(*found, strict=True):
+        assert torch.equal(one, two)

@@ -349,6 +349,7 @@ def test_another_default_device_leaves_the_compiled_step_and_its_backward_on_the
     with torch.device("meta"):
         assert_equal_steps(fresh.step(q, flat), expected)
         meta_stepper = WholeBodyStepper(fresh, flat)
+        assert meta_stepper._bound is not None  # the compiled call bound, not layer.step's path
         meta_stepper.set_target("right_hand", flat["right_hand"].tolist())  # a list: made a tensor on the CPU
         assert_equal_steps(meta_stepper.step(q), expected)
         found = meta_stepper.vjp(grad_q_next, grad_dq, q=True)
