@@ -32,7 +32,7 @@ def support_edges(
     ):
         return None
     normal, offset = loader.empty(n, k, 2, dtype=T.dtype), loader.empty(n, k, dtype=T.dtype)
-    edge = torch.empty(n, k, dtype=torch.bool, device=loader.CPU)
+    edge = loader.empty(n, k, dtype=torch.bool)
     tensors = (T.contiguous(), corners.contiguous(), owner, first, second, normal, offset, edge)  # held
     kernel(n, s, k, p, *(t.data_ptr() for t in tensors))
     return normal, offset, edge

@@ -81,9 +81,9 @@ def step_outputs(plan: StepPlan, n: int, dtype: torch.dtype) -> tuple[torch.Tens
     return (
         loader.empty(n, plan.nq, dtype=dtype),
         loader.empty(n, plan.nv, dtype=dtype),
-        torch.empty(n, plan.n_levels, dtype=torch.int8, device=loader.CPU),
-        torch.empty(n, plan.n_inequalities, dtype=torch.bool, device=loader.CPU),
-        torch.empty(n, plan.nv, dtype=torch.int8, device=loader.CPU),
+        loader.empty(n, plan.n_levels, dtype=torch.int8),
+        loader.empty(n, plan.n_inequalities, dtype=torch.bool),
+        loader.empty(n, plan.nv, dtype=torch.int8),
     )
 
 

@@ -235,6 +235,16 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(threads)
 
 
+def _whole_runs(suite: str, count: int, run) -> list[dict]:
+    """``count`` whole runs of ``suite`` (``run()`` each), one after another, each announced where there are several."""
+    runs = []
+    for index in range(count):
+        if count > 1:
+            print(f"[{suite}] run {index + 1} of {count}", file=sys.stderr, flush=True)
+        runs.append(run())
+    return runs
+
+
 def _run(args: argparse.Namespace, argv: list[str]) -> int:
     cfg = config_from_args(args)
     if torch.device(cfg.device).type == "cuda" and not torch.cuda.is_available():
@@ -271,11 +281,7 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
             _publish(args.out, doc, meta(cfg, argv, load), qp_suite.markdown)
             continue
         if suite == "wholebody-profile":
-            runs = []
-            for index in range(args.runs):
-                if args.runs > 1:
-                    print(f"[wholebody-profile] run {index + 1} of {args.runs}", file=sys.stderr, flush=True)
-                runs.append(step_profile.run(dtype_name=cfg.fk_dtypes[0], seed=args.seed))
+            runs = _whole_runs(suite, args.runs, lambda: step_profile.run(dtype_name=cfg.fk_dtypes[0], seed=args.seed))
             _publish(args.out, step_profile.combine(runs), meta(cfg, argv, load), step_profile.markdown)
             continue
         if suite == "device":
@@ -283,21 +289,17 @@ def _run(args: argparse.Namespace, argv: list[str]) -> int:
                 return code
             continue
         if suite == "wholebody":
-            runs = []
-            for index in range(args.runs):
-                if args.runs > 1:
-                    print(f"[wholebody] run {index + 1} of {args.runs}", file=sys.stderr, flush=True)
-                runs.append(wholebody_suite.run(
-                    batches=args.batches or ((1, 4) if args.quick else (1, 64, 1024)),
-                    iterations=4 if args.quick else 16,
-                    full_solve_max_batch=4 if args.quick else 64,
-                    memory_batch=2 if args.quick else 8,
-                    dtype_name=cfg.fk_dtypes[0],
-                    seed=args.seed,
-                    control_loop_steps=200 if args.quick else 10_000,
-                    contention_batch=64 if args.quick else 1024,
-                    contention_repeats=5 if args.quick else 15,
-                ))  # fmt: skip
+            runs = _whole_runs(suite, args.runs, lambda: wholebody_suite.run(
+                batches=args.batches or ((1, 4) if args.quick else (1, 64, 1024)),
+                iterations=4 if args.quick else 16,
+                full_solve_max_batch=4 if args.quick else 64,
+                memory_batch=2 if args.quick else 8,
+                dtype_name=cfg.fk_dtypes[0],
+                seed=args.seed,
+                control_loop_steps=200 if args.quick else 10_000,
+                contention_batch=64 if args.quick else 1024,
+                contention_repeats=5 if args.quick else 15,
+            ))  # fmt: skip
             doc = wholebody_suite.combine(runs)
             _publish(args.out, doc, meta(cfg, argv, load), wholebody_suite.markdown)
             continue

@@ -8,6 +8,7 @@ import contextlib
 
 import pytest
 import torch
+from threads_support import assert_one_thread_gives_two_threads_bits
 
 from kinematics import DifferentiableIKCfg, DifferentiableIKLayer, KinematicsLayer, SerialChainKinematics, native
 from kinematics.ik.fused_solve import IK_SOLVE, IK_SOLVE_EVALUATE, IK_SOLVE_VJP
@@ -177,17 +178,12 @@ def test_one_thread_and_two_give_the_same_bits(rows, dtype, monkeypatch):
     calls = _count_calls(monkeypatch, IK_SOLVE_VJP)  # wrapped, the forward's kernel would not be taken
     seeds, targets = (t[:200].to(dtype) for t in rows[NEAR_SEED])
     ik = DifferentiableIKLayer(franka_kinematics(dtype=dtype))
-    previous = torch.get_num_threads()
-    found = []
-    try:
-        for threads in (1, 2):
-            torch.set_num_threads(threads)
-            target = targets.clone().requires_grad_(True)
-            q = ik.solve(target, seeds).q
-            (grad,) = torch.autograd.grad((q * torch.linspace(-1, 1, q.shape[-1], dtype=dtype)).sum(), target)
-            found.append((q, grad))
-    finally:
-        torch.set_num_threads(previous)
+
+    def solve():
+        target = targets.clone().requires_grad_(True)
+        q = ik.solve(target, seeds).q
+        (grad,) = torch.autograd.grad((q * torch.linspace(-1, 1, q.shape[-1], dtype=dtype)).sum(), target)
+        return q, grad
+
+    assert_one_thread_gives_two_threads_bits(solve)
     assert calls == [IK_SOLVE_VJP.name] * 2  # the fused backward, after the fused forward that kept its iterates
-    for one, two in zip(*found, strict=True):
-        assert torch.equal(one, two)

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 from optional_dependencies import require_module
+from threads_support import assert_one_thread_gives_two_threads_bits
 
 from kinematics import (
     INFEASIBLE,
@@ -523,16 +524,11 @@ def test_one_thread_and_two_give_the_same_bits(structured):
     problem = to_torch(random_qps(96, 20, 4, 6, seed=17))
     if structured:  # a Hessian shared by the batch: the kernels read it in place
         problem["P"] = problem["P"][0]
-    previous = torch.get_num_threads()
-    found = []
-    try:
-        for threads in (1, 2):
-            torch.set_num_threads(threads)
-            q = problem["q"].clone().requires_grad_(True)
-            solution = solve_qp(**(problem | {"q": q}))
-            (grad,) = torch.autograd.grad((solution.x * torch.linspace(-1, 1, 20, dtype=q.dtype)).sum(), q)
-            found.append((solution.x, solution.status, grad))
-    finally:
-        torch.set_num_threads(previous)
-    for one, two in zip(*found, strict=True):
-        assert torch.equal(one, two)
+
+    def solve():
+        q = problem["q"].clone().requires_grad_(True)
+        solution = solve_qp(**(problem | {"q": q}))
+        (grad,) = torch.autograd.grad((solution.x * torch.linspace(-1, 1, 20, dtype=q.dtype)).sum(), q)
+        return solution.x, solution.status, grad
+
+    assert_one_thread_gives_two_threads_bits(solve)

@@ -12,6 +12,7 @@ import warnings
 
 import pytest
 import torch
+from threads_support import assert_one_thread_gives_two_threads_bits
 from wholebody_support import G1, HAND, LEFT_HAND, every_kind_layer, every_kind_targets, tree_of
 
 from kinematics import native
@@ -132,16 +133,7 @@ def test_a_negative_view_target_is_not_read_as_its_memory(g1) -> None:
 def test_two_threads_give_the_bits_of_one(g1) -> None:
     layer = every_kind_layer(g1)
     targets, q = every_kind_targets(g1, 40, 8)
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        one, _ = both_paths(layer, targets, q, 2)
-        torch.set_num_threads(2)
-        two, _ = both_paths(layer, targets, q, 2)
-    finally:
-        torch.set_num_threads(threads)
-    for a, b in zip(one, two, strict=True):
-        assert torch.equal(a, b)
+    assert_one_thread_gives_two_threads_bits(lambda: both_paths(layer, targets, q, 2)[0])
 
 
 def test_the_layer_solves_through_the_kernel_and_autograd_through_the_reference(g1) -> None:

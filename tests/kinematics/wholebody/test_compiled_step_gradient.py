@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from threads_support import assert_one_thread_gives_two_threads_bits
 from wholebody_support import G1, HAND, every_kind_layer, every_kind_targets, tree_of
 
 from assets.franka import PANDA
@@ -256,16 +257,7 @@ def test_two_threads_give_the_bits_of_one_and_a_disabled_library_the_references_
     targets, q = every_kind_targets(g1, 70, 9)
     flat = flat_targets(layer, targets, 70)
     weights = random_weights(q, g1.nv, 9)
-    threads = torch.get_num_threads()
-    try:
-        torch.set_num_threads(1)
-        one = gradients(layer, q, flat, LEAVES, weights, True)
-        torch.set_num_threads(2)
-        two = gradients(layer, q, flat, LEAVES, weights, True)
-    finally:
-        torch.set_num_threads(threads)
-    for a, b in zip(one, two, strict=True):
-        assert torch.equal(a, b)
+    assert_one_thread_gives_two_threads_bits(lambda: gradients(layer, q, flat, LEAVES, weights, True))
     leaf, q_leaf = flat["right_hand"].clone().requires_grad_(True), q.clone().requires_grad_(True)
     q_next, _ = layer.step(q_leaf, {**flat, "right_hand": leaf})
     with native.disabled():  # gone between the forward and the backward: the torch composition's gradient (its QPs
