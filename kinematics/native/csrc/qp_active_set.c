@@ -44,6 +44,24 @@ static QP_INLINE REAL KERNEL(qp_dot)(const REAL *restrict a, const REAL *restric
     return (s0 + s1) + (s2 + s3);
 }
 
+/* out[k] += sum over a < rows of R_a[k] w[a] (k < len), R_a = R + (map ? map[a] : a) * stride: the rows in order, four
+   per pass over out (the same sums in the same order as one row at a time, with a quarter of out's loads and stores) */
+static QP_INLINE void KERNEL(qp_rows_combination)(const REAL *restrict R, const long *restrict map, long rows, long len,
+                                                  long stride, const REAL *restrict w, REAL *restrict out) {
+    long a = 0;
+    for (; a + 4 <= rows; a += 4) {
+        const REAL *restrict r0 = R + (map ? map[a] : a) * stride, *restrict r1 = R + (map ? map[a + 1] : a + 1) * stride;
+        const REAL *restrict r2 = R + (map ? map[a + 2] : a + 2) * stride;
+        const REAL *restrict r3 = R + (map ? map[a + 3] : a + 3) * stride;
+        const REAL w0 = w[a], w1 = w[a + 1], w2 = w[a + 2], w3 = w[a + 3];
+        IVDEP for (long k = 0; k < len; k++) out[k] = (((out[k] + r0[k] * w0) + r1[k] * w1) + r2[k] * w2) + r3[k] * w3;
+    }
+    for (; a < rows; a++) {
+        const REAL *restrict ra = R + (map ? map[a] : a) * stride, wa = w[a];
+        IVDEP for (long k = 0; k < len; k++) out[k] += ra[k] * wa;
+    }
+}
+
 static QP_INLINE void KERNEL(qp_lower_solve)(const REAL *restrict L, REAL *restrict v, long n) { /* v <- L^-1 v */
     for (long i = 0; i < n; i++) v[i] = (v[i] - KERNEL(qp_dot)(L + i * n, v, i)) / L[i * n + i];
 }
@@ -63,28 +81,54 @@ static QP_INLINE void KERNEL(qp_lower_solve_columns)(const REAL *restrict L, REA
     }
 }
 
-/* rows r0 .. r1 - 1 of M (m x m, lower triangle, row-major) <- those of V^T V, V n x stride */
-static QP_INLINE void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restrict M, long n, long stride, long m, long r0,
-                                 long r1) {
-    for (long a = r0; a < r1; a++)
-        for (long b = 0; b <= a; b++) M[a * m + b] = 0;
-    long i = 0;
-    for (; i + 4 <= n; i += 4) { /* four of V's rows per pass over M: each entry's sum in the same order */
-        const REAL *restrict v0 = V + i * stride, *restrict v1 = v0 + stride, *restrict v2 = v1 + stride;
-        const REAL *restrict v3 = v2 + stride;
-        for (long a = r0; a < r1; a++) {
-            const REAL a0 = v0[a], a1 = v1[a], a2 = v2[a], a3 = v3[a];
-            REAL *restrict ma = M + a * m;
-            IVDEP for (long b = 0; b <= a; b++) ma[b] = (((ma[b] + a0 * v0[b]) + a1 * v1[b]) + a2 * v2[b]) + a3 * v3[b];
-        }
+/* The sums of rows a0 .. a0 + ROWS - 1 by columns b0 .. b0 + COLS - 1 of V^T V (V n x stride, row-major) into out
+   (ROWS x COLS), each one's terms added in V's row order, first to last (a sum's bits do not depend on the block it is
+   in); the block's ROWS x COLS sums stay in registers over V's rows. */
+#define QP_GRAM_BLOCK(ROWS, COLS)                                                                                    \
+    static QP_INLINE void KERNEL(qp_gram_block_##ROWS##x##COLS)(const REAL *restrict V, long n, long stride, long a0, \
+                                                                long b0, REAL *restrict out) {                     \
+        REAL sum[ROWS][COLS] = {{0}};                                                                              \
+        for (long i = 0; i < n; i++) {                                                                             \
+            const REAL *restrict vi = V + i * stride;                                                              \
+            for (int ra = 0; ra < ROWS; ra++)                                                                      \
+                for (int c = 0; c < COLS; c++) sum[ra][c] += vi[a0 + ra] * vi[b0 + c];                             \
+        }                                                                                                          \
+        for (int ra = 0; ra < ROWS; ra++)                                                                          \
+            for (int c = 0; c < COLS; c++) out[ra * COLS + c] = sum[ra][c];                                        \
     }
-    for (; i < n; i++) {
-        const REAL *restrict vi = V + i * stride;
-        for (long a = r0; a < r1; a++) {
-            const REAL via = vi[a];
-            REAL *restrict ma = M + a * m;
-            IVDEP for (long b = 0; b <= a; b++) ma[b] += via * vi[b];
+QP_GRAM_BLOCK(4, 8)
+QP_GRAM_BLOCK(4, 4)
+QP_GRAM_BLOCK(4, 1)
+QP_GRAM_BLOCK(1, 8)
+QP_GRAM_BLOCK(1, 4)
+QP_GRAM_BLOCK(1, 1)
+#undef QP_GRAM_BLOCK
+
+/* rows r0 .. r1 - 1 of M (m x m, lower triangle, row-major) <- those of V^T V, V n x stride (its first r1 columns
+   read): by blocks of four rows and eight columns (four and one where there are fewer), the last block of each
+   overlapping the one before rather than reading past row or column r1 - 1; an entry computed twice is the same
+   sum both times */
+static QP_INLINE void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restrict M, long n, long stride, long m, long r0,
+                                           long r1) {
+    const long rows = r1 - r0 >= 4 ? 4 : 1, cols = r1 >= 8 ? 8 : (r1 >= 4 ? 4 : 1);
+    REAL block[32];
+    for (long a = r0; a < r1;) {
+        const long a0 = a + rows <= r1 ? a : r1 - rows, end = a0 + rows; /* columns 0 .. end - 1: to the diagonal */
+        for (long b = 0; b < end;) {
+            const long b0 = b + cols <= r1 ? b : r1 - cols;
+            if (rows == 4)
+                cols == 8   ? KERNEL(qp_gram_block_4x8)(V, n, stride, a0, b0, block)
+                : cols == 4 ? KERNEL(qp_gram_block_4x4)(V, n, stride, a0, b0, block)
+                            : KERNEL(qp_gram_block_4x1)(V, n, stride, a0, b0, block);
+            else
+                cols == 8   ? KERNEL(qp_gram_block_1x8)(V, n, stride, a0, b0, block)
+                : cols == 4 ? KERNEL(qp_gram_block_1x4)(V, n, stride, a0, b0, block)
+                            : KERNEL(qp_gram_block_1x1)(V, n, stride, a0, b0, block);
+            for (long ra = 0; ra < rows; ra++)
+                for (long c = 0; c < cols && b0 + c <= a0 + ra; c++) M[(a0 + ra) * m + b0 + c] = block[ra * cols + c];
+            b = b0 + cols;
         }
+        a = end;
     }
 }
 
@@ -92,6 +136,21 @@ static QP_INLINE void KERNEL(qp_upper_solve)(const REAL *restrict L, REAL *restr
     for (long i = n - 1; i >= 0; i--) {
         REAL t = v[i] / L[i * n + i];
         v[i] = t;
+        for (long k = 0; k < i; k++) v[k] -= L[i * n + k] * t;
+    }
+}
+
+/* v <- L^-1 v and then v <- L^-T v for L (n x n, lower, row-major) with its diagonal's reciprocals inv: both column by
+   column (each solved entry's multiples taken off the entries after it at once), so that a row's wait on the one
+   before is a product and an FMA, not a division and a dot product's sum */
+static QP_INLINE void KERNEL(qp_lower_upper_solve)(const REAL *restrict L, const REAL *restrict inv, REAL *restrict v,
+                                                   long n) {
+    for (long j = 0; j < n; j++) {
+        const REAL vj = v[j] *= inv[j];
+        for (long i = j + 1; i < n; i++) v[i] -= L[i * n + j] * vj;
+    }
+    for (long i = n - 1; i >= 0; i--) {
+        const REAL t = v[i] *= inv[i];
         for (long k = 0; k < i; k++) v[k] -= L[i * n + k] * t;
     }
 }
@@ -167,7 +226,8 @@ static void KERNEL(qp_lu_solve)(const REAL *restrict K, const long *restrict piv
    D), of size r + m. */
 typedef struct {
     long n, m, stride, dense, r, diagonal; /* diagonal: L is n values, the structured Hessian's (r >= 0) */
-    REAL *L, *C, *V, *M, *K, *col; /* V: n x stride (column r + k: row k of C) */
+    REAL *L, *C, *V, *M, *K, *col, *M_inv; /* V: n x stride (column r + k: row k of C); M_inv: M's diagonal's
+                                              reciprocals */
     long *piv;
 } KERNEL(qp_factors);
 
@@ -191,14 +251,8 @@ static QP_INLINE void KERNEL(qp_factored_solve)(const KERNEL(qp_factors) *F, con
         KERNEL(qp_lower_solve)(F->L, x, n);
     for (long k = 0; k < r; k++) t[k] = 0; /* V^T u - [0; g] */
     for (long k = 0; k < m; k++) t[r + k] = -g[k];
-    for (long i = 0; i < n; i++) {
-        const REAL xi = x[i], *restrict vi = F->V + i * F->stride;
-        IVDEP for (long k = 0; k < s; k++) t[k] += vi[k] * xi;
-    }
-    if (s) {
-        KERNEL(qp_lower_solve)(F->M, t, s);
-        KERNEL(qp_upper_solve)(F->M, t, s);
-    }
+    KERNEL(qp_rows_combination)(F->V, 0, n, s, F->stride, x, t);
+    if (s) KERNEL(qp_lower_upper_solve)(F->M, F->M_inv, t, s);
     for (long i = 0; i < n; i++) x[i] -= KERNEL(qp_dot)(F->V + i * F->stride, t, s);
     for (long k = 0; k < m && r; k++) nu[k] = t[r + k];
     if (F->diagonal)
@@ -238,14 +292,14 @@ static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, 
     long mmax = me + mi + (n < QP_UNIT_ROWS ? n : QP_UNIT_ROWS), N = n + me + mi, Kmax = n + mmax + r;
     long smax = mmax + r, emax = me + r; /* the Schur complement's size, that of its equality block */
     long reals = 3 * n * n + mmax * n + smax * n + smax * smax + Kmax * Kmax + Kmax + 5 * mmax + 4 * N + 4 * n
-                 + emax * emax + me * n;
+                 + emax * emax + me * n + smax;
     REAL *scratch = malloc(sizeof(REAL) * (reals + extra));
     long *piv = malloc(sizeof(long) * Kmax), *kind = malloc(sizeof(long) * (mmax + 2 * n));
     if (scratch == 0 || piv == 0 || kind == 0) {
         free(scratch), free(piv), free(kind);
         return 0;
     }
-    KERNEL(qp_factors) F = {n, 0, smax, 0, 0, 0, scratch, 0, 0, 0, 0, 0, piv};
+    KERNEL(qp_factors) F = {n, 0, smax, 0, 0, 0, scratch, 0, 0, 0, 0, 0, 0, piv};
     F.C = F.L + n * n;
     F.V = F.C + mmax * n;
     F.M = F.V + smax * n;
@@ -257,7 +311,7 @@ static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, 
     W->unit_nu = W->res_g + mmax, W->sol_d = W->unit_nu + mmax, W->sol = W->sol_d + N, W->sol_dr = W->sol + N, W->solr = W->sol_dr + N;
     W->res_f = W->solr + N, W->dx = W->res_f + n, W->fr = W->dx + n, W->c = W->fr + n;
     W->M_eq = W->c + n, W->P = W->M_eq + emax * emax, W->Pr = W->P + n * n, W->Ar = W->Pr + n * n;
-    W->extra = W->Ar + me * n;
+    W->F.M_inv = W->Ar + me * n, W->extra = W->F.M_inv + smax;
     return 1;
 }
 
@@ -327,10 +381,7 @@ static QP_INLINE void KERNEL(qp_hessian_product)(const KERNEL(qp_structure) *H, 
     }
     long r = H->r;
     for (long k = 0; k < r; k++) ux[k] = 0;
-    for (long a = 0; a < count; a++) {
-        const REAL xa = x[a], *restrict ua = H->U + map[a] * r;
-        for (long k = 0; k < r; k++) ux[k] += ua[k] * xa;
-    }
+    KERNEL(qp_rows_combination)(H->U, map, count, r, r, x, ux);
     for (long a = 0; a < count; a++) out[a] += sign * (H->p[map[a]] * x[a] + KERNEL(qp_dot)(H->U + map[a] * r, ux, r));
 }
 
@@ -492,6 +543,7 @@ static QP_INLINE int KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL 
             for (long l = 0; l <= k; l++) F->M[k * s + l] = M_eq[k * e + l];
         for (long k = 0; k < m; k++) F->M[(r + k) * s + r + k] += D[k];
         F->dense = s > 0 && !KERNEL(qp_cholesky_strict)(F->M, F->col, s, rel);
+        for (long k = 0; k < s && !F->dense; k++) F->M_inv[k] = 1 / F->M[k * s + k];
     }
     if (F->dense && !dense) return 0;
     if (F->dense) {
@@ -656,15 +708,9 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                 const REAL *s = good ? sol : sol_d;
                 for (long i = 0; i < n; i++) stat[i] = q[i];
                 KERNEL(qp_hessian_product)(&H, P, all_, n, s, 1, stat, ux);
-                for (long k = 0; k < me; k++) {
-                    const REAL yk = s[n + k], *restrict ak = A + k * n;
-                    IVDEP for (long j = 0; j < n; j++) stat[j] += ak[j] * yk;
-                }
-                for (long k = 0; k < mi; k++) {
-                    const REAL zk = s[n + me + k], *restrict gk = G + k * n;
-                    IVDEP for (long j = 0; j < n; j++) stat[j] += gk[j] * zk;
-                    gx[k] = KERNEL(qp_dot)(gk, s, n);
-                }
+                KERNEL(qp_rows_combination)(A, 0, me, n, n, s + n, stat);
+                KERNEL(qp_rows_combination)(G, 0, mi, n, n, s + n + me, stat);
+                for (long k = 0; k < mi; k++) gx[k] = KERNEL(qp_dot)(G + k * n, s, n);
                 /* an active row stays while its multiplier has the right sign, an inactive one enters when
                    violated; a fixed variable is released, never moved straight to the other bound; nothing
                    changes within the KKT test's tolerances */
@@ -701,16 +747,13 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
             if (!reuse) {
                 for (long i = 0; i < n; i++) stat[i] = q[i];
                 KERNEL(qp_hessian_product)(&H, P, all_, n, s, 1, stat, ux);
+                KERNEL(qp_rows_combination)(A, 0, me, n, n, s + n, stat);
+                KERNEL(qp_rows_combination)(G, 0, mi, n, n, s + n + me, stat);
             }
-            for (long k = 0; k < me; k++) {
-                const REAL yk = s[n + k], *restrict ak = A + k * n;
-                if (!reuse) IVDEP for (long j = 0; j < n; j++) stat[j] += ak[j] * yk;
-                v = KERNEL(qp_max)(v, FABS(KERNEL(qp_dot)(ak, s, n) - b[k]));
-            }
+            for (long k = 0; k < me; k++) v = KERNEL(qp_max)(v, FABS(KERNEL(qp_dot)(A + k * n, s, n) - b[k]));
             for (long k = 0; k < mi; k++) {
                 const REAL zk = s[n + me + k], *restrict gk = G + k * n;
                 const REAL t = (reuse ? gx[k] : KERNEL(qp_dot)(gk, s, n)) - h[k];
-                if (!reuse) IVDEP for (long j = 0; j < n; j++) stat[j] += gk[j] * zk;
                 v = KERNEL(qp_max)(v, t > 0 ? t : 0);
                 sign = KERNEL(qp_max)(sign, zk < 0 ? -zk : 0);
             }
