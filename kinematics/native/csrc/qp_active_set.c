@@ -98,16 +98,15 @@ static QP_INLINE void KERNEL(qp_lower_solve_columns)(const REAL *restrict L, REA
     }
 QP_GRAM_BLOCK(4, 8)
 QP_GRAM_BLOCK(4, 4)
-QP_GRAM_BLOCK(4, 1)
 QP_GRAM_BLOCK(1, 8)
 QP_GRAM_BLOCK(1, 4)
 QP_GRAM_BLOCK(1, 1)
 #undef QP_GRAM_BLOCK
 
 /* rows r0 .. r1 - 1 of M (m x m, lower triangle, row-major) <- those of V^T V, V n x stride (its first r1 columns
-   read): by blocks of four rows and eight columns (four and one where there are fewer), the last block of each
-   overlapping the one before rather than reading past row or column r1 - 1; an entry computed twice is the same
-   sum both times */
+   read): by blocks of four rows (one where there are fewer) and eight columns (four, or one, where there are fewer),
+   the last block of each overlapping the one before rather than reading past row or column r1 - 1; an entry computed
+   twice is the same sum both times */
 static QP_INLINE void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restrict M, long n, long stride, long m, long r0,
                                            long r1) {
     const long rows = r1 - r0 >= 4 ? 4 : 1, cols = r1 >= 8 ? 8 : (r1 >= 4 ? 4 : 1);
@@ -116,10 +115,9 @@ static QP_INLINE void KERNEL(qp_gram_rows)(const REAL *restrict V, REAL *restric
         const long a0 = a + rows <= r1 ? a : r1 - rows, end = a0 + rows; /* columns 0 .. end - 1: to the diagonal */
         for (long b = 0; b < end;) {
             const long b0 = b + cols <= r1 ? b : r1 - cols;
-            if (rows == 4)
-                cols == 8   ? KERNEL(qp_gram_block_4x8)(V, n, stride, a0, b0, block)
-                : cols == 4 ? KERNEL(qp_gram_block_4x4)(V, n, stride, a0, b0, block)
-                            : KERNEL(qp_gram_block_4x1)(V, n, stride, a0, b0, block);
+            if (rows == 4) /* then r1 >= 4: columns by eight or four */
+                cols == 8 ? KERNEL(qp_gram_block_4x8)(V, n, stride, a0, b0, block)
+                          : KERNEL(qp_gram_block_4x4)(V, n, stride, a0, b0, block);
             else
                 cols == 8   ? KERNEL(qp_gram_block_1x8)(V, n, stride, a0, b0, block)
                 : cols == 4 ? KERNEL(qp_gram_block_1x4)(V, n, stride, a0, b0, block)
