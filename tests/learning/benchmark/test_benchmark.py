@@ -213,12 +213,13 @@ def test_the_step_profile_times_every_part_and_derives_the_costs():
     median = {r["part"]: r["median_s"] for r in doc["results"]}
     assert set(median) | {"placo.step"} == set(step_profile.PARTS)
     assert median["c.step"] < median["binding"] < median["step"]
-    for ablation in ("c.one_level", "c.no_polygon", "c.no_step_limit"):  # a call that does the work: not ~1 µs
+    for ablation in ("c.one_level", "c.no_polygon", "c.no_step_limit", "c.no_refinement"):  # not ~1 µs: it works
         assert median[ablation] > 0.3 * median["c.step"], ablation
     # the backward alone goes through the compiled backward's call; the graph's forward makes the C call too
     assert median["bwd.retained"] > 0.5 * median["c.backward"] and median["step.graph"] > median["c.step"]
     report = step_profile.markdown(doc)
     assert "| `step` |" in report and "| the second cascade level (C) |" in report
+    assert "| the levels' QP refinement (C) |" in report
     assert "| the backward timed alone (bwd.retained) |" in report
     assert "| the floor of a backward of torch's own nodes, as a ratio to the step (step+bwd.floor / step) |" in report
 
