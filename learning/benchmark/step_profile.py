@@ -235,8 +235,7 @@ def markdown(doc: dict) -> str:
         ["the second cascade level (C)", fmt_time(c_step - median["c.one_level"])],
         ["the support polygon's rows (C)", fmt_time(c_step - median["c.no_polygon"])],
         ["the step limit's bounds (C)", fmt_time(c_step - median["c.no_step_limit"])],
-        *([["the levels' QP refinement (C)", fmt_time(c_step - median["c.no_refinement"])]]
-          if "c.no_refinement" in median else []),
+        ["the levels' QP refinement (C)", fmt_time(c_step - median["c.no_refinement"])],
         ["the backward, timed with its step as one call (step+bwd - step)", fmt_time(median["step+bwd"] - step)],
         ["the graph's cost in the forward (step.graph - step)", fmt_time(median["step.graph"] - step)],
         ["the backward timed alone (bwd.retained)", fmt_time(median["bwd.retained"])],
