@@ -198,15 +198,48 @@ def _violation(pb: Problem, x) -> torch.Tensor:
     return torch.stack(parts).amax(0)
 
 
-def _polish(pb: Problem, act: _ActiveSet, elastic: float, refinements: int):
-    """One active-set solve: the elastic solution and its refinement to the original KKT system."""
+# The pivot test of an active set's original system, relative to each factor's largest diagonal entry (the compiled
+# polish's QP_AS_IS): above it, the elastic solution refined once is the original system's to about
+# (elastic / pivot)^2 = 1e-12 (elastic 1e-9), so solving the original system there moves no answer by more.
+AS_IS_PIVOT = 1e-3
+
+
+def _cholesky_passes(M: torch.Tensor, used: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Cholesky factor of the symmetric ``M`` ``(nb, k, k)`` on its ``used`` rows ``(nb, k)`` (the others unit
+    rows), and per row whether every used pivot exceeds ``AS_IS_PIVOT`` (1 + the largest used diagonal entry)."""
+    eye = torch.eye(M.shape[-1], dtype=M.dtype, device=M.device)
+    L, info = torch.linalg.cholesky_ex(torch.where(used[..., :, None] & used[..., None, :], M, eye), check_errors=False)
+    big = torch.where(used, M.diagonal(dim1=-2, dim2=-1), 0.0).abs().amax(-1, keepdim=True)
+    pivots = L.diagonal(dim1=-2, dim2=-1) ** 2
+    return L, (info == 0) & ((pivots > AS_IS_PIVOT * (1 + big)) | ~used).all(-1)
+
+
+def _factors_as_is(pb: Problem, act: _ActiveSet, fixed: torch.Tensor) -> torch.Tensor:
+    """Per row, whether the active set's original system passes the compiled polish's pivot tests: the factor of
+    ``P_FF``, then that of the Schur complement ``C_F P_FF^-1 C_F^T`` of the equality and active inequality rows."""
+    free = ~fixed
+    L, passes = _cholesky_passes(pb.P, free)
+    rows = torch.cat((pb.A, pb.G), 1) * free.to(pb.P.dtype)[:, None, :]
+    if rows.shape[1] == 0:
+        return passes
+    V = torch.linalg.solve_triangular(L, rows.mT, upper=False)
+    return passes & _cholesky_passes(V.mT @ V, torch.cat((torch.ones_like(pb.b, dtype=torch.bool), act.ineq), 1))[1]
+
+
+def _polish(pb: Problem, act: _ActiveSet, elastic: float, refinements: int, as_is: torch.Tensor):
+    """One active-set solve: on the rows ``as_is`` allows whose system passes the pivot tests (``_factors_as_is``),
+    the original KKT system's solution; on the others the elastic solution and its refinement to the original
+    system. Returns ``(sol_d, sol, fixed, as_is)``: the elastic (there: the original) solution, the refined one, and
+    which rows were solved as they are."""
     K0, Kd, r, fixed, _ = _kkt(pb, act, elastic)
-    LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
+    as_is = as_is & _factors_as_is(pb, act, fixed)
+    LU, piv, _ = torch.linalg.lu_factor_ex(torch.where(as_is[:, None, None], K0, Kd), check_errors=False)
     sol_d = torch.linalg.lu_solve(LU, piv, r[..., None])[..., 0]
     sol = sol_d
+    elastic_rows = (~as_is).to(sol.dtype)[:, None]
     for _ in range(refinements):
-        sol = sol + torch.linalg.lu_solve(LU, piv, (r - _mv(K0, sol))[..., None])[..., 0]
-    return sol_d, sol, fixed
+        sol = sol + elastic_rows * torch.linalg.lu_solve(LU, piv, (r - _mv(K0, sol))[..., None])[..., 0]
+    return sol_d, sol, fixed, as_is
 
 
 def _next_active(pb: Problem, x, z, w, act: _ActiveSet, slack_p, slack_d) -> _ActiveSet:
@@ -257,8 +290,9 @@ def _solve(pb: Problem, cfg: dict, guess: torch.Tensor):
 def _polish_reference(P, q, A, b, G, h, lb, ub, z, sz, zu, su, zl, sl, steps, refinements, elastic, tolerance,
                       infeasibility_tolerance):  # fmt: skip
     """``_solve``'s active-set polish and status tests as torch ops (the compiled ``native.qp_polish`` does the
-    same arithmetic, the systems in symmetric form, and stops a row's steps once its active set repeats): the
-    packed outputs ``(sol, w, flags, rows)``."""
+    same arithmetic, the systems in symmetric form, and stops a row's steps once its active set repeats; its pivot
+    tests read its own factors, so near ``AS_IS_PIVOT`` the two can decide apart, where their answers agree to about
+    1e-12): the packed outputs ``(sol, w, flags, rows)``."""
     pb = Problem(P, q, A, b, G, h, lb, ub)
     n, me = q.shape[1], A.shape[1]
     tol = tolerance
@@ -266,8 +300,9 @@ def _polish_reference(P, q, A, b, G, h, lb, ub, z, sz, zu, su, zl, sl, steps, re
     contra = lb > ub
     act = _ActiveSet(z > sz, (zu > su) & (zu >= zl) | contra, (zl > sl) & (zl > zu) | contra)
     scale_p, scale_d = _scales(pb)
+    as_is = torch.ones_like(scale_p, dtype=torch.bool)  # a row's systems are the elastic ones from its first that fails
     for step in range(steps):
-        sol_d, sol, fixed = _polish(pb, act, elastic, refinements)
+        sol_d, sol, fixed, as_is = _polish(pb, act, elastic, refinements, as_is)
         if step + 1 < steps:
             # the next guess from the refined point where it is finite, else from the elastic one
             good = torch.isfinite(sol).all(-1, keepdim=True)
@@ -379,7 +414,8 @@ def _adjoint_reference(P, A, G, flags, exact, g, refinements: int, elastic: floa
     """The backward's adjoint solve as torch ops: ``K^T lam = [g; 0; 0]`` for the final active set's KKT matrix
     ``K`` (``_kkt``: the original one on rows whose original point was kept, ``exact > 0``, the elastic one
     elsewhere), with the elastic system's LU factors and ``refinements`` refinement steps (``K`` differs from it
-    by ``O(elastic)``). Returns ``(ls, lx, ly, lz)``: ``lam``'s parts, ``ls`` = ``lx`` weighted as ``K`` weighs
+    by ``O(elastic)``), or, on those rows whose system passes the polish's pivot tests (``_factors_as_is``), with
+    the original system's own factors and none. Returns ``(ls, lx, ly, lz)``: ``lam``'s parts, ``ls`` = ``lx`` weighted as ``K`` weighs
     each stationarity row (1 for a free variable, 0 for a fixed one), ``lz`` 0 on inactive
     rows (the compiled ``native.qp_adjoint`` solves the same system in its symmetric form)."""
     nb, n = g.shape
@@ -388,13 +424,16 @@ def _adjoint_reference(P, A, G, flags, exact, g, refinements: int, elastic: floa
     use_exact = exact > 0
     unused = (g.new_zeros(nb, k) for k in (n, me, mi, n, n))  # q, b, h, lb, ub: the matrices do not read them
     q, b, h, lb, ub = unused
-    K0, Kd, _, fixed, _ = _kkt(Problem(0.5 * (P + P.mT), q, A, b, G, h, lb, ub), act, elastic)
-    LU, piv, _ = torch.linalg.lu_factor_ex(Kd, check_errors=False)
+    pb = Problem(0.5 * (P + P.mT), q, A, b, G, h, lb, ub)
+    K0, Kd, _, fixed, _ = _kkt(pb, act, elastic)
+    as_is = (use_exact & _factors_as_is(pb, act, fixed))[:, None, None]
+    LU, piv, _ = torch.linalg.lu_factor_ex(torch.where(as_is, K0, Kd), check_errors=False)
     K = torch.where(use_exact[:, None, None], K0, Kd)
     rhs = torch.cat((g, g.new_zeros(nb, me + mi)), 1)[..., None]
     lam = torch.linalg.lu_solve(LU, piv, rhs, adjoint=True)
+    refined = (~as_is).to(g.dtype)
     for _ in range(refinements):
-        lam = lam + torch.linalg.lu_solve(LU, piv, rhs - K.mT @ lam, adjoint=True)
+        lam = lam + refined * torch.linalg.lu_solve(LU, piv, rhs - K.mT @ lam, adjoint=True)
     lam = lam[..., 0]
     lx, ly, lz = lam[:, :n], lam[:, n : n + me], lam[:, n + me :]
     return torch.where(fixed, 0.0, lx), lx, ly, lz * act.ineq.to(g.dtype)

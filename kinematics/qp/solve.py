@@ -20,10 +20,12 @@ Method (every count is bounded, every decision is a per-row ``torch.where``):
    constraint's violation. The elastic problem always has a solution, feasible or not. One Cholesky of
    ``P + G^T W G + D`` (``n x n``) and one of its ``m_eq x m_eq`` Schur complement per step.
 2. ``polish_steps`` primal-dual active-set Newton steps (Hintermueller-Ito-Kunisch), starting from the interior
-   point's guess (a side is active where its multiplier exceeds its slack): solve the elastic KKT system of the
-   active set exactly (one LU of size ``n + m_eq + m_in``; a variable at a bound is fixed there, exactly), refine it
-   ``refinements`` times to the KKT system of the *original* problem (``elastic = 0``) with the same factors, and
-   take the next guess from that point.
+   point's guess (a side is active where its multiplier exceeds its slack): solve the active set's KKT system (a
+   variable at a bound is fixed there, exactly), the *original* problem's (``elastic = 0``) where its factors are
+   well conditioned (every Cholesky pivot of the free variables' Hessian and of the constraints' Schur complement
+   above 1e-3 of its factor's largest diagonal entry, ``kernels.AS_IS_PIVOT``: there the refined elastic solution
+   would agree with it to about 1e-12), else the elastic one, refined ``refinements`` times to the original with
+   the same factors (and so at every later step of that row); take the next guess from that point.
 3. A row is ``SOLVED`` when the refined point is primal feasible and dual feasible (multiplier signs) to
    ``tolerance``; otherwise ``INFEASIBLE`` when the elastic solution violates the constraints by more than
    ``infeasibility_tolerance``; otherwise ``NOT_CONVERGED``.

@@ -65,8 +65,10 @@ class WholeBodyIKCfg:
         qp_active_set_steps: ``solve_qp``'s active-set steps per level, tried first: the first level from the
             empty active set, each lower one from the level above's. A standing robot's levels have few active
             constraints, and the steps solve nearly every row.
-        qp_refinements: of each active-set solve, from the elastic system's solution to the original's (one takes
-            a level's dual residual from about 1e-10 to 1e-17 on the G1; the backward always refines twice).
+        qp_refinements: of each active-set solve whose system is too ill-conditioned to be solved as it is (a
+            pivot below 1e-3 of its factor's largest: ``solve_qp``'s step 2), from the elastic system's solution to
+            the original's (one takes such a level's dual residual from about 1e-10 to 1e-17; the backward always
+            refines twice).
         position_tolerance, rotation_tolerance: a task succeeds when its position rows' error norm (m) and its
             orientation rows' (rad) are within them (a posture task always counts as succeeded).
         gradient: ``"unrolled"`` or ``"implicit"``.

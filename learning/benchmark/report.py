@@ -40,10 +40,12 @@ def write_suite(out_dir: Path, doc: dict, markdown: str) -> tuple[Path, Path]:
 
 
 def fmt_time(s: float | None) -> str:
+    """Seconds in the largest unit that keeps the value at least 1; a negative time (a difference of two noisy
+    medians) in the unit of its magnitude, with its sign."""
     if s is None or not math.isfinite(s):
         return "—"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if s >= scale:
+        if abs(s) >= scale:
             return f"{s / scale:.3g} {unit}"
     return f"{s / 1e-9:.3g} ns"
 

@@ -8,8 +8,7 @@ posed and the hull's edges); the input checks; the kernel's inputs list; the ker
 allocation, the C call); the targets' checks and addresses alone; and the C call alone, bound and allocated once
 (one step, and one step of a 16-step call). Then the C call's own parts, by ablation (the same call on a layer
 without that part; the difference is the part's cost): the second cascade level (hand and posture in one weighted
-level instead), the support polygon's rows, the step limit, the levels' QP refinement (each active-set solve's
-elastic solution kept, ``qp_refinements=0``). The backward: the step and its backward to the hand
+level instead), the support polygon's rows, the step limit. The backward: the step and its backward to the hand
 target as one call (as the whole-body suite times it), the same step recording the graph without its backward, the
 backward alone through a retained graph, the compiled backward's call, and the floor of any design whose backward is
 torch's own nodes (the step, then its output joined to the target by built-in ops with the Jacobian free). PlaCo's
@@ -18,7 +17,6 @@ step, where it is installed, in the same run.
 
 from __future__ import annotations
 
-import dataclasses
 import statistics
 
 import torch
@@ -57,8 +55,6 @@ PARTS = {
     "c.one_level": "the C call on the layer with hand and posture in one weighted level (no second cascade level)",
     "c.no_polygon": "the C call on the layer without the support polygon's rows",
     "c.no_step_limit": "the C call on the layer without the step limit's bounds",
-    "c.no_refinement": "the C call on the layer whose QPs keep each active-set solve's elastic solution "
-    "(qp_refinements=0: no refinement toward the original system)",
     "step+bwd": "layer.step(q, targets) recording a graph to the hand target, then sum().backward(): as one call (the "
     "compiled step and backward)",
     "step.graph": "the same step recording the graph, without the backward (the graph dropped)",
@@ -103,19 +99,16 @@ def floor_step_backward(layer: WholeBodyIKLayer, q: torch.Tensor, flat: dict) ->
 
 
 def _variant(tree: KinematicTree, problem, without: str) -> WholeBodyIKLayer:
-    """The suite's layer without one part: ``level`` (the two levels merged), ``polygon``, ``step_limit`` or
-    ``refinement`` (its QPs' refinement)."""
+    """The suite's layer without one part: ``level`` (the two levels merged), ``polygon`` or ``step_limit``."""
     layer = problem.layer
-    levels, constraints, cfg = layer.levels, layer.constraints, layer.cfg
-    if without == "refinement":
-        cfg = dataclasses.replace(cfg, qp_refinements=0)
-    elif without == "level":
+    levels, constraints = layer.levels, layer.constraints
+    if without == "level":
         levels = ((*levels[0], *levels[1]),)
     elif without == "polygon":
         constraints = tuple(c for c in constraints if not isinstance(c, ComInSupportPolygon))
     else:
         constraints = tuple(c for c in constraints if not isinstance(c, StepLimit))
-    return WholeBodyIKLayer(tree, levels, constraints, cfg)
+    return WholeBodyIKLayer(tree, levels, constraints, layer.cfg)
 
 
 def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: int = 0) -> dict:
@@ -175,7 +168,6 @@ def run(dtype_name: str = "float32", timing: TimingPolicy | None = None, seed: i
         "c.one_level": _raw_call(_variant(tree, problem, "level"), q, flat, 1),
         "c.no_polygon": _raw_call(_variant(tree, problem, "polygon"), q, flat, 1),
         "c.no_step_limit": _raw_call(_variant(tree, problem, "step_limit"), q, flat, 1),
-        "c.no_refinement": _raw_call(_variant(tree, problem, "refinement"), q, flat, 1),
         "step+bwd": step_backward,
         "step.graph": step_graph,
         "step+bwd.floor": lambda: floor_step_backward(layer, q, flat),
@@ -235,7 +227,6 @@ def markdown(doc: dict) -> str:
         ["the second cascade level (C)", fmt_time(c_step - median["c.one_level"])],
         ["the support polygon's rows (C)", fmt_time(c_step - median["c.no_polygon"])],
         ["the step limit's bounds (C)", fmt_time(c_step - median["c.no_step_limit"])],
-        ["the levels' QP refinement (C)", fmt_time(c_step - median["c.no_refinement"])],
         ["the backward, timed with its step as one call (step+bwd - step)", fmt_time(median["step+bwd"] - step)],
         ["the graph's cost in the forward (step.graph - step)", fmt_time(median["step.graph"] - step)],
         ["the backward timed alone (bwd.retained)", fmt_time(median["bwd.retained"])],

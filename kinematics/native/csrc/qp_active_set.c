@@ -26,10 +26,12 @@
    where either has a pivot too small to trust (a semidefinite P, dependent rows), by an LU factorisation with
    partial pivoting of the whole matrix. The factor of P_FF + elastic I and the equality rows' part of the Schur
    complement are computed again only when the fixed variables change. The refinements to the original system
-   reuse the factors. Outputs: sol (nb, n + me + mi) = [x; y; z], w (nb, n) signed bound multipliers, flags (nb,
-   mi + 2 n) = active inequalities, fixed at ub, fixed at lb (1 / 0), rows (nb, 4) = status, primal residual, dual
-   residual, whether the original system's solution was kept (1) or the elastic one (0). params = (elastic,
-   tolerance, infeasibility tolerance). */
+   reuse the factors. A row's systems are first the original ones (D = 0, no prox), solved once without
+   refinement, while their factors' pivots pass QP_AS_IS; from the first that does not, the elastic ones. Outputs:
+   sol (nb, n + me + mi) = [x; y; z], w (nb, n) signed bound multipliers, flags (nb, mi + 2 n) = active
+   inequalities, fixed at ub, fixed at lb (1 / 0), rows (nb, 4) = status, primal residual, dual residual, whether
+   the original system's solution was kept (1) or the elastic one (0). params = (elastic, tolerance, infeasibility
+   tolerance). */
 static QP_INLINE REAL KERNEL(qp_dot)(const REAL *restrict a, const REAL *restrict b, long len) {
     /* four partial sums: independent chains instead of one that waits on every add */
     REAL s0 = 0, s1 = 0, s2 = 0, s3 = 0;
@@ -153,13 +155,20 @@ static QP_INLINE void KERNEL(qp_lower_upper_solve)(const REAL *restrict L, const
     }
 }
 
-static QP_INLINE int KERNEL(qp_cholesky_strict)(REAL *restrict L, REAL *restrict col, long n, REAL rel) {
-    /* in place, right-looking (the updates are contiguous axpys that vectorise), lower triangle, row-major; col is
-       n values of scratch. 0 (L half-written) when a pivot is <= rel (1 + the largest diagonal entry) */
+static QP_INLINE REAL KERNEL(qp_largest_diagonal)(const REAL *restrict L, long n, long lo, long hi) {
     REAL big = 0;
-    for (long i = 0; i < n; i++) big = FABS(L[i * n + i]) > big ? FABS(L[i * n + i]) : big;
-    REAL floor = rel * (1 + big);
+    for (long i = lo; i < hi; i++) big = FABS(L[i * n + i]) > big ? FABS(L[i * n + i]) : big;
+    return big;
+}
+
+static QP_INLINE int KERNEL(qp_cholesky_strict)(REAL *restrict L, REAL *restrict col, long n, REAL rel, long from) {
+    /* in place, right-looking (the updates are contiguous axpys that vectorise), lower triangle, row-major; col is
+       n values of scratch. 0 (L half-written) when a pivot is <= rel (1 + the largest diagonal entry); from > 0:
+       the pivots from `from` on are tested against the largest diagonal entry of the trailing block as it is when
+       they are reached (the Schur complement of the leading block), the leading ones against the leading block's */
+    REAL floor = rel * (1 + KERNEL(qp_largest_diagonal)(L, n, 0, from > 0 ? from : n));
     for (long j = 0; j < n; j++) {
+        if (j == from && from > 0) floor = rel * (1 + KERNEL(qp_largest_diagonal)(L, n, from, n));
         REAL d = L[j * n + j];
         if (!(d > floor)) return 0;
         d = SQRT(d);
@@ -270,7 +279,7 @@ static QP_INLINE int KERNEL(qp_factor_hessian)(KERNEL(qp_factors) *F, const REAL
         for (long j = 0; j <= i; j++) F->L[i * n + j] = P[i * n + j];
         F->L[i * n + i] += d;
     }
-    return KERNEL(qp_cholesky_strict)(F->L, F->col, n, rel);
+    return KERNEL(qp_cholesky_strict)(F->L, F->col, n, rel, 0);
 }
 
 /* One thread's scratch for the polish and the adjoint: the factors' blocks in F, the vectors both use, the reduced
@@ -284,6 +293,10 @@ typedef struct {
 } KERNEL(qp_workspace);
 
 #define QP_UNIT_ROWS 4 /* the most fixed variables the polish keeps as unit rows of the whole system */
+/* The pivot test of an active set's original system, relative to each factor's largest diagonal entry
+   (kinematics.qp.kernels.AS_IS_PIVOT): above it, the elastic solution refined once is the original system's to about
+   (elastic / pivot)^2, 1e-12 for elastic 1e-9, so solving the original system instead moves no answer by more */
+#define QP_AS_IS 1e-3
 
 static QP_INLINE int KERNEL(qp_workspace_take)(KERNEL(qp_workspace) *W, long n, long me, long mi, long r,
                                                 long extra) {
@@ -402,9 +415,10 @@ static QP_INLINE int KERNEL(qp_reduce_hessian)(KERNEL(qp_factors) *F, const REAL
     }
     /* the Schur complement's condition grows as U's scale over p's: a p_F + elastic below 1e-6 (float: 1e-3) of P_FF's
        largest diagonal entry takes the Cholesky factor of P_FF + elastic I instead, as qp_polish does (P_FF built
-       from p and U for it; *Pr = 0 otherwise: nothing reads P_FF) */
+       from p and U for it; *Pr = 0 otherwise: nothing reads P_FF). P_FF as it is (d = 0): a p_F below rel of it
+       (P_FF's pivots are at least p_F's, so those that pass also pass P_FF's own test) */
     long r = H->r;
-    REAL big = 0, floor = (REAL)(sizeof(REAL) == 4 ? 1e-3 : 1e-6);
+    REAL big = 0, floor = d == 0 ? rel : (REAL)(sizeof(REAL) == 4 ? 1e-3 : 1e-6);
     for (long a = 0; a < nf; a++) {
         const REAL *restrict ua = H->U + free_[a] * r, entry = FABS(H->p[free_[a]] + KERNEL(qp_dot)(ua, ua, r) + d);
         big = entry > big ? entry : big;
@@ -457,18 +471,18 @@ static QP_INLINE void KERNEL(qp_reduce_equalities)(KERNEL(qp_factors) *F, const 
 }
 
 /* A system on the nf free variables free_: P_FF's factor (a P shared by every row, with every variable free: the
-   thread's factor of it, kept in *full_factored, 1 / 0 whether it factored, -1 none), and A_F's columns of V and
-   M_eq; returns whether P_FF + elastic I factored */
+   thread's factor of it as it is (d = 0), kept in *full_factored, 1 / 0 whether it factored, -1 none), and A_F's
+   columns of V and M_eq; returns whether P_FF + d I factored */
 static QP_INLINE int KERNEL(qp_reduce_step)(KERNEL(qp_factors) *F, const REAL *P, const REAL *A, long n, long me,
                                             long p_stride, const long *restrict free_, long nf, REAL *Pr_buf,
                                             REAL *Ar_buf, const REAL **Pr, const REAL **Ar, REAL *restrict M_eq,
                                             REAL d, REAL rel, int *full_factored, const KERNEL(qp_structure) *H) {
     int factored;
-    if (p_stride == 0 && nf == n && *full_factored >= 0)
+    if (p_stride == 0 && nf == n && *full_factored >= 0 && d == 0)
         F->n = n, F->r = F->diagonal = 0, *Pr = P, factored = *full_factored;
     else {
         factored = KERNEL(qp_reduce_hessian)(F, P, n, free_, nf, Pr_buf, Pr, d, rel, H);
-        *full_factored = p_stride == 0 && nf == n ? factored : -1;
+        *full_factored = p_stride == 0 && nf == n && d == 0 ? factored : -1;
     }
     KERNEL(qp_reduce_equalities)(F, A, H->U, n, me, free_, Ar_buf, Ar, M_eq, factored);
     return factored;
@@ -540,7 +554,9 @@ static QP_INLINE int KERNEL(qp_factor_active)(KERNEL(qp_factors) *F, const REAL 
         for (long k = 0; k < e; k++)
             for (long l = 0; l <= k; l++) F->M[k * s + l] = M_eq[k * e + l];
         for (long k = 0; k < m; k++) F->M[(r + k) * s + r + k] += D[k];
-        F->dense = s > 0 && !KERNEL(qp_cholesky_strict)(F->M, F->col, s, rel);
+        /* the original system's (d = 0): the constraints' block tested on its own scale, the Schur complement of the
+           structured Hessian's r rows, as the dense P_FF's solve sees it */
+        F->dense = s > 0 && !KERNEL(qp_cholesky_strict)(F->M, F->col, s, rel, d == 0 ? r : 0);
         for (long k = 0; k < s && !F->dense; k++) F->M_inv[k] = 1 / F->M[k * s + k];
     }
     if (F->dense && !dense) return 0;
@@ -613,7 +629,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                                 const REAL *restrict su_, const REAL *restrict zl_, const REAL *restrict sl_,
                                 REAL *restrict sol_, REAL *restrict w_, REAL *restrict flags_, REAL *restrict rows_) {
     const REAL d = params[0], tol = params[1], inf_tol = params[2];
-    const REAL rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
+    const REAL rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10), rel_as_is = (REAL)QP_AS_IS;
     long N = n + me + mi;
     KERNEL(qp_workspace) W;
     if (!KERNEL(qp_workspace_take)(&W, n, me, mi, p_ ? r_ : 0, 4 * n + mi + 1 + (p_ ? r_ : 0))) { /* out of memory: every row's status is -1 */
@@ -658,14 +674,27 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
                                        P + elastic I and its equalities' V columns and M_eq, every variable free */
         const REAL *Pr = P, *Ar = A;
         int stat_of_sol = 0; /* stat and gx hold those of the final sol (the last step's test, repeated below) */
+        /* as_is: this row's systems are factored as they are (e = 0: no prox, D = 0) while their factors pass the
+           pivot tests at rel_as_is, so one solve gives the original system's solution and no refinement is needed;
+           from the first that fails (a semidefinite P_FF, dependent rows) they are the elastic ones (e = elastic),
+           solved and refined */
+        int as_is = 1;
+        REAL e = 0, rel_e = rel_as_is;
+#define QP_REDUCE_STEP()                                                                                               \
+    factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, Pr_buf, Ar_buf, &Pr, &Ar, M_eq, e, rel_e,  \
+                                      &full_factored, &H);                                                             \
+    if (as_is && !factored) {                                                                                          \
+        as_is = 0, e = d, rel_e = rel;                                                                                 \
+        factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, Pr_buf, Ar_buf, &Pr, &Ar, M_eq, e,     \
+                                          rel_e, &full_factored, &H);                                                  \
+    }
         for (long step = 0; step < (steps > 1 ? steps : 1); step++) {
             if (refixed) {
                 nf = KERNEL(qp_free_variables)(n, upper, lower, lb, ub, free_, c);
                 if (whole && n - nf <= QP_UNIT_ROWS && !H.p) units = n - nf, F.n = n, Pr = P, Ar = A; /* at hand */
                 else {
                     units = 0;
-                    factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, Pr_buf, Ar_buf, &Pr, &Ar,
-                                                      M_eq, d, rel, &full_factored, &H);
+                    QP_REDUCE_STEP()
                     whole = nf == n && factored;
                 }
                 KERNEL(qp_linear_term)(&F, P, q, n, units ? all_ : free_, c, fr, &H, ux);
@@ -673,30 +702,36 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
             int solved = 0;
             if (units) { /* a few variables fixed where the whole system's factor is at hand: their unit rows (D = 0,
                             as exact as the elimination) in the Schur complement, cheaper than refactoring P_FF */
-                KERNEL(qp_active_rows)(&F, n, me, mi, d, A, A, b, G, h, act, all_, c, rhs, D, kind);
+                KERNEL(qp_active_rows)(&F, n, me, mi, e, A, A, b, G, h, act, all_, c, rhs, D, kind);
                 for (long x = nf; x < n; x++) {
                     long i = free_[x], m = F.m++;
                     for (long j = 0; j < n; j++) F.C[m * n + j] = j == i;
                     rhs[m] = c[i], D[m] = 0, kind[m] = -1;
                 }
-                solved = KERNEL(qp_factor_active)(&F, P, d, D, M_eq, me, factored, rel, 0, &dense, all_);
+                solved = KERNEL(qp_factor_active)(&F, P, e, D, M_eq, me, factored, rel_e, 0, &dense, all_);
                 if (solved) {
-                    KERNEL(qp_solve_refined)(&F, P, fr, rhs, kind, refinements, N, sol_d, sol, unit_nu, res_f, res_g,
-                                             dx, nu, &dense, all_, ux);
+                    KERNEL(qp_solve_refined)(&F, P, fr, rhs, kind, as_is ? 0 : refinements, N, sol_d, sol, unit_nu,
+                                             res_f, res_g, dx, nu, &dense, all_, ux);
                     for (long x = nf; x < n; x++) sol_d[free_[x]] = sol[free_[x]] = c[free_[x]];
                 } else { /* a unit row dependent on the others: the free variables' system after all */
-                    factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, Pr_buf, Ar_buf, &Pr, &Ar,
-                                                      M_eq, d, rel, &full_factored, &H);
+                    QP_REDUCE_STEP()
                     KERNEL(qp_linear_term)(&F, P, q, n, free_, c, fr, &H, ux);
                     units = whole = 0;
                 }
             }
             if (!solved) {
-                KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, b, G, h, act, free_, c, rhs, D, kind);
-                KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1, &H, free_);
-                /* the elastic solution, then `refinements` steps toward the original system (D = 0, no prox) */
-                KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, refinements, nf + me + mi, sol_dr, solr, unit_nu, res_f,
-                                         res_g, dx, nu, &H, free_, ux);
+                KERNEL(qp_active_rows)(&F, n, me, mi, e, Ar, A, b, G, h, act, free_, c, rhs, D, kind);
+                if (as_is && !KERNEL(qp_factor_active)(&F, Pr, e, D, M_eq, me, factored, rel_e, 0, &H, free_)) {
+                    as_is = 0, e = d, rel_e = rel; /* dependent rows: the elastic systems from here on */
+                    QP_REDUCE_STEP()
+                    whole = nf == n && factored;
+                    KERNEL(qp_active_rows)(&F, n, me, mi, e, Ar, A, b, G, h, act, free_, c, rhs, D, kind);
+                }
+                if (!as_is) KERNEL(qp_factor_active)(&F, Pr, e, D, M_eq, me, factored, rel_e, 1, &H, free_);
+                /* the original system's solution where it factored as it is, else the elastic solution and then
+                   `refinements` steps toward the original system (D = 0, no prox) */
+                KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, as_is ? 0 : refinements, nf + me + mi, sol_dr, solr,
+                                         unit_nu, res_f, res_g, dx, nu, &H, free_, ux);
                 KERNEL(qp_expand)(n, nf, me + mi, free_, c, sol_dr, sol_d);
                 KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol);
             }
@@ -779,6 +814,7 @@ static QP_INLINE void KERNEL(qp_polish_rows)(long lo, long hi, long n, long me, 
         row[0] = ok[0] || ok[1] ? 0 : (viol[1] > inf_tol * scale_p ? 1 : 2);
         row[1] = viol[kept], row[2] = dual[kept], row[3] = exact;
     }
+#undef QP_REDUCE_STEP
     KERNEL(qp_workspace_free)(&W);
 }
 
@@ -819,7 +855,8 @@ DISPATCH void KERNEL(qp_polish_structured)(long nb, long threads, long n, long m
        [C_F               -D    ] [nu] = [0  ],
 
    refined `refinements` times to the original system (D = 0, no prox) on the rows whose original point was kept
-   (exact_ > 0), the elastic system's solution on the others. Outputs, in the convention of the KKT matrix the
+   (exact_ > 0; there the original system itself, solved once, where its factors pass the polish's pivot tests,
+   QP_AS_IS), the elastic system's solution on the others. Outputs, in the convention of the KKT matrix the
    gradient differentiates (kinematics.qp.kernels._kkt, whose rows x_i = c_i fix a variable exactly): lx (nb, n) = u on free
    variables and, on a fixed one, its row's multiplier g_i - (P u + A^T nu_y + G^T nu_z)_i; ls (nb, n) = lx weighted
    as that matrix weighs each stationarity row (1 free, 0 fixed); ly (nb, me), lz (nb, mi) (0 on inactive rows).
@@ -830,7 +867,7 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
                                  const REAL *restrict P_, const REAL *restrict A_, const REAL *restrict G_,
                                  const REAL *restrict flags_, const REAL *restrict exact_, const REAL *restrict g_,
                                  REAL *restrict ls_, REAL *restrict lx_, REAL *restrict ly_, REAL *restrict lz_) {
-    const REAL d = params[0], rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10);
+    const REAL d = params[0], rel = (REAL)(sizeof(REAL) == 4 ? 1e-5 : 1e-10), rel_as_is = (REAL)QP_AS_IS;
     KERNEL(qp_workspace) W;
     if (!KERNEL(qp_workspace_take)(&W, n, me, mi, p_ ? r_ : 0, p_ ? r_ : 0)) return -1; /* out of memory: -1 */
     KERNEL(qp_factors) F = W.F;
@@ -845,12 +882,25 @@ static QP_INLINE long KERNEL(qp_adjoint_rows)(long lo, long hi, long n, long me,
         if (!H.p) KERNEL(qp_row_hessian)(P_, r, lo, p_stride, n, W.P);
         const REAL *P = H.p ? 0 : W.P, *Pr = P, *Ar = A;
         long nf = KERNEL(qp_free_variables)(n, act + mi, act + mi + n, 0, 0, free_, c); /* c: 0, unused */
-        int factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, W.Pr, W.Ar, &Pr, &Ar, M_eq, d, rel,
+        /* the original system where the row's original point was kept: as it is where its factors pass the polish's
+           pivot tests (one solve); else the elastic system, refined there */
+        int exact = exact_[r] > 0, as_is = 0, factored = 0;
+        if (exact) {
+            factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, W.Pr, W.Ar, &Pr, &Ar, M_eq, 0,
+                                              rel_as_is, &full_factored, &H);
+            if (factored) {
+                KERNEL(qp_active_rows)(&F, n, me, mi, 0, Ar, A, 0, G, 0, act, free_, c, rhs, D, kind);
+                as_is = KERNEL(qp_factor_active)(&F, Pr, 0, D, M_eq, me, factored, rel_as_is, 0, &H, free_);
+            }
+        }
+        if (!as_is) {
+            factored = KERNEL(qp_reduce_step)(&F, P, A, n, me, p_stride, free_, nf, W.Pr, W.Ar, &Pr, &Ar, M_eq, d, rel,
                                               &full_factored, &H);
-        KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, 0, G, 0, act, free_, c, rhs, D, kind);
-        KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1, &H, free_);
+            KERNEL(qp_active_rows)(&F, n, me, mi, d, Ar, A, 0, G, 0, act, free_, c, rhs, D, kind);
+            KERNEL(qp_factor_active)(&F, Pr, d, D, M_eq, me, factored, rel, 1, &H, free_);
+        }
         for (long a = 0; a < nf; a++) fr[a] = g[free_[a]];
-        KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, exact_[r] > 0 ? refinements : 0, nf + me + mi, sol_dr, solr,
+        KERNEL(qp_solve_refined)(&F, Pr, fr, rhs, kind, exact && !as_is ? refinements : 0, nf + me + mi, sol_dr, solr,
                                  W.unit_nu, res_f, res_g, dx, nu, &H, free_, ux);
         KERNEL(qp_expand)(n, nf, me + mi, free_, c, solr, sol); /* u (0 on fixed variables), nu_y, nu_z */
         REAL *ls = ls_ + r * n, *lx = lx_ + r * n;

@@ -532,3 +532,39 @@ def test_one_thread_and_two_give_the_same_bits(structured):
         return solution.x, solution.status, grad
 
     assert_one_thread_gives_two_threads_bits(solve)
+
+
+def test_a_well_conditioned_active_set_is_solved_as_it_is_and_a_nearly_dependent_one_refined():
+    """Where the active set's factors pass the pivot test the polish solves the original system once (the refinement
+    count changes nothing); where two equality rows are nearly dependent it solves the elastic system and refines it
+    (the count matters: none leaves the row unsolved). The compiled polish and the torch reference decide alike and
+    agree."""
+    from kinematics import native
+
+    generator = torch.Generator().manual_seed(11)
+    n, me, batch = 12, 4, 6
+    P = torch.eye(n, dtype=torch.float64) + 0.1 * torch.randn(batch, n, n, generator=generator, dtype=torch.float64)
+    P = P @ P.mT
+    q = torch.randn(batch, n, generator=generator, dtype=torch.float64)
+    A = torch.linalg.qr(torch.randn(batch, n, me, generator=generator, dtype=torch.float64))[0].mT  # orthonormal rows
+    b = torch.randn(batch, me, generator=generator, dtype=torch.float64)
+    nearly, b_nearly = A.clone(), b.clone()  # the Schur complement's second pivot about 1e-6 of the first
+    nearly[:, 1], b_nearly[:, 1] = A[:, 0] + 1e-3 * A[:, 1], b[:, 0] + 1e-3 * b[:, 1]
+    for rows, rhs, as_is in ((A, b, True), (nearly, b_nearly, False)):
+        found = {}
+        for path in ("compiled", "reference"):
+            for refinements in (0, 2):
+                if path == "reference":
+                    with native.disabled():
+                        found[path, refinements] = solve_qp(P, q, rows, rhs, refinements=refinements)
+                else:
+                    found[path, refinements] = solve_qp(P, q, rows, rhs, refinements=refinements)
+        for path in ("compiled", "reference"):
+            moved = (found[path, 0].x - found[path, 2].x).abs().max()
+            assert (moved < 1e-13) if as_is else (moved > 1e-9), (path, as_is, float(moved))
+        for refinements in (0, 2):
+            compiled, reference = found["compiled", refinements], found["reference", refinements]
+            solved = as_is or refinements > 0  # the elastic solution alone misses the nearly dependent row by ~1e-6
+            assert torch.equal(compiled.status, reference.status)
+            assert bool((compiled.status == SOLVED).all()) is solved
+            torch.testing.assert_close(compiled.x, reference.x, atol=1e-12 if solved else 1e-9, rtol=0)
