@@ -568,3 +568,14 @@ def test_a_well_conditioned_active_set_is_solved_as_it_is_and_a_nearly_dependent
             assert torch.equal(compiled.status, reference.status)
             assert bool((compiled.status == SOLVED).all()) is solved
             torch.testing.assert_close(compiled.x, reference.x, atol=1e-12 if solved else 1e-9, rtol=0)
+
+
+def test_the_compiled_polish_and_the_torch_reference_share_one_pivot_threshold():
+    """The as-is pivot test is a constant on each side (``QP_AS_IS`` in C, ``AS_IS_PIVOT`` in torch): one rule."""
+    import re
+
+    from kinematics.native import build
+    from kinematics.qp.kernels import AS_IS_PIVOT
+
+    found = re.findall(r"^#define QP_AS_IS (\S+)", (build.CSRC / "qp_active_set.c").read_text(), re.MULTILINE)
+    assert len(found) == 1 and float(found[0]) == AS_IS_PIVOT
