@@ -1,11 +1,12 @@
 """The ``ray`` executor: each job is a Ray core task (``@ray.remote``, retried by Ray when its worker dies).
 
 With no address (and none in ``RAY_ADDRESS``), it starts an embedded local Ray of ``workers`` CPUs and shuts it
-down when closed; with one, it joins that cluster (``ray start --head`` on one machine, ``ray start --address`` on
-the others) and leaves it running. If Ray is already initialised in this process, it uses that. The task (its
-problem's context: goals, labels) is put in the object store once per grid and fetched once per worker process,
-which builds the problem once and keeps it; OpenMP's passive wait and the thread count reach every worker through
-the task's runtime environment, and a job on a CUDA device asks Ray for ``gpus_per_job`` GPUs.
+down when closed; a watchdog (``reaper``) kills what it started if this process dies without closing it. With an
+address, it joins that cluster (``ray start --head`` on one machine, ``ray start --address`` on the others) and
+leaves it running. If Ray is already initialised in this process, it uses that. The task (its problem's context:
+goals, labels) is put in the object store once per grid and fetched once per worker process, which builds the
+problem once and keeps it; OpenMP's passive wait and the thread count reach every worker through the task's
+runtime environment, and a job on a CUDA device asks Ray for ``gpus_per_job`` GPUs.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Iterator
 from kinematics.errors import ConfigError
 from learning.common.executor import Executor, run_in_worker, worker_environment
 from learning.common.jobs import GridTask, Job, JobFailure
+from learning.common.reaper import Reaper, children
 
 try:
     import ray
@@ -61,6 +63,7 @@ class RayExecutor(Executor):
         self.retries, self.gpus_per_job = retries, gpus_per_job
         self.address = address or os.environ.get("RAY_ADDRESS") or None
         self.started_here = False
+        self._reaper: Reaper | None = None
         self._refs: dict[tuple[str, str], ray.ObjectRef] = {}
         started = time.perf_counter()
         if not ray.is_initialized():
@@ -74,7 +77,13 @@ class RayExecutor(Executor):
                         "on this machine or its text in RAY_AUTH_TOKEN (docs/cluster.md)"
                     ) from exc
             else:
-                ray.init(num_cpus=workers, num_gpus=_local_gpus(), include_dashboard=False, log_to_driver=True)
+                self._reaper = Reaper.start()
+                before = children(os.getpid())
+                try:
+                    ray.init(num_cpus=workers, num_gpus=_local_gpus(), include_dashboard=False, log_to_driver=True)
+                finally:
+                    if self._reaper is not None:
+                        self._reaper.watch(children(os.getpid()) - before)
             self.started_here = True
         self.startup_seconds = time.perf_counter() - started
 
@@ -117,9 +126,14 @@ class RayExecutor(Executor):
 
     def close(self) -> None:
         self._refs = {}
-        if self.started_here and ray.is_initialized():
-            ray.shutdown()
-            self.started_here = False
+        try:
+            if self.started_here and ray.is_initialized():
+                ray.shutdown()
+                self.started_here = False
+        finally:
+            if self._reaper is not None:
+                self._reaper.close()
+                self._reaper = None
 
 
 def _local_gpus() -> int:
