@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from kinematics.errors import ConfigError
 from learning.common.executor import Executor, run_in_worker, worker_environment
 from learning.common.jobs import GridTask, Job, JobFailure
-from learning.common.reaper import Reaper, children
+from learning.common.reaper import Reaper
 
 try:
     import ray
@@ -78,12 +78,8 @@ class RayExecutor(Executor):
                     ) from exc
             else:
                 self._reaper = Reaper.start()
-                before = children(os.getpid())
-                try:
+                with self._reaper.watching_new_children():
                     ray.init(num_cpus=workers, num_gpus=_local_gpus(), include_dashboard=False, log_to_driver=True)
-                finally:
-                    if self._reaper is not None:
-                        self._reaper.watch(children(os.getpid()) - before)
             self.started_here = True
         self.startup_seconds = time.perf_counter() - started
 

@@ -11,7 +11,7 @@ pipe whose write end only the driver holds, so the driver's death, however it di
 names the roots to watch (``watch``); the watchdog follows the process trees below them, refreshed every second,
 each process known by its pid and its start time (a reused pid is never killed). At an end of file it SIGKILLs
 every process it followed that still runs, and exits; after ``close`` (the driver shut them down itself) it exits
-and kills nothing. Linux only (``/proc``); elsewhere ``Reaper.start`` returns None.
+and kills nothing. Linux only (``/proc``); elsewhere ``Reaper.start`` gives one that watches nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import select
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 _CLOSED = b"closed"
@@ -29,39 +30,44 @@ _REFRESH_SECONDS = 1.0
 
 
 class Reaper:
-    """The driver's side: start it before starting the processes, ``watch`` their pids, ``close`` after stopping
-    them."""
+    """The driver's side: ``start`` it, start the processes inside ``watching_new_children`` (or name them to
+    ``watch``), ``close`` it after stopping them."""
 
-    def __init__(self, process: subprocess.Popen) -> None:
-        self.process = process
+    def __init__(self, process: subprocess.Popen | None) -> None:
+        self.process = process  # None: no /proc here, nothing is watched
 
     @classmethod
-    def start(cls) -> Reaper | None:
+    def start(cls) -> Reaper:
         if not Path("/proc/self/stat").exists():
-            return None
-        process = subprocess.Popen(
-            [sys.executable, "-m", "learning.common.reaper"], stdin=subprocess.PIPE, start_new_session=True
-        )
-        return cls(process)
+            return cls(None)
+        return cls(subprocess.Popen([sys.executable, "-m", __name__], stdin=subprocess.PIPE, start_new_session=True))
+
+    @contextlib.contextmanager
+    def watching_new_children(self) -> Iterator[None]:
+        """Watch the processes this process starts in the block (its new children and every process below them),
+        also where the block raises (what a failed start left is killed if this process dies)."""
+        if self.process is None:
+            yield
+            return
+        before = _children(os.getpid())
+        try:
+            yield
+        finally:
+            self.watch(_children(os.getpid()) - before)
 
     def watch(self, pids: set[int]) -> None:
         """Follow these processes and every process below them."""
-        self._send(" ".join(str(pid) for pid in sorted(pids)).encode() + b"\n")
+        if self.process is not None:
+            self.process.stdin.write(" ".join(str(pid) for pid in sorted(pids)).encode() + b"\n")
+            self.process.stdin.flush()
 
     def close(self) -> None:
         """The watched processes were stopped by the driver: the watchdog exits and kills nothing."""
-        with contextlib.suppress(BrokenPipeError):
-            self._send(_CLOSED + b"\n")
-        with contextlib.suppress(BrokenPipeError):
-            self.process.stdin.close()
-        self.process.wait()
-
-    def _send(self, line: bytes) -> None:
-        self.process.stdin.write(line)
-        self.process.stdin.flush()
+        if self.process is not None:
+            self.process.communicate(_CLOSED + b"\n")  # a watchdog already gone: the write's broken pipe ignored
 
 
-def children(pid: int) -> set[int]:
+def _children(pid: int) -> set[int]:
     """The processes whose parent is ``pid`` now."""
     return {child for child, (parent, _) in _processes().items() if parent == pid}
 
@@ -127,7 +133,6 @@ def _kill(followed: dict[int, int]) -> None:
 
 def main() -> int:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the driver, which closes us
-    table = _processes()
     roots: dict[int, int] = {}
     followed: dict[int, int] = {}
     pending = b""
@@ -144,7 +149,8 @@ def main() -> int:
             table = _processes()
             for line in lines:
                 roots |= {int(pid): table[int(pid)][1] for pid in line.split() if int(pid) in table}
-        followed = _trees(roots, followed)
+        if roots:
+            followed = _trees(roots, followed)
     _kill(_trees(roots, followed))
     return 0
 
