@@ -1,7 +1,8 @@
 """Yaw choosers that need no training: the radial rule, heading (the hand's current yaw), an angular grid, online optimisation,
 and the teacher (dense grid plus local refinement), the numerical reference.
 
-Every chooser returns unit yaw vectors ``(N, 2)``; the searches solve IK from ``q0`` for each candidate.
+Every chooser returns unit yaw vectors ``(N, 2)``; the searches solve IK from ``q0`` for each candidate. The angular
+grid also hands on its chosen yaw's solve (``CheckedSolve``), which the final solve continues instead of repeating.
 """
 
 from __future__ import annotations
@@ -39,14 +40,29 @@ def heading_yaw(kinematics: KinematicsLayer, q0: torch.Tensor) -> torch.Tensor:
     return yaw_vector(current_heading(kinematics, q0))
 
 
+@dataclass(frozen=True)
+class CheckedSolve:
+    """A chosen yaw's checking solve, handed on: the joints ``q`` ``(N, dof)`` after ``iterations`` steps of ``ik``
+    from ``q0`` toward the chosen grasp. The IK is a pure iteration (no state but the joints), so ``iterations + k``
+    steps from ``q0`` are these joints continued for ``k`` steps: the final solve picks up here
+    (``learning.grasp_yaw.evaluation.final_joints``) instead of solving the first ``iterations`` steps again."""
+
+    q: torch.Tensor
+    ik: DifferentiableIKLayer
+    iterations: int
+
+
 @dataclass
 class Candidates:
-    """What solving candidate yaws gave, ``(N, M)`` each: the yaws, their cost, joint displacement and success."""
+    """What solving candidate yaws gave, ``(N, M)`` each: the yaws, their cost, joint displacement and success, and
+    the yaw vectors solved ``(N, M, 2)`` and the joints reached ``(N, M, dof)``."""
 
     psi: torch.Tensor
     cost: torch.Tensor
     displacement: torch.Tensor  # |q_ik - q0|^2, rad^2
     success: torch.Tensor  # bool
+    yaw: torch.Tensor
+    q: torch.Tensor
 
 
 @dataclass
@@ -55,6 +71,7 @@ class SearchResult:
     cost: torch.Tensor  # (N,) cost of the choice at the search's own IK iterations
     ik_solves: int  # IK solves spent
     candidates: Candidates | None = None  # the grid's evaluations: its yaw landscape
+    checked: CheckedSolve | None = None  # the chosen yaw's solve, where the final solve can continue it
 
 
 @torch.no_grad()
@@ -65,20 +82,33 @@ def solve_candidates(
     psi: torch.Tensor,
     weights: CostWeights,
     penalty: float,
+    yaw: torch.Tensor | None = None,
 ) -> Candidates:
-    """Solve every candidate yaw ``psi`` ``(N, M)`` for goals ``p`` ``(N, 3)`` from ``q0`` ``(N, dof)``."""
+    """Solve every candidate yaw ``psi`` ``(N, M)`` for goals ``p`` ``(N, 3)`` from ``q0`` ``(N, dof)``: the grasps
+    of the yaw vectors ``yaw`` ``(N, M, 2)`` where given (a network's, solved as they are), else of ``psi``'s."""
     n, m = psi.shape
+    dof = q0.shape[-1]
     flat_p = p[:, None, :].expand(n, m, 3).reshape(-1, 3)
-    flat_q0 = q0[:, None, :].expand(n, m, q0.shape[-1]).reshape(-1, q0.shape[-1])
-    flat_psi = psi.reshape(-1)
-    cost, displacement, success = [], [], []
+    flat_q0 = q0[:, None, :].expand(n, m, dof).reshape(-1, dof)
+    flat_yaw = (yaw_vector(psi) if yaw is None else yaw).reshape(-1, 2)
+    cost, displacement, success, joints = [], [], [], []
     for start in range(0, n * m, _CHUNK):
         rows = slice(start, start + _CHUNK)
-        result = ik.solve(grasp_pose(flat_p[rows], yaw_vector(flat_psi[rows])), flat_q0[rows])
+        result = ik.solve(grasp_pose(flat_p[rows], flat_yaw[rows]), flat_q0[rows])
         cost.append(yaw_cost(result, flat_q0[rows], weights, penalty))
         displacement.append((result.q - flat_q0[rows]).square().sum(-1))
         success.append(result.success)
-    return Candidates(psi, *(torch.cat(parts).reshape(n, m) for parts in (cost, displacement, success)))
+        joints.append(result.q)
+    cost, displacement, success = (torch.cat(parts).reshape(n, m) for parts in (cost, displacement, success))
+    return Candidates(psi, cost, displacement, success, flat_yaw.reshape(n, m, 2), torch.cat(joints).reshape(n, m, dof))
+
+
+def cheapest_candidate(ik: DifferentiableIKLayer, candidates: Candidates) -> tuple[torch.Tensor, CheckedSolve]:
+    """The index ``(N,)`` of each goal's cheapest candidate and its solve (by ``ik``, which solved ``candidates``),
+    handed on."""
+    best = candidates.cost.argmin(-1)
+    rows = torch.arange(best.shape[0], device=best.device)
+    return best, CheckedSolve(candidates.q[rows, best], ik, ik.cfg.iterations)
 
 
 def candidate_costs(
@@ -114,9 +144,9 @@ def angular_grid(
 ) -> SearchResult:
     """``yaws`` candidates on the full circle (``grid_yaws``), the cheapest kept."""
     candidates = solve_candidates(ik, p, q0, grid_yaws(p, yaws, anchor), weights, penalty)
-    best = candidates.cost.argmin(-1)[:, None]
-    chosen = candidates.psi.gather(-1, best)[:, 0]
-    return SearchResult(yaw_vector(chosen), candidates.cost.gather(-1, best)[:, 0], p.shape[0] * yaws, candidates)
+    best, checked = cheapest_candidate(ik, candidates)
+    yaw = candidates.yaw[torch.arange(best.shape[0], device=best.device), best]  # exactly the grasp solved
+    return SearchResult(yaw, candidates.cost.min(-1).values, p.shape[0] * yaws, candidates, checked)
 
 
 def teacher(

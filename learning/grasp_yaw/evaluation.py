@@ -2,19 +2,30 @@
 
 A *chooser* maps ``(p (N, 3), q0 (N, dof)) -> yaw (N, 2)``. Latency is measured from inputs to final joints:
 the chooser and the checking IK solve, at batch 1 (median over goals) and at a larger batch (per goal, the median of
-rounds that time every method once in turn).
+rounds that time every method once in turn). A chooser that solved its answer's grasp to choose it (the angular
+grid, the IK-trained predictor's hypotheses: a ``CheckingChooser``) hands that solve on, and the final solve continues
+it: the same joints, bit for bit, as the 64 steps from ``q0``, without solving its first steps twice.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import time
 from collections.abc import Callable
 
 import torch
 
-from kinematics import KinematicsLayer
-from learning.grasp_yaw.baselines import angular_grid, heading_yaw, ik_layer, online_optimization, radial_yaw, teacher
+from kinematics import DifferentiableIKLayer, KinematicsLayer
+from learning.grasp_yaw.baselines import (
+    CheckedSolve,
+    angular_grid,
+    heading_yaw,
+    ik_layer,
+    online_optimization,
+    radial_yaw,
+    teacher,
+)
 from learning.grasp_yaw.config import ExperimentCfg
 from learning.grasp_yaw.predictors import YawPolicy
 from learning.grasp_yaw.splits import GoalSet
@@ -23,6 +34,18 @@ from learning.grasp_yaw.task import current_heading, failure_penalty, grasp_pose
 _SINGLES_BUDGET_S = 3.0  # slow searches stop timing single goals after this long (at least 3 are timed)
 
 Chooser = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class CheckingChooser:
+    """A chooser that solves IK to choose: called, it answers yaws ``(N, 2)`` as every chooser does; ``choose``
+    also hands on the answer's solve (``CheckedSolve``, or ``None`` where it solved none), for ``solve_choice``."""
+
+    def __init__(self, choose: Callable[[torch.Tensor, torch.Tensor], tuple[torch.Tensor, CheckedSolve | None]]):
+        self.choose = choose
+
+    def __call__(self, p: torch.Tensor, q0: torch.Tensor) -> torch.Tensor:
+        return self.choose(p, q0)[0]
+
 
 METHODS = (
     "radial",
@@ -46,6 +69,11 @@ def search_choosers(cfg: ExperimentCfg, kinematics: KinematicsLayer) -> dict[str
     grid_ik = ik_layer(kinematics, b.grid_ik_iterations)
     online_ik = ik_layer(kinematics, b.online_ik_iterations)
     teacher_ik = ik_layer(kinematics, b.teacher_ik_iterations)
+
+    def grid(p: torch.Tensor, q0: torch.Tensor) -> tuple[torch.Tensor, CheckedSolve | None]:
+        result = angular_grid(grid_ik, p, q0, b.grid_yaws, w, penalty, b.grid_anchor)
+        return result.yaw, result.checked
+
     return {
         "radial": lambda p, q0: radial_yaw(p),
         "heading": lambda p, q0: heading_yaw(kinematics, q0),
@@ -62,24 +90,48 @@ def search_choosers(cfg: ExperimentCfg, kinematics: KinematicsLayer) -> dict[str
                 incumbents=b.online_incumbents,
             ).yaw
         ),
-        "angular_grid": lambda p, q0: angular_grid(grid_ik, p, q0, b.grid_yaws, w, penalty, b.grid_anchor).yaw,
+        "angular_grid": CheckingChooser(grid),
         "teacher": lambda p, q0: teacher(teacher_ik, p, q0, b.teacher_yaws, b.teacher_refine_yaws, w, penalty).yaw,
     }
 
 
-def policy_chooser(policy: YawPolicy) -> Chooser:
-    def choose(p: torch.Tensor, q0: torch.Tensor) -> torch.Tensor:
+def policy_chooser(policy: YawPolicy) -> CheckingChooser:
+    def choose(p: torch.Tensor, q0: torch.Tensor) -> tuple[torch.Tensor, CheckedSolve | None]:
         with torch.no_grad():
-            return policy(p, q0)
+            return policy.choose(p, q0)
 
-    return choose
+    return CheckingChooser(choose)
+
+
+def final_joints(
+    eval_ik: DifferentiableIKLayer, target: torch.Tensor, q0: torch.Tensor, checked: CheckedSolve | None = None
+) -> torch.Tensor:
+    """The final (checking) solve's joints ``(N, dof)`` for ``target`` ``(N, 4, 4)``: ``eval_ik`` from ``q0``, or,
+    where ``checked`` is that solve's beginning (its ``iterations`` steps toward ``target`` by a layer on the same
+    kinematics whose settings are ``eval_ik``'s but for the iterations, at most ``eval_ik``'s), those joints continued
+    for the steps left: the same joints, bit for bit, on the compiled solve (on torch's ops, to rounding)."""
+    cfg = eval_ik.cfg
+    if (
+        checked is None
+        or checked.ik.kinematics is not eval_ik.kinematics
+        or checked.iterations > cfg.iterations
+        or dataclasses.replace(checked.ik.cfg, iterations=cfg.iterations) != cfg
+    ):
+        return eval_ik(target, q0)
+    if checked.iterations == cfg.iterations:
+        return checked.q
+    return eval_ik(target, checked.q, iterations=cfg.iterations - checked.iterations)
 
 
 def solve_choice(chooser: Chooser, goals: GoalSet, eval_ik) -> tuple[torch.Tensor, torch.Tensor]:
-    """Complete inference: the chosen yaw ``(N, 2)`` and final joints ``(N, dof)`` from the checking solve."""
-    yaw = chooser(goals.p, goals.q0)
+    """Complete inference: the chosen yaw ``(N, 2)`` and final joints ``(N, dof)`` from the checking solve (continued
+    from the chooser's own solve of the answer where it hands one on: ``final_joints``)."""
+    if isinstance(chooser, CheckingChooser):
+        yaw, checked = chooser.choose(goals.p, goals.q0)
+    else:
+        yaw, checked = chooser(goals.p, goals.q0), None
     with torch.no_grad():
-        return yaw, eval_ik(grasp_pose(goals.p, yaw), goals.q0)
+        return yaw, final_joints(eval_ik, grasp_pose(goals.p, yaw), goals.q0, checked)
 
 
 def round_robin_medians(fns: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:

@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from kinematics import KinematicsLayer
-from learning.grasp_yaw.baselines import candidate_costs, ik_layer
+from learning.grasp_yaw.baselines import CheckedSolve, cheapest_candidate, ik_layer, solve_candidates
 from learning.grasp_yaw.config import ExperimentCfg, StartStateCfg, WorkspaceCfg
 from learning.grasp_yaw.splits import start_posture
 from learning.grasp_yaw.task import current_heading, failure_penalty, radial_angle, yaw_vector
@@ -154,8 +154,9 @@ class YawPolicy(nn.Module):
     """A predictor with its feature map: ``policy(p, q0) -> yaw (N, 2)``. Only the predictor is saved.
 
     A several-hypothesis predictor's answer is its cheapest hypothesis: all ``K`` are solved with the training
-    IK (``cfg.train.ik_iterations`` steps) from ``q0`` in one batch and scored by the task's cost, failures
-    penalised; one network call plus ``K`` IK checks.
+    IK (``cfg.train.ik_iterations`` steps) from ``q0`` in one batch, as training solves them, and scored by the task's
+    cost, failures penalised; one network call plus ``K`` IK checks. ``choose`` also hands on the answer's check
+    (``CheckedSolve``), which the final solve continues.
     """
 
     def __init__(self, predictor: nn.Module, kinematics: KinematicsLayer, cfg: ExperimentCfg) -> None:
@@ -167,19 +168,29 @@ class YawPolicy(nn.Module):
         self.penalty = failure_penalty(kinematics)
 
     def forward(self, p: torch.Tensor, q0: torch.Tensor) -> torch.Tensor:
+        return self.choose(p, q0)[0]
+
+    def choose(self, p: torch.Tensor, q0: torch.Tensor) -> tuple[torch.Tensor, CheckedSolve | None]:
+        """The answer ``(N, 2)`` and, for a several-hypothesis predictor, its check (``None`` for one yaw: nothing
+        was solved)."""
         yaw = self.predictor(self.features(p, q0), p)
-        return yaw if yaw.dim() == 2 else self.cheapest(p, q0, yaw)
+        return (yaw, None) if yaw.dim() == 2 else self.cheapest(p, q0, yaw)
 
     def features(self, p: torch.Tensor, q0: torch.Tensor) -> torch.Tensor:
         if isinstance(self.predictor, BoundedYawNet):
             return self.predictor.features(self._kinematics[0], p, q0)
         return goal_features(self._kinematics[0], p, q0, self.workspace)
 
-    def cheapest(self, p: torch.Tensor, q0: torch.Tensor, hypotheses: torch.Tensor) -> torch.Tensor:
-        """``(N, K, 2) -> (N, 2)`` the hypothesis whose checking IK solve from ``q0`` costs least."""
-        psi = torch.atan2(hypotheses[..., 1], hypotheses[..., 0]).detach()
-        cost = candidate_costs(self.check_ik, p, q0, psi, self.weights, self.penalty)
-        return hypotheses.gather(1, cost.argmin(-1)[:, None, None].expand(-1, 1, 2))[:, 0]
+    def cheapest(
+        self, p: torch.Tensor, q0: torch.Tensor, hypotheses: torch.Tensor
+    ) -> tuple[torch.Tensor, CheckedSolve]:
+        """``(N, K, 2) -> (N, 2)`` the hypothesis whose checking IK solve from ``q0`` costs least (each solved as the
+        network gave it), and that solve."""
+        checked = hypotheses.detach()
+        psi = torch.atan2(checked[..., 1], checked[..., 0])
+        candidates = solve_candidates(self.check_ik, p, q0, psi, self.weights, self.penalty, yaw=checked)
+        best, solve = cheapest_candidate(self.check_ik, candidates)
+        return hypotheses.gather(1, best[:, None, None].expand(-1, 1, 2))[:, 0], solve
 
 
 def feature_count(dof: int) -> int:

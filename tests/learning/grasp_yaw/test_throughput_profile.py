@@ -22,8 +22,12 @@ def test_every_row_is_timed_and_the_ik_work_counted() -> None:
     result = {r["row"]: r for r in doc["results"]}
     assert set(result) == set(throughput.ROWS) and doc["batch"] == 8
     s = doc["settings"]
-    assert result["angular_grid"]["ik_iterations_per_goal"] == s["grid_yaws"] * s["grid_iterations"] + 64
-    assert result["ik_trained"]["ik_iterations_per_goal"] == s["hypotheses"] * s["check_iterations"] + 64
+    # the final solve continues the chosen yaw's check: 64 steps less the check's
+    assert s["final_iterations"] == 64 and s["grid_iterations"] == s["check_iterations"] == 24
+    assert result["angular_grid"]["ik_iterations_per_goal"] == s["grid_yaws"] * 24 + 40
+    assert result["ik_trained"]["ik_iterations_per_goal"] == s["hypotheses"] * 24 + 40
+    assert result["angular_grid.from_q0"]["ik_iterations_per_goal"] == s["grid_yaws"] * 24 + 64
+    assert result["ik_trained.from_q0"]["ik_iterations_per_goal"] == s["hypotheses"] * 24 + 64
     assert result["network_floor"]["ik_iterations_per_goal"] == result["ik_trained_one_yaw"]["ik_iterations_per_goal"]
     assert all(r["per_goal_s"] > 0 for r in doc["results"])
     table = throughput.markdown(doc)
