@@ -139,9 +139,18 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def load_average() -> list[float] | None:
+    """The machine's load averages over 1, 5 and 15 minutes (``None`` where the OS has none): how busy it was while
+    a run measured, its own processes included."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except OSError:
+        return None
+
+
 def provenance(command: str, results: Path | None = None) -> dict:
     """``command`` as typed (after the settings of ``SETTINGS`` that are set), the commit (``git_commit(results)``),
-    and the machine (CPU, logical cores, OS, Python, torch and its threads)."""
+    and the machine (CPU, logical cores, OS, Python, torch and its threads, and its load averages when stamped)."""
     settings = {name: os.environ[name] for name in SETTINGS if name in os.environ}
     commit, stated = _commit(results)
     return {
@@ -159,18 +168,21 @@ def provenance(command: str, results: Path | None = None) -> dict:
             "torch": torch.__version__,
             "torch_threads": torch.get_num_threads(),
             "cuda": torch.cuda.get_device_name() if torch.cuda.is_available() else None,
+            "load_average": load_average(),
         },
     }
 
 
 def provenance_line(record: dict) -> str:
-    """One markdown line: ``command`` at commit on machine."""
+    """One markdown line: ``command`` at commit on machine (and its load, where recorded)."""
     m = record["machine"]
     gpu = f", GPU {m['cuda']}" if m.get("cuda") else ", no GPU"
+    load = m.get("load_average")
+    load_text = f", load average {' / '.join(map(str, load))} (1 / 5 / 15 min) when written" if load else ""
     return (
         f"Produced by `{record['command']}` at commit `{record['commit']}`"
         f"{f' (stated by {STATED_COMMIT}: no git checkout there)' if record.get('commit_stated_by') else ''} on "
         f"{m['cpu']} ({m['logical_cores']} "
         f"logical cores{gpu}), {m['os']}, Python {m['python']}, torch {m['torch']} with {m['torch_threads']} "
-        f"threads, {record['timestamp']}."
+        f"threads{load_text}, {record['timestamp']}."
     )

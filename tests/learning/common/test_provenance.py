@@ -91,3 +91,20 @@ def test_a_commits_fingerprint_is_what_a_clean_copy_of_it_records(outside_git):
         assert provenance.fingerprint_at("HEAD") != provenance.source_fingerprint()
     finally:
         provenance.source_fingerprint.cache_clear()
+
+
+def test_a_record_carries_the_machines_load_and_its_line_shows_it(monkeypatch) -> None:
+    monkeypatch.setattr(provenance.os, "getloadavg", lambda: (0.314, 1.0, 2.25))
+    record = provenance.provenance("python -m learning x")
+    assert record["machine"]["load_average"] == [0.31, 1.0, 2.25]
+    assert "load average 0.31 / 1.0 / 2.25 (1 / 5 / 15 min) when written" in provenance.provenance_line(record)
+
+    def no_load():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(provenance.os, "getloadavg", no_load)
+    record = provenance.provenance("python -m learning x")
+    assert record["machine"]["load_average"] is None and "load average" not in provenance.provenance_line(record)
+    # a record written before the load was recorded renders as it did
+    del record["machine"]["load_average"]
+    assert provenance.provenance_line(record).endswith(f"threads, {record['timestamp']}.")
