@@ -6,6 +6,7 @@ python -m learning evaluate --run DIR                       # re-evaluate a trai
 python -m learning report --run DIR                         # print the split table of a run's report
 python -m learning analyse --run DIR [--out FILE]           # where the predictors lose to the teacher, per goal
 python -m learning check-distribution [--out FILE]          # radial, heading, a 72-yaw grid on 256 goals
+python -m learning throughput-profile [--batch N] [--rounds N] [--out FILE]  # what bounds the predictor's speed
 
 --task counterweight (train, check-distribution) runs the whole-body counterweight experiment instead of the
 grasp-yaw one (its reach-only / no-balance fractions before any training); evaluate and report read the task
@@ -28,6 +29,19 @@ from learning.grasp_yaw import cli as grasp_yaw
 from learning.grasp_yaw.config import PRESETS as GRASP_YAW_PRESETS
 
 TASKS = ("grasp-yaw", "counterweight")
+
+
+def at_least_one(text: str) -> int:
+    """An argparse type: an integer of at least 1 (the message names what was given)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 PRESETS = sorted(set(GRASP_YAW_PRESETS) | set(COUNTERWEIGHT_PRESETS))  # each task refuses a preset it lacks
 
 
@@ -60,7 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     profile = commands.add_parser("throughput-profile", help="what bounds the grasp predictor's throughput")
     profile.add_argument("--preset", choices=PRESETS, default="full")
-    profile.add_argument("--batch", type=int, default=256, help="goals per call (default: %(default)s)")
+    profile.add_argument("--batch", type=at_least_one, default=256, help="goals per call (default: %(default)s)")
+    profile.add_argument(
+        "--rounds", type=at_least_one, default=15, help="rounds that time every row in turn (default: %(default)s)"
+    )
     profile.add_argument("--out", type=Path, default=None, help="also write FILE.json (with provenance) and FILE.md")
     args = parser.parse_args(argv)
     if args.command == "train" and args.resume and args.run is None:

@@ -43,7 +43,7 @@ def main(args, command: str) -> int:
             table = distribution_markdown(check)
             atomic_write_text(args.out.with_suffix(".md"), f"{provenance_line(record)}\n\n{table}")
     elif args.command == "throughput-profile":
-        doc = throughput.run(args.preset, args.batch)
+        doc = throughput.run(args.preset, args.batch, args.rounds)
         table = throughput.markdown(doc)
         print(table)
         if args.out is not None:  # FILE.json with provenance, FILE.md the table

@@ -36,9 +36,10 @@ def test_every_row_is_timed_and_the_ik_work_counted() -> None:
 
 def test_the_command_writes_the_table_and_its_record(tmp_path) -> None:
     out = tmp_path / "throughput-profile"
-    assert main(["throughput-profile", "--preset", "smoke", "--batch", "4", "--out", str(out)]) == 0
+    assert main(["throughput-profile", "--preset", "smoke", "--batch", "4", "--rounds", "2", "--out", str(out)]) == 0
     doc = json.loads(out.with_suffix(".json").read_text())
-    assert doc["provenance"]["command"].endswith("--batch 4 --out " + str(out))
+    assert doc["provenance"]["command"].endswith("--batch 4 --rounds 2 --out " + str(out))
+    assert doc["rounds"] == 2 and doc["batch"] == 4
     assert out.with_suffix(".md").read_text().startswith("Produced by `")
 
 
@@ -63,3 +64,15 @@ def test_the_experiments_latency_takes_every_methods_batch_in_rounds() -> None:
         assert lat["batch"] == 8 and lat["rounds"] == 3 and lat["batch1_ms"] > 0
         assert lat["goals_per_second"] == pytest.approx(8 / (1e-3 * lat["batch_ms_per_goal"] * 8))
     assert latency["radial"]["goals_per_second"] > latency["angular_grid"]["goals_per_second"]
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [("--batch", "0", "must be at least 1, got 0"), ("--rounds", "-3", "must be at least 1, got -3"),
+     ("--rounds", "many", "'many' is not an integer")],
+)  # fmt: skip
+def test_bad_sizes_get_one_line_and_exit_2(capsys, option, value, message) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        main(["throughput-profile", "--preset", "smoke", option, value])
+    assert stopped.value.code == 2
+    assert f"argument {option}: {message}" in capsys.readouterr().err
