@@ -12,6 +12,7 @@ from typing import NoReturn
 
 import torch
 
+from learning.common.arguments import positive_int
 from learning.counterweight.experiment import checkpoint_path as counterweight_checkpoint_path
 from learning.grasp_yaw.config import PRESETS
 from learning.grasp_yaw.experiment import checkpoint_path
@@ -91,7 +92,7 @@ class ViewerConfig:
         )
         parser.add_argument(
             "--threads",
-            type=_positive,
+            type=positive_int,
             default=defaults.threads,
             help="torch threads of this process (default: %(default)s: the trainer and the page's answers get a "
             "core each)",
@@ -152,13 +153,3 @@ def _device(text: str) -> str:
     if device.type not in ("cpu", "cuda"):
         raise argparse.ArgumentTypeError(f"{text!r}: the viewer runs on cpu or cuda")
     return text
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value

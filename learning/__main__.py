@@ -22,6 +22,7 @@ from pathlib import Path
 
 from assets import MissingAssetError
 from kinematics.errors import ProjectError
+from learning.common.arguments import positive_int
 from learning.common.executors import EXECUTORS
 from learning.counterweight import cli as counterweight
 from learning.counterweight.config import PRESETS as COUNTERWEIGHT_PRESETS
@@ -29,17 +30,6 @@ from learning.grasp_yaw import cli as grasp_yaw
 from learning.grasp_yaw.config import PRESETS as GRASP_YAW_PRESETS
 
 TASKS = ("grasp-yaw", "counterweight")
-
-
-def at_least_one(text: str) -> int:
-    """An argparse type: an integer of at least 1 (the message names what was given)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 PRESETS = sorted(set(GRASP_YAW_PRESETS) | set(COUNTERWEIGHT_PRESETS))  # each task refuses a preset it lacks
@@ -74,9 +64,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     profile = commands.add_parser("throughput-profile", help="what bounds the grasp predictor's throughput")
     profile.add_argument("--preset", choices=PRESETS, default="full")
-    profile.add_argument("--batch", type=at_least_one, default=256, help="goals per call (default: %(default)s)")
+    profile.add_argument("--batch", type=positive_int, default=256, help="goals per call (default: %(default)s)")
     profile.add_argument(
-        "--rounds", type=at_least_one, default=15, help="rounds that time every row in turn (default: %(default)s)"
+        "--rounds", type=positive_int, default=15, help="rounds that time every row in turn (default: %(default)s)"
     )
     profile.add_argument("--out", type=Path, default=None, help="also write FILE.json (with provenance) and FILE.md")
     args = parser.parse_args(argv)

@@ -68,8 +68,8 @@ def test_the_experiments_latency_takes_every_methods_batch_in_rounds() -> None:
 
 @pytest.mark.parametrize(
     ("option", "value", "message"),
-    [("--batch", "0", "must be at least 1, got 0"), ("--rounds", "-3", "must be at least 1, got -3"),
-     ("--rounds", "many", "'many' is not an integer")],
+    [("--batch", "0", "0 must be at least 1"), ("--rounds", "-3", "-3 must be at least 1"),
+     ("--rounds", "many", "'many' is not a whole number")],
 )  # fmt: skip
 def test_bad_sizes_get_one_line_and_exit_2(capsys, option, value, message) -> None:
     with pytest.raises(SystemExit) as stopped:
