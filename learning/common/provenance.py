@@ -144,7 +144,7 @@ def load_average() -> list[float] | None:
     a run measured, its own processes included."""
     try:
         return [round(value, 2) for value in os.getloadavg()]
-    except OSError:
+    except (OSError, AttributeError):  # AttributeError: an OS without getloadavg
         return None
 
 

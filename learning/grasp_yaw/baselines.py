@@ -44,8 +44,9 @@ def heading_yaw(kinematics: KinematicsLayer, q0: torch.Tensor) -> torch.Tensor:
 class CheckedSolve:
     """A chosen yaw's checking solve, handed on: the joints ``q`` ``(N, dof)`` after ``iterations`` steps of ``ik``
     from ``q0`` toward the chosen grasp. The IK is a pure iteration (no state but the joints), so ``iterations + k``
-    steps from ``q0`` are these joints continued for ``k`` steps: the final solve picks up here
-    (``learning.grasp_yaw.evaluation.final_joints``) instead of solving the first ``iterations`` steps again."""
+    steps from ``q0`` are these joints continued for ``k`` steps (bit for bit on the compiled solve): the final solve
+    picks up here (``learning.grasp_yaw.evaluation.final_joints``) instead of solving the first ``iterations`` steps
+    again."""
 
     q: torch.Tensor
     ik: DifferentiableIKLayer

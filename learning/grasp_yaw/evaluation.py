@@ -4,7 +4,8 @@ A *chooser* maps ``(p (N, 3), q0 (N, dof)) -> yaw (N, 2)``. Latency is measured 
 the chooser and the checking IK solve, at batch 1 (median over goals) and at a larger batch (per goal, the median of
 rounds that time every method once in turn). A chooser that solved its answer's grasp to choose it (the angular
 grid, the IK-trained predictor's hypotheses: a ``CheckingChooser``) hands that solve on, and the final solve continues
-it: the same joints, bit for bit, as the 64 steps from ``q0``, without solving its first steps twice.
+it, without solving its first steps twice: the same joints as the 64 steps from ``q0``, bit for bit on the compiled
+solve (on torch's ops, whose rows vary with the batch they share, to rounding).
 """
 
 from __future__ import annotations
