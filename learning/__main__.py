@@ -30,8 +30,6 @@ from learning.grasp_yaw import cli as grasp_yaw
 from learning.grasp_yaw.config import PRESETS as GRASP_YAW_PRESETS
 
 TASKS = ("grasp-yaw", "counterweight")
-
-
 PRESETS = sorted(set(GRASP_YAW_PRESETS) | set(COUNTERWEIGHT_PRESETS))  # each task refuses a preset it lacks
 
 

@@ -50,7 +50,10 @@ class CheckedSolve:
 
     q: torch.Tensor
     ik: DifferentiableIKLayer
-    iterations: int
+
+    @property
+    def iterations(self) -> int:
+        return self.ik.cfg.iterations
 
 
 @dataclass
@@ -109,7 +112,7 @@ def cheapest_candidate(ik: DifferentiableIKLayer, candidates: Candidates) -> tup
     handed on."""
     best = candidates.cost.argmin(-1)
     rows = torch.arange(best.shape[0], device=best.device)
-    return best, CheckedSolve(candidates.q[rows, best], ik, ik.cfg.iterations)
+    return best, CheckedSolve(candidates.q[rows, best], ik)
 
 
 def candidate_costs(

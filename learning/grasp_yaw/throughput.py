@@ -85,12 +85,16 @@ def run(preset_name: str = "full", batch: int = 256, rounds: int = 15) -> dict:
     with torch.no_grad():
         seconds = round_robin_medians(fns, rounds)
     b, train, final = cfg.baselines, cfg.train, cfg.eval_ik_iterations
-    iterations = {  # a check of at most the final solve's steps is its beginning: the final solve continues it
+
+    def continued(check: int) -> int:  # the final solve's steps after a check: its beginning where not longer
+        return final - check if check <= final else final
+
+    iterations = {
         "radial": final,
-        "ik_trained": train.hypotheses * train.ik_iterations + final - min(train.ik_iterations, final),
+        "ik_trained": train.hypotheses * train.ik_iterations + continued(train.ik_iterations),
         "ik_trained_one_yaw": final,
         "network_floor": final,
-        "angular_grid": b.grid_yaws * b.grid_ik_iterations + final - min(b.grid_ik_iterations, final),
+        "angular_grid": b.grid_yaws * b.grid_ik_iterations + continued(b.grid_ik_iterations),
         "ik_trained.from_q0": train.hypotheses * train.ik_iterations + final,
         "angular_grid.from_q0": b.grid_yaws * b.grid_ik_iterations + final,
     }

@@ -101,7 +101,7 @@ def test_a_one_yaw_predictor_hands_nothing_on_and_its_final_solve_starts_at_q0(s
 
 def checked_solve(ik: DifferentiableIKLayer, target: torch.Tensor, q0: torch.Tensor) -> CheckedSolve:
     with torch.no_grad():
-        return CheckedSolve(ik(target, q0), ik, ik.cfg.iterations)
+        return CheckedSolve(ik(target, q0), ik)
 
 
 def test_a_solve_that_is_not_the_final_solves_beginning_is_not_continued(setup):
