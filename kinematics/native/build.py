@@ -1,9 +1,10 @@
 """Builds the kinematics native library, ``csrc/`` into one plain C shared library (no Python.h, no torch: loaded
 with ``ctypes``), with the system C compiler.
 
-Each unit of ``UNITS`` is compiled on its own, in parallel, into an object named after the hash of what it is
-built from (its source, the headers, the flags, the compiler's version), so a rebuild after an edit compiles only the
-units whose inputs changed; the objects are then linked. ``identity.c`` carries ``source_hash()``, the hash of every
+Each unit of ``UNITS`` is compiled on its own, once per type of ``TYPES`` (``per_type.h``; ``identity.c`` once), in
+parallel, into an object named after the hash of what it is built from (its source, the headers, the flags, the
+compiler's version), so a rebuild after an edit compiles only the units whose inputs changed; the objects are then
+linked. ``identity.c`` carries ``source_hash()``, the hash of every
 file in ``csrc/`` and the flags, which the loader compares with the sources beside the library to tell a stale one.
 
 Two callers: ``setup.py`` (the library installed beside this file, at ``pip install``) and ``kinematics.native``
@@ -27,8 +28,8 @@ from typing import TypeVar
 CSRC = Path(__file__).with_name("csrc")
 # the longest compiles first: the parallel build's wall time is the longest unit's where cores allow
 UNITS = (
-    "fused_ik.c",
     "qp_active_set.c",
+    "fused_ik.c",
     "qp_ipm.c",
     "tree.c",
     "chain.c",
@@ -37,6 +38,11 @@ UNITS = (
     "wholebody_backward.c",
     "identity.c",
 )
+# Each unit but ONE_OBJECT is compiled once per type, its other type's half left out by the type's flag: the two
+# halves are independent objects, and the longest unit's two compile on two cores at once (a unit calls the other
+# type's kernels only through kernels.h, as it would call another unit's)
+TYPES = {"float": "-DKINEMATICS_ONLY_FLOAT", "double": "-DKINEMATICS_ONLY_DOUBLE"}
+ONE_OBJECT = ("identity.c",)  # no per-type code: compiled once
 LIBRARY = "libkinematics_native.so"  # the installed library, beside this file
 # -std=c99 (ISO C) keeps GCC's fp-contract off (ISO rounding); qp_ipm.c and qp_active_set.c turn it on for themselves
 CFLAGS = ("-O3", "-fPIC", "-std=c99")
@@ -102,13 +108,14 @@ def _run(command: list[str], what: list[str]) -> None:
         raise OSError(f"{shlex.join(what)} failed: {result.stderr.strip()[:500]}")
 
 
-def _compile_unit(command: list[str], unit: str, flags: tuple[str, ...], objects: Path, identity: str) -> Path:
-    """The object of ``unit``: found in ``objects`` under the hash of its inputs (its source, every header and
-    ``identity``: the compiler command and its version; the flags), or compiled there (atomically)."""
+def _compile_unit(
+    command: list[str], unit: str, stem: str, flags: tuple[str, ...], objects: Path, identity: str
+) -> Path:
+    """The object ``stem`` of ``unit``: found in ``objects`` under the hash of its inputs (its source, every header
+    and ``identity``: the compiler command and its version; the flags), or compiled there (atomically)."""
     headers = [p.read_bytes() for p in sources() if p.suffix == ".h"]
     inputs = [unit.encode(), (CSRC / unit).read_bytes(), *headers, identity.encode(), " ".join(flags).encode()]
     key = hashlib.sha256(b"\0".join(inputs))
-    stem = unit.removesuffix(".c")
     target = objects / f"{stem}-{key.hexdigest()[:16]}.o"
     if target.exists():
         return target
@@ -122,6 +129,20 @@ def _compile_unit(command: list[str], unit: str, flags: tuple[str, ...], objects
     for old in sorted(objects.glob(f"{stem}-*.o"), key=lambda p: p.stat().st_mtime, reverse=True)[_KEEP_OBJECTS:]:
         old.unlink(missing_ok=True)
     return target
+
+
+def objects_of_units() -> list[tuple[str, str, tuple[str, ...]]]:
+    """``(unit, object stem, its own flags)`` of every object the library is linked from, in ``UNITS``' order (the
+    longest compiles first): ``qp_active_set.c`` as ``qp_active_set-float`` and ``qp_active_set-double``, ...,
+    ``identity.c`` once, with the source hash it records."""
+    found = []
+    for unit in UNITS:
+        stem = unit.removesuffix(".c")
+        if unit in ONE_OBJECT:
+            found.append((unit, stem, (f'-DKINEMATICS_NATIVE_SOURCE_HASH="{source_hash()}"',)))
+        else:
+            found += [(unit, f"{stem}-{name}", (flag,)) for name, flag in TYPES.items()]
+    return found
 
 
 def build(
@@ -143,12 +164,13 @@ def build(
     objects.mkdir(parents=True, exist_ok=True)
     output.parent.mkdir(parents=True, exist_ok=True)
     openmp = openmp_flags(command)
-    flags = {unit: (*CFLAGS, *openmp, *extra_flags) for unit in UNITS}
-    flags["identity.c"] += (f'-DKINEMATICS_NATIVE_SOURCE_HASH="{source_hash()}"',)
+    identity = "\n".join((shlex.join(command), version))
     with ThreadPoolExecutor(max_workers=jobs or os.cpu_count() or 1) as pool:
         futures = [
-            pool.submit(_compile_unit, command, unit, flags[unit], objects, "\n".join((shlex.join(command), version)))
-            for unit in UNITS
+            pool.submit(
+                _compile_unit, command, unit, stem, (*CFLAGS, *openmp, *extra_flags, *unit_flags), objects, identity
+            )
+            for unit, stem, unit_flags in objects_of_units()
         ]
         built = [future.result() for future in futures]
     with tempfile.TemporaryDirectory(dir=output.parent) as scratch:

@@ -9,10 +9,13 @@
 
    and this header includes the unit back once with REAL float (every kernel named name_float) and once with REAL
    double (name_double). kernels.h declares the functions it exports; the compiler checks each definition against
-   its declaration. */
+   its declaration. The build (build.py) compiles each unit once per type, as two objects that compile in parallel:
+   -DKINEMATICS_ONLY_FLOAT or -DKINEMATICS_ONLY_DOUBLE keeps that half alone (a unit calls the other type's kernels
+   only through their kernels.h declarations). */
 #include "common.h"
 #include "kernels.h"
 
+#ifndef KINEMATICS_ONLY_DOUBLE
 #define REAL float
 #define KERNEL(name) name##_float
 #define SQRT sqrtf
@@ -30,7 +33,9 @@
 #undef ATAN2
 #undef FABS
 #undef QP_LANES
+#endif
 
+#ifndef KINEMATICS_ONLY_FLOAT
 #define REAL double
 #define KERNEL(name) name##_double
 #define SQRT sqrt
@@ -48,3 +53,4 @@
 #undef ATAN2
 #undef FABS
 #undef QP_LANES
+#endif

@@ -341,6 +341,21 @@ def test_the_c_sources_ship_as_package_data():
     assert {build.CSRC / unit for unit in build.UNITS} <= set(build.sources())
 
 
+def test_each_unit_is_an_object_per_type():
+    """Two objects per unit (its float half, its double half), which the build compiles in parallel; identity.c,
+    which has no per-type code, once. Linking them is the slow build tests' (every kernel loads, none twice)."""
+    objects = build.objects_of_units()
+    stems = [stem for _, stem, _ in objects]
+    assert len(stems) == len(set(stems))
+    for unit in build.UNITS:
+        flags = {flags for u, _, flags in objects if u == unit}
+        if unit in build.ONE_OBJECT:
+            assert len(flags) == 1 and "KINEMATICS_NATIVE_SOURCE_HASH" in next(iter(flags))[0]
+        else:
+            assert flags == {(flag,) for flag in build.TYPES.values()}
+    assert objects[0][0] == "qp_active_set.c"  # the longest compile starts first
+
+
 _C_TYPE_WORDS = {"void", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "const"}
 
 
