@@ -110,6 +110,7 @@ def test_every_results_markdown_is_what_the_code_renders_from_its_json() -> None
         "benchmark/tree": tree_suite.markdown,
         "benchmark/qp": qp_suite.markdown,
         "benchmark/wholebody": wholebody_suite.markdown,
+        "benchmark-amd-epyc/wholebody": wholebody_suite.markdown,
         "benchmark/wholebody-profile": step_profile.markdown,
         "benchmark/device-cpu": device_suite.markdown,
         "experiment/throughput-profile": lambda doc: (
