@@ -4,8 +4,8 @@ with ``ctypes``), with the system C compiler.
 Each unit of ``UNITS`` is compiled on its own, once per type of ``TYPES`` (``per_type.h``; ``identity.c`` once), in
 parallel, into an object named after the hash of what it is built from (its source, the headers, the flags, the
 compiler's version), so a rebuild after an edit compiles only the units whose inputs changed; the objects are then
-linked. ``identity.c`` carries ``source_hash()``, the hash of every
-file in ``csrc/`` and the flags, which the loader compares with the sources beside the library to tell a stale one.
+linked. ``identity.c`` carries ``source_hash()``, the hash of every file in ``csrc/`` and the flags, which the loader
+compares with the sources beside the library to tell a stale one.
 
 Two callers: ``setup.py`` (the library installed beside this file, at ``pip install``) and ``kinematics.native``
 (its developer fallback: a build into the user's cache where no installed library matches the sources). This module
